@@ -1,0 +1,60 @@
+# The two commands of the README: `make run` and `make test`. Both begin with
+# `make setup`, which is idempotent: it only redoes what changed.
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+PYTHON ?= python3
+
+.PHONY: setup run test lint bench migrate clean
+
+setup: $(VENV)/.installed .env node_modules/.installed browser migrate
+
+$(VENV)/.installed: requirements/base.txt requirements/dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -r requirements/base.txt -r requirements/dev.txt
+	touch $@
+
+.env:
+	cp .env.example .env
+
+# The host's guest library, served as a static file (not committed).
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# Debian's Chromium for the browser tests (Playwright's own download does not work offline).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }) ; \
+	  else echo "chromium is not installed: the browser tests will be skipped (apt-get install chromium)"; fi; }
+
+migrate: $(VENV)/.installed .env
+	$(PY) manage.py migrate --no-input -v 0
+
+run: setup
+	$(PY) manage.py sandbox_seed
+	@echo ""
+	@echo "  Partner application   http://127.0.0.1:8000/"
+	@echo "  Host page (sandbox)   http://127.0.0.1:8000/sandbox/host/"
+	@echo "  Admin                 http://127.0.0.1:8000/admin/   (python manage.py createsuperuser)"
+	@echo "  Health                http://127.0.0.1:8000/healthz"
+	@echo ""
+	$(VENV)/bin/honcho -f Procfile start
+
+test: setup
+	@eval "$$(bin/test-services)"; \
+	  echo "make test: database $${DATABASE_URL:-sqlite (default)}, broker $${CELERY_BROKER_URL:-filesystem (default)}"; \
+	  $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+bench: setup
+	$(PY) bench/run.py
+
+clean:
+	rm -rf var db.sqlite3 staticfiles

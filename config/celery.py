@@ -1,0 +1,29 @@
+"""The Celery application: `celery -A config worker` (add `-B` for the periodic jobs)."""
+
+import os
+
+from celery import Celery
+from celery.signals import task_postrun, task_prerun
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+
+app = Celery("partner")
+# Every CELERY_* setting of config/settings/base.py configures the app.
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+
+@task_prerun.connect
+def _task_log_id(task_id=None, **kwargs):
+    """Log lines written inside a task carry the task id where a request carries its id."""
+    from partner.core.logging import request_id_var
+
+    request_id_var.set(task_id or "-")
+
+
+@task_postrun.connect
+def _task_log_id_clear(**kwargs):
+    from partner.core.logging import request_id_var
+
+    request_id_var.set("-")

@@ -1,0 +1,309 @@
+"""Settings of the partner application, read from the environment.
+
+Every variable is read here through django-environ (a `.env` file at the
+repository root works too; real environment variables win over it). With
+`DJANGO_DEBUG` off the defaults are the production ones: a secret key, the
+allowed hosts and the field encryption key must be given, cookies are secure,
+HSTS is on and the sandbox stays unmounted unless asked for.
+
+`.env.example` documents each variable; `config/settings/test.py` adjusts a
+few for the test suite.
+"""
+
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+VAR_DIR = BASE_DIR / "var"  # run-time files of local runs: broker folders, cache, beat schedule
+
+env = environ.Env()
+if env.bool("DJANGO_READ_DOT_ENV_FILE", default=True) and (BASE_DIR / ".env").is_file():
+    environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+
+def _read(name, reader, *args, **kwargs):
+    """Read one variable, turning a malformed value into a message that names it."""
+    try:
+        return reader(name, *args, **kwargs)
+    except ImproperlyConfigured:
+        raise
+    except Exception as exc:  # environ raises ValueError/KeyError/etc. with cryptic texts
+        raise ImproperlyConfigured(
+            f"Environment variable {name} is malformed ({type(exc).__name__}); see .env.example"
+        ) from None
+
+
+# GENERAL
+# ------------------------------------------------------------------------------
+# https://docs.djangoproject.com/en/5.2/ref/settings/#debug
+DEBUG = _read("DJANGO_DEBUG", env.bool, default=False)
+
+# https://docs.djangoproject.com/en/5.2/ref/settings/#secret-key
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY is required when DJANGO_DEBUG is off "
+            "(generate one with: python -c 'import secrets; print(secrets.token_urlsafe(50))')"
+        )
+    SECRET_KEY = "local-development-only-not-secret"  # noqa: S105 - only ever used with DEBUG on
+
+# https://docs.djangoproject.com/en/5.2/ref/settings/#allowed-hosts
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
+if not ALLOWED_HOSTS:
+    raise ImproperlyConfigured("DJANGO_ALLOWED_HOSTS is required when DJANGO_DEBUG is off")
+
+TIME_ZONE = "UTC"
+USE_TZ = True
+LANGUAGE_CODE = "en-us"
+USE_I18N = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# The public address of this deployment: products pushed to the service point
+# their interfaceUrl, adminInterfaceUrl and webhook url here.
+PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
+
+# DATABASES
+# ------------------------------------------------------------------------------
+# https://docs.djangoproject.com/en/5.2/ref/settings/#databases
+_DATABASE_URL = env.str("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
+if _DATABASE_URL.split("://", 1)[0] not in ("sqlite", "postgres", "postgresql", "pgsql"):
+    raise ImproperlyConfigured(
+        "DATABASE_URL must look like sqlite:///path/db.sqlite3 or postgres://user:password@host:5432/name"
+    )
+DATABASES = {"default": _read("DATABASE_URL", lambda _name: env.db_url_config(_DATABASE_URL))}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Web and worker write at the same time in local runs: wait for the lock
+    # instead of failing, and take it when the transaction begins.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 30, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
+    )
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+
+# CACHES
+# ------------------------------------------------------------------------------
+# The OAuth token lives here, so every web and worker process must share it:
+# a file cache on one machine, Redis (CACHE_URL=redis://...) for several.
+CACHES = {"default": _read("CACHE_URL", env.cache_url, default=f"filecache://{VAR_DIR / 'cache'}")}
+
+# APPS
+# ------------------------------------------------------------------------------
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "partner.core",
+    "partner.catalog",
+    "partner.inbox",
+    "partner.fulfillment",
+    "partner.ui",
+    "partner.sandbox",
+]
+
+MIDDLEWARE = [
+    "partner.core.middleware.RequestIdMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+# STATIC
+# ------------------------------------------------------------------------------
+STATIC_URL = "static/"
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    # The host's guest library, installed with npm by `make setup` (not committed).
+    ("vendor/em-ssf-guest", BASE_DIR / "node_modules" / "@elliemae" / "em-ssf-guest" / "dist"),
+]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+# SECURITY
+# ------------------------------------------------------------------------------
+# The UI lives in the host's iframe: only HOST_ORIGINS may frame it (CSP
+# frame-ancestors, set per embed view); every other page keeps X-Frame-Options DENY.
+HOST_ORIGINS = env.list("HOST_ORIGINS", default=[PUBLIC_BASE_URL])
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SESSION_COOKIE_HTTPONLY = True
+if not DEBUG:
+    # https://docs.djangoproject.com/en/5.2/ref/middleware/#http-strict-transport-security
+    SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # load balancers probe over plain HTTP
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # Cookies must cross into the host's iframe: SameSite=None requires Secure.
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SESSION_COOKIE_SAMESITE = "None"
+    CSRF_COOKIE_SAMESITE = "None"
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+# Secrets at rest (product signing secrets, credential values we send on) are
+# encrypted with Fernet; several comma-separated keys allow rotation, newest first.
+FIELD_ENCRYPTION_KEYS = env.list("FIELD_ENCRYPTION_KEYS", default=[])
+if not FIELD_ENCRYPTION_KEYS:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "FIELD_ENCRYPTION_KEYS is required when DJANGO_DEBUG is off (generate one with: "
+            "python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')"
+        )
+    FIELD_ENCRYPTION_KEYS = ["bG9jYWwtZGV2LW9ubHkta2V5LW5vdC1zZWNyZXQtMDA="]
+
+# THE SERVICE (the platform we integrate with)
+# ------------------------------------------------------------------------------
+SANDBOX_ENABLED = _read("SANDBOX_ENABLED", env.bool, default=DEBUG)
+SVC_BASE_URL = env.str("SVC_BASE_URL", default=f"{PUBLIC_BASE_URL}/sandbox").rstrip("/")
+SVC_TOKEN_URL = env.str("SVC_TOKEN_URL", default=f"{SVC_BASE_URL}/oauth2/v1/token")
+SVC_CLIENT_ID = env.str("SVC_CLIENT_ID", default="sandbox-partner-client")
+SVC_CLIENT_SECRET = env.str("SVC_CLIENT_SECRET", default="sandbox-partner-client-secret")
+SVC_SCOPE = env.str("SVC_SCOPE", default="pc pcapi")
+SVC_SIGNING_SECRETS = env.list("SVC_SIGNING_SECRETS", default=["sandbox-webhook-signing-secret"])
+SVC_SIGNATURE_HEADER = env.str("SVC_SIGNATURE_HEADER", default="Svc-Signature")
+SVC_PAT_HEADER = env.str("SVC_PAT_HEADER", default="X-Svc-PAT")
+SVC_URN_PREFIX = env.str("SVC_URN_PREFIX", default="urn:svc")
+# (connect, read) seconds for every call to the service.
+SVC_TIMEOUT = (env.float("SVC_CONNECT_TIMEOUT", default=5.0), env.float("SVC_READ_TIMEOUT", default=30.0))
+SVC_MAX_RETRIES = env.int("SVC_MAX_RETRIES", default=3)
+if not DEBUG and SVC_CLIENT_SECRET == "sandbox-partner-client-secret" and not SANDBOX_ENABLED:
+    raise ImproperlyConfigured("SVC_CLIENT_SECRET is required when DJANGO_DEBUG is off and the sandbox is not used")
+
+# Webhook intake: the largest body accepted on POST /v1/webhooks.
+WEBHOOK_MAX_BYTES = env.int("WEBHOOK_MAX_BYTES", default=256 * 1024)
+
+# CELERY
+# ------------------------------------------------------------------------------
+# https://docs.celeryq.dev/en/stable/userguide/configuration.html
+# The default broker is kombu's filesystem transport: no server, so `make run`
+# works anywhere; production sets CELERY_BROKER_URL=redis://... (or amqp://).
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(VAR_DIR / "broker" / "queue"),
+        "data_folder_out": str(VAR_DIR / "broker" / "queue"),
+        "processed_folder": str(VAR_DIR / "broker" / "processed"),
+        "store_processed": False,
+    }
+    _default_results = f"file://{VAR_DIR / 'celery-results'}"
+    # The transport needs its folders before the first message.
+    for _folder in ("broker/queue", "broker/processed", "celery-results"):
+        (VAR_DIR / _folder).mkdir(parents=True, exist_ok=True)
+else:
+    # Stay under the visibility timeout so an unacknowledged task is not
+    # redelivered while it still runs (time limits below are far shorter).
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    _default_results = CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else "rpc://"
+CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=_default_results)
+CELERY_TIMEZONE = TIME_ZONE
+# JSON only: a task carries ids, never pickled objects or secrets.
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_RESULT_EXPIRES = 3600
+# Ignore results unless a caller asks: our tasks record their outcome in the database.
+CELERY_TASK_IGNORE_RESULT = True
+# Acknowledge after the task ran, so a worker that dies mid-task leaves it queued.
+CELERY_TASK_ACKS_LATE = True
+# A killed child process requeues its task instead of acknowledging it.
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# One message at a time per process: tasks wait on the service, not the CPU.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A task stuck on the service is interrupted (soft) and then killed (hard).
+CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=120)
+CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=150)
+# Publishing retries a little when the broker blips, then gives up: the inbox sweeper re-enqueues.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+# Bounded retries with exponential backoff and jitter (used by every task that calls the service).
+CELERY_TASK_MAX_RETRIES = env.int("CELERY_TASK_MAX_RETRIES", default=5)
+CELERY_TASK_RETRY_BACKOFF = 2  # seconds, doubled per attempt
+CELERY_TASK_RETRY_BACKOFF_MAX = 300  # never wait longer than this between attempts
+CELERY_TASK_RETRY_JITTER = True  # spread retries so that workers do not stampede the service
+# Our logging configuration stays in charge of the root logger.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_WORKER_SEND_TASK_EVENTS = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# How often the periodic jobs run (seconds).
+INBOX_SWEEP_INTERVAL = env.int("INBOX_SWEEP_INTERVAL", default=30)
+RECONCILE_INTERVAL = env.int("RECONCILE_INTERVAL", default=300)
+CELERY_BEAT_SCHEDULE = {}  # filled by the apps that own periodic jobs (see config/celery.py)
+
+# REST FRAMEWORK
+# ------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    "UNAUTHENTICATED_USER": None,
+    "EXCEPTION_HANDLER": "partner.core.api.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Partner application API",
+    "DESCRIPTION": "Webhook receiver, origin proxy and transaction status of the partner application.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# LOGGING
+# ------------------------------------------------------------------------------
+# One line per event with the request id; the redaction filter keeps secrets
+# (client secret, signing secrets, passwords, tokens) out of every line.
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {
+        "request_id": {"()": "partner.core.logging.RequestIdFilter"},
+        "redact": {"()": "partner.core.logging.RedactSecretsFilter"},
+    },
+    "formatters": {
+        "line": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "line", "filters": ["request_id", "redact"]},
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "urllib3": {"level": "WARNING"},
+    },
+}
+DEFAULT_EXCEPTION_REPORTER_FILTER = "partner.core.logging.SecretsExceptionReporterFilter"

@@ -1,0 +1,20 @@
+"""URL map: the partner API, the embedded UI, the admin and (when enabled) the sandbox."""
+
+from django.conf import settings
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
+from partner.core.views import healthz
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("v1/", include("partner.inbox.urls")),
+    path("v1/", include("partner.fulfillment.urls")),
+    path("", include("partner.ui.urls")),
+]
+
+if settings.SANDBOX_ENABLED:
+    urlpatterns.append(path("sandbox/", include("partner.sandbox.urls")))

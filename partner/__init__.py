@@ -1,0 +1,1 @@
+"""The partner application: our domain apps, the service client and the sandbox."""

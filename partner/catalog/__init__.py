@@ -1,0 +1,1 @@
+"""Products, credential definitions and partner accounts, kept in step with the service."""

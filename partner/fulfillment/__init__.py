@@ -1,0 +1,1 @@
+"""Trackers and the Celery pipeline that fulfils each transaction."""

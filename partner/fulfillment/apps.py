@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class FulfillmentConfig(AppConfig):
+    name = "partner.fulfillment"
+    verbose_name = "Fulfillment"

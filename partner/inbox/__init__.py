@@ -1,0 +1,1 @@
+"""Webhook intake: every notification the service sends, stored before it is answered."""

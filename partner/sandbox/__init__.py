@@ -1,0 +1,1 @@
+"""An emulator of the service, mounted at /sandbox/ when SANDBOX_ENABLED."""

@@ -1,0 +1,97 @@
+"""The log filter: secrets never reach a log line; every line carries the request id."""
+
+import logging
+
+import pytest
+from django.http import HttpResponse
+from django.test import Client, RequestFactory, override_settings
+
+from partner.core.middleware import RequestIdMiddleware
+from partner.core.logging import MASK, RedactSecretsFilter, RequestIdFilter, redact, secret_register
+
+
+@pytest.fixture
+def captured():
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(self.format(record))
+
+    handler = Keep()
+    handler.setFormatter(logging.Formatter("[%(request_id)s] %(message)s"))
+    handler.addFilter(RequestIdFilter())
+    handler.addFilter(RedactSecretsFilter())
+    logger = logging.getLogger("tests.redaction")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    yield logger, records
+    logger.removeHandler(handler)
+
+
+@override_settings(SVC_CLIENT_SECRET="client-secret-value", SVC_SIGNING_SECRETS=["sign-old-secret", "sign-new-secret"])
+def test_configured_secrets_are_masked(captured):
+    logger, records = captured
+    logger.info("calling with %s and %s", "client-secret-value", {"s": "sign-old-secret sign-new-secret"})
+    assert "client-secret-value" not in records[0]
+    assert "sign-old-secret" not in records[0] and "sign-new-secret" not in records[0]
+    assert MASK in records[0]
+
+
+@pytest.mark.parametrize(
+    "line, secret",
+    [
+        ("password=hunter22 user=bob", "hunter22"),
+        ('{"client_secret": "abc123xyz"}', "abc123xyz"),
+        ("Authorization: Bearer eyJhbGciOi.payload.sig", "eyJhbGciOi.payload.sig"),
+        ("access_token=tok_987654321&x=1", "tok_987654321"),
+        ("Svc-Signature: q83vEjRWeJA=", "q83vEjRWeJA="),
+        ("X-Svc-PAT=pat-0123456789", "pat-0123456789"),
+        ("'token': 'zzz-top-secret'", "zzz-top-secret"),
+    ],
+)
+def test_secret_looking_pairs_are_masked(line, secret):
+    assert secret not in redact(line)
+
+
+def test_ordinary_text_is_kept():
+    line = "tracker 42 moved to REQUEST_COMPLETED after 3 attempts"
+    assert redact(line) == line
+
+
+def test_registered_runtime_secret_is_masked(captured):
+    logger, records = captured
+    secret_register("runtime-access-token-42")
+    logger.info("got runtime-access-token-42 from the service")
+    assert "runtime-access-token-42" not in records[0]
+
+
+def test_secret_in_traceback_is_masked(captured):
+    logger, records = captured
+    secret_register("exploding-secret-value")
+    try:
+        raise ValueError("bad value exploding-secret-value")
+    except ValueError:
+        logger.exception("failed")
+    assert "ValueError" in records[0]
+    assert "exploding-secret-value" not in records[0]
+
+
+def test_lines_logged_during_a_request_carry_its_id(captured):
+    logger, records = captured
+
+    def view(request):
+        logger.info("inside the view")
+        return HttpResponse("ok")
+
+    response = RequestIdMiddleware(view)(RequestFactory().get("/", HTTP_X_REQUEST_ID="req-abc-123"))
+    assert response["X-Request-ID"] == "req-abc-123"
+    assert records == ["[req-abc-123] inside the view"]
+    logger.info("outside")
+    assert records[-1] == "[-] outside"
+
+
+def test_unsafe_request_id_is_replaced(db):
+    response = Client().get("/healthz", HTTP_X_REQUEST_ID="bad id\nwith newline")
+    assert response["X-Request-ID"] != "bad id\nwith newline"
+    assert len(response["X-Request-ID"]) == 32
