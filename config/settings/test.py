@@ -14,6 +14,11 @@ os.environ.setdefault("DATABASE_URL", "sqlite:///" + os.path.join(os.path.dirnam
 from .base import *  # noqa: E402,F403
 from .base import CELERY_BROKER_URL, VAR_DIR  # noqa: E402
 
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    # A file, not memory: the live server, in-process workers and worker
+    # processes started by tests all see the same test database.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}  # noqa: F405
+
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 if CELERY_BROKER_URL.startswith("filesystem://"):

@@ -1,0 +1,63 @@
+"""Media types and actions of the spec, and the disclosure status action rules."""
+
+from dataclasses import dataclass
+
+# Loan data is versioned by media type and sent in `loanFormat`.
+LOAN_FORMAT = "application/vnd.plm-2.0.0+json"
+
+# The disclosure tracking status update action (spec, endpoint #3 note 8).
+DISCLOSURE_FORMAT = "application/vnd.disclosure.update-status-1.0.0.json"
+DISCLOSURE_ACTION = "UPDATE_DISCLOSURE_STATUS"
+DISCLOSURE_STATUSES = ("active",)
+DISCLOSURE_DETAIL_FIELDS = ("status", "comments")
+
+# Response `status` values the spec shows.
+RESPONSE_PROCESSING = "processing"
+RESPONSE_COMPLETED = "completed"
+
+# Webhook resource types and event types are URNs: see partner.platform.urns.
+WEBHOOK_EVENT_CREATED = "created"
+
+
+@dataclass(frozen=True)
+class RuleViolation:
+    field: str
+    message: str
+
+    def as_dict(self):
+        return {"field": self.field, "message": self.message}
+
+
+def disclosure_result_violations(result) -> list[RuleViolation]:
+    """Every way `result` breaks the disclosure status action rules (empty when it conforms)."""
+    if not isinstance(result, dict):
+        return [RuleViolation("result", "must be an object")]
+    problems = []
+    if result.get("format") != DISCLOSURE_FORMAT:
+        problems.append(RuleViolation("result.format", f"must be exactly {DISCLOSURE_FORMAT}"))
+    if result.get("action") != DISCLOSURE_ACTION:
+        problems.append(RuleViolation("result.action", f"must be exactly {DISCLOSURE_ACTION}"))
+    details = result.get("details")
+    if not isinstance(details, dict):
+        problems.append(RuleViolation("result.details", "must be an object"))
+        return problems
+    for name in sorted(set(details) - set(DISCLOSURE_DETAIL_FIELDS)):
+        problems.append(RuleViolation(f"result.details.{name}", "is not allowed (only status and comments)"))
+    if "status" not in details:
+        problems.append(RuleViolation("result.details.status", "is required"))
+    elif details["status"] not in DISCLOSURE_STATUSES:
+        problems.append(RuleViolation("result.details.status", "must be 'active'"))
+    if "comments" in details and not isinstance(details["comments"], str):
+        problems.append(RuleViolation("result.details.comments", "must be a string"))
+    return problems
+
+
+def action_entitled(product: dict, *, request_type: str, action: str, fmt: str) -> bool:
+    """Does the product (a service Product object) hold `action` in `fmt` for `request_type`?"""
+    for item in ((product.get("entitlements") or {}).get("data") or {}).get("transaction") or []:
+        if request_type not in (item.get("requestTypes") or []):
+            continue
+        for result in ((item.get("response") or {}).get("results")) or []:
+            if result.get("action") == action and fmt in (result.get("formats") or []):
+                return True
+    return False
