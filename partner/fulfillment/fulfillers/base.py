@@ -1,0 +1,110 @@
+"""What every fulfiller is and returns: the base class, its result, its refusal, and who we are.
+
+A fulfiller does the partner's work for one transaction, offline and without side effects: it
+reads the transaction `request` and the service's Product JSON and returns the response payload
+plus the files to attach. Sending them (slots, upload, PATCH) is the pipeline's job.
+"""
+
+import hashlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A file to attach to the response (uploaded through a response resource slot)."""
+
+    name: str
+    mime_type: str
+    content: bytes
+
+
+@dataclass
+class Fulfilment:
+    """A fulfiller's answer: the PATCH payload without `resources`, and the files to attach."""
+
+    response: dict
+    attachments: list[Attachment] = field(default_factory=list)
+
+
+class FulfilmentRefused(Exception):
+    """A permanent refusal (bad loan data, missing entitlement): nothing is sent to the service.
+
+    `reason` is written for a person (the lender may read it in `partnerStatus`) and never holds
+    a credential value.
+    """
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class PointOfContact:
+    name: str
+    role: str
+    phone: str
+    email: str
+    fax: str = ""
+
+
+@dataclass(frozen=True)
+class RespondingParty:
+    """The partner company as named in `respondingParty` of every response."""
+
+    name: str
+    address: str
+    city: str
+    state: str
+    postal_code: str
+    point_of_contact: PointOfContact
+
+    def as_dict(self, *, include_fax: bool = False) -> dict:
+        """The spec's `respondingParty` object; fax only where the response shows one."""
+        contact = self.point_of_contact
+        point_of_contact = {"name": contact.name, "role": contact.role, "phone": contact.phone, "email": contact.email}
+        if include_fax and contact.fax:
+            point_of_contact["fax"] = contact.fax
+        return {
+            "name": self.name,
+            "address": self.address,
+            "city": self.city,
+            "state": self.state,
+            "postalCode": self.postal_code,
+            "pointOfContact": point_of_contact,
+        }
+
+
+# Our company as the service shows it to lenders. Public contact details only: nothing here is
+# secret, and keeping it in code (not settings) keeps every response reproducible in tests.
+PARTNER_PARTY = RespondingParty(
+    name="Keystone Property Data, Inc.",
+    address="100 Market Street, Suite 400",
+    city="San Francisco",
+    state="CA",
+    postal_code="94105",
+    point_of_contact=PointOfContact(
+        name="Fulfillment Desk",
+        role="Order Support",
+        phone="415-555-0142",
+        fax="415-555-0143",
+        email="orders@keystone-property-data.example",
+    ),
+)
+
+
+def reference_number(prefix: str, transaction_id: str) -> str:
+    """Our order reference: the same transaction always gets the same number (retries included)."""
+    digest = hashlib.sha256(transaction_id.encode("utf-8")).hexdigest()[:10].upper()
+    return f"{prefix}-{digest}"
+
+
+class Fulfiller(ABC):
+    """One kind of partner work. Subclasses set `key` (the registry key) and `label`."""
+
+    key: str = ""
+    label: str = ""
+
+    @abstractmethod
+    def fulfil(self, *, transaction_id: str, request: dict, product: dict) -> Fulfilment:
+        """Do the work for one transaction, or raise FulfilmentRefused."""

@@ -1,0 +1,79 @@
+"""Disclosure status update: a documents-delivery product's answer with the spec's action result.
+
+The response carries the `UPDATE_DISCLOSURE_STATUS` result (format, action, details {status:
+"active", comments?}), checked against the action rules before it is returned, and only for a
+product that holds the action entitlement for the transaction's request type (spec, endpoint #3
+note 8). Anything else is a permanent refusal: nothing is sent.
+"""
+
+from partner.fulfillment.fulfillers.base import (
+    PARTNER_PARTY,
+    Fulfiller,
+    Fulfilment,
+    FulfilmentRefused,
+    reference_number,
+)
+from partner.platform.formats import (
+    DISCLOSURE_ACTION,
+    DISCLOSURE_FORMAT,
+    LOAN_FORMAT,
+    RESPONSE_PROCESSING,
+    action_entitled,
+    disclosure_result_violations,
+)
+
+# The spec's request type when a transaction does not name one.
+DEFAULT_REQUEST_TYPE = "NEW_REQUEST"
+
+
+def disclosure_details(request: dict) -> dict:
+    """The action details: status "active", and the lender's comments when the request has them."""
+    details = {"status": "active"}
+    options = request.get("options")
+    if options is None:
+        return details
+    if not isinstance(options, dict):
+        raise FulfilmentRefused("The transaction request options are not an object, so they cannot be read.")
+    comments = options.get("comments")
+    if comments is None:
+        return details
+    if not isinstance(comments, str):
+        raise FulfilmentRefused("The disclosure comments (request.options.comments) must be text.")
+    if comments.strip():
+        details["comments"] = comments
+    return details
+
+
+class DisclosureStatusFulfiller(Fulfiller):
+    key = "disclosure_status"
+    label = "Disclosure tracking status update (UPDATE_DISCLOSURE_STATUS)"
+
+    def fulfil(self, *, transaction_id: str, request: dict, product: dict) -> Fulfilment:
+        if not isinstance(request, dict):
+            raise FulfilmentRefused("The transaction carries no request to answer.")
+        request_type = request.get("type") or DEFAULT_REQUEST_TYPE
+        if not isinstance(request_type, str):
+            raise FulfilmentRefused("The transaction request type is not text.")
+        if not action_entitled(
+            product or {}, request_type=request_type, action=DISCLOSURE_ACTION, fmt=DISCLOSURE_FORMAT
+        ):
+            name = (product or {}).get("name") or (product or {}).get("id") or "this product"
+            raise FulfilmentRefused(
+                f"Product {name} does not hold the {DISCLOSURE_ACTION} action entitlement "
+                f"(format {DISCLOSURE_FORMAT}) for request type {request_type}, so the disclosure status "
+                "cannot be updated."
+            )
+        result = {"format": DISCLOSURE_FORMAT, "action": DISCLOSURE_ACTION, "details": disclosure_details(request)}
+        violations = disclosure_result_violations(result)
+        if violations:
+            listed = "; ".join(f"{v.field} {v.message}" for v in violations)
+            raise FulfilmentRefused(f"The disclosure status result does not conform to the action rules: {listed}.")
+        response = {
+            "status": RESPONSE_PROCESSING,
+            "loanFormat": LOAN_FORMAT,
+            "partnerStatus": "Disclosure tracking status set to active",
+            "referenceNumber": reference_number("DS", transaction_id),
+            "respondingParty": PARTNER_PARTY.as_dict(include_fax=True),
+            "result": result,
+        }
+        return Fulfilment(response=response, attachments=[])
