@@ -1,0 +1,158 @@
+"""Errors of calls to the service: one hierarchy that carries the HTTP context.
+
+Every error says which call failed (method, URL), what the service answered
+(status, a short excerpt of the body) and whether trying again later makes
+sense (`transient`), so a Celery task can decide between retry and give up
+without parsing texts. The excerpt is cut short and passed through the log
+redaction, so it never carries a token, a password or a signature.
+"""
+
+import json
+from datetime import UTC
+from email.utils import parsedate_to_datetime
+from urllib.parse import urlsplit, urlunsplit
+
+from django.utils import timezone
+
+from partner.core.logging import redact
+
+EXCERPT_LENGTH = 300
+
+
+def url_display(url: str) -> str:
+    """The URL without user info, query or fragment, for errors and logs.
+
+    Upload locations may carry a signature in their query; our own API URLs
+    carry at most `start`/`limit`, which the method and path make clear anyway.
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable URL>"
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def excerpt_of(text: str | None) -> str:
+    """A short, single-line, redacted excerpt of a response body."""
+    if not text:
+        return ""
+    text = " ".join(text[: EXCERPT_LENGTH * 2].split())
+    text = redact(text)
+    if len(text) > EXCERPT_LENGTH:
+        text = text[: EXCERPT_LENGTH - 1] + "…"
+    return text
+
+
+def retry_after_parse(value: str | None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - timezone.now()).total_seconds())
+
+
+class ServiceError(Exception):
+    """A call to the service failed. Subclasses say how."""
+
+    transient = False
+
+    def __init__(self, message: str, *, status: int | None = None, method: str | None = None,
+                 url: str | None = None, excerpt: str = ""):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.method = method
+        self.url = url_display(url) if url else url
+        self.excerpt = excerpt
+
+    def __str__(self):
+        parts = [self.message]
+        if self.method or self.url:
+            parts.append(f"{self.method or '?'} {self.url or '?'}")
+        if self.status is not None:
+            parts.append(f"HTTP {self.status}")
+        text = " — ".join(parts)
+        if self.excerpt:
+            text += f": {self.excerpt}"
+        return text
+
+
+class ServiceAuthenticationError(ServiceError):
+    """401/403: the access token, the client credentials or the partner access token were refused."""
+
+
+class ServiceNotFoundError(ServiceError):
+    """404: no such origin, transaction, event or product (or not visible to us)."""
+
+
+class ServiceValidationError(ServiceError):
+    """400/409/422: the service refused what we sent. `.body` is its parsed JSON answer, if any."""
+
+    def __init__(self, message, *, body=None, **kwargs):
+        super().__init__(message, **kwargs)
+        self.body = body
+
+
+class ServiceRateLimitError(ServiceError):
+    """429: too many requests. `.retry_after` is the wait the service asked for, in seconds, if any."""
+
+    transient = True
+
+    def __init__(self, message, *, retry_after: float | None = None, **kwargs):
+        super().__init__(message, **kwargs)
+        self.retry_after = retry_after
+
+
+class ServiceUnavailableError(ServiceError):
+    """5xx, a connection error or a timeout: the service may answer later."""
+
+    transient = True
+
+
+class ResourceOutsideServiceError(ServiceError):
+    """A URL (e.g. a webhook's `meta.resourceRef`) that is not a resource of the configured service."""
+
+
+def error_from_response(response, *, method: str, url: str | None = None, what: str = "service call") -> ServiceError:
+    """The ServiceError that matches an unwanted HTTP response."""
+    status = response.status_code
+    url = url or response.url
+    try:
+        text = response.text
+    except Exception:  # undecodable body: the status says enough
+        text = ""
+    kwargs = {"status": status, "method": method, "url": url, "excerpt": excerpt_of(text)}
+    if status in (401, 403):
+        return ServiceAuthenticationError(f"{what} refused: not authorised", **kwargs)
+    if status == 404:
+        return ServiceNotFoundError(f"{what}: not found", **kwargs)
+    if status in (400, 409, 422):
+        try:
+            body = json.loads(text) if text else None
+        except ValueError:
+            body = None
+        return ServiceValidationError(f"{what} rejected", body=body, **kwargs)
+    if status == 429:
+        retry_after = retry_after_parse(response.headers.get("Retry-After"))
+        return ServiceRateLimitError(f"{what} rate limited", retry_after=retry_after, **kwargs)
+    if status >= 500:
+        return ServiceUnavailableError(f"{what}: service unavailable", **kwargs)
+    if 300 <= status < 400:
+        return ServiceError(f"{what} answered a redirect, which is not followed", **kwargs)
+    return ServiceError(f"{what}: unexpected answer", **kwargs)

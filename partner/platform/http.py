@@ -1,0 +1,194 @@
+"""The transport to the service: pooled sessions, timeouts, retries, observability.
+
+- One pooled `requests.Session` per process for the API and the token
+  endpoint, and a second one, which never carries our bearer token, for upload
+  locations. Sessions are pid-aware: a forked Celery child builds its own
+  instead of sharing the parent's sockets.
+- `trust_env=False`: no proxy variables, and above all no ~/.netrc, which would
+  otherwise override the Authorization header we set (requests' documented
+  behaviour) and could send a stored password to an upload host.
+- Every call has the SVC_TIMEOUT (connect, read) timeout.
+- Redirects are never followed and a 3xx is an error: the spec has none, and
+  requests would carry headers other than Authorization (the partner access
+  token) to whatever host a redirect names.
+- Retries with exponential backoff and jitter on connection errors, timeouts,
+  429 and 5xx, honouring Retry-After, only when the caller says repeating the
+  request is harmless (GET and PUT; POST/PATCH only where a function documents
+  why). A Retry-After longer than SVC_RETRY_AFTER_MAX is not waited for: the
+  429 is raised and the caller (a Celery task) retries later.
+- Every HTTP exchange sends `service_call_finished` (or `token_requested`).
+"""
+
+import json
+import logging
+import os
+import random
+import threading
+import time
+from http.cookiejar import DefaultCookiePolicy
+
+import requests
+from django.conf import settings
+from requests.adapters import HTTPAdapter
+
+from partner.platform.errors import (
+    ServiceError,
+    ServiceUnavailableError,
+    error_from_response,
+    retry_after_parse,
+    url_display,
+)
+from partner.platform.signals import service_call_finished
+
+logger = logging.getLogger(__name__)
+
+USER_AGENT = "partner-application/0.1 (+python-requests)"
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+POOL_SIZE = 20  # connections per host: web threads or worker threads of one process
+
+_sessions: dict[str, requests.Session] = {}
+_sessions_pid: int | None = None
+_sessions_lock = threading.Lock()
+
+
+def _session_build() -> requests.Session:
+    session = requests.Session()
+    session.trust_env = False
+    # We never need cookies from the service, and a shared jar would mix calls of different threads.
+    session.cookies.set_policy(DefaultCookiePolicy(allowed_domains=[]))
+    session.headers["User-Agent"] = USER_AGENT
+    session.headers["Accept"] = "application/json"
+    adapter = HTTPAdapter(pool_connections=4, pool_maxsize=POOL_SIZE, max_retries=0)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
+def _session(kind: str) -> requests.Session:
+    global _sessions_pid
+    pid = os.getpid()
+    with _sessions_lock:
+        if _sessions_pid != pid:
+            # A fresh process (or a fork of one that had sessions): never reuse inherited sockets.
+            _sessions.clear()
+            _sessions_pid = pid
+        if kind not in _sessions:
+            _sessions[kind] = _session_build()
+        return _sessions[kind]
+
+
+def session_api() -> requests.Session:
+    """This process's pooled session for the service's API and token endpoint."""
+    return _session("api")
+
+
+def session_upload() -> requests.Session:
+    """This process's pooled session for upload locations: no bearer token is ever set on it."""
+    session = _session("upload")
+    session.headers.pop("Authorization", None)
+    return session
+
+
+def sessions_close() -> None:
+    """Close this process's sessions (tests; worker shutdown)."""
+    with _sessions_lock:
+        for session in _sessions.values():
+            session.close()
+        _sessions.clear()
+
+
+def retry_allowed(method: str, *, harmless: bool = False) -> bool:
+    """May a failed request of `method` be sent again? Idempotent methods, or what the caller vouches for."""
+    return method.upper() in IDEMPOTENT_METHODS or harmless
+
+
+def status_retryable(status: int) -> bool:
+    return status == 429 or 500 <= status <= 599
+
+
+def backoff_delay(attempt: int, *, retry_after: float | None = None) -> float:
+    """Seconds to wait before retry number `attempt` (1 for the first retry).
+
+    Exponential (SVC_RETRY_BACKOFF doubled per attempt, at most
+    SVC_RETRY_BACKOFF_MAX) with "equal jitter" (half fixed, half random) so that
+    workers failing together do not come back together; never shorter than a
+    Retry-After the service asked for.
+    """
+    base = float(getattr(settings, "SVC_RETRY_BACKOFF", 0.5))
+    ceiling = min(float(getattr(settings, "SVC_RETRY_BACKOFF_MAX", 8.0)), base * (2 ** (attempt - 1)))
+    delay = ceiling / 2 + random.uniform(0, ceiling / 2)
+    if retry_after is not None:
+        delay = max(delay, retry_after)
+    return delay
+
+
+def _transport_retryable(err: requests.RequestException) -> bool:
+    return isinstance(err, requests.ConnectionError | requests.Timeout | requests.exceptions.ChunkedEncodingError)
+
+
+def send(method: str, url: str, *, session: requests.Session, retry: bool, signal=service_call_finished,
+         rewind=None, **kwargs) -> requests.Response:
+    """Send one request (plus retries when `retry`), and return the last response, whatever its status.
+
+    Raises ServiceUnavailableError when no answer came (connection error or
+    timeout, after the retries) and ServiceError for a request that cannot be
+    sent at all (bad URL). `rewind` is called before each resend (to seek a
+    streamed body back to its start).
+    """
+    method = method.upper()
+    attempts = 1 + (max(0, int(settings.SVC_MAX_RETRIES)) if retry else 0)
+    shown = url if url.startswith(settings.SVC_BASE_URL + "/") else url_display(url)
+    retry_after_max = float(getattr(settings, "SVC_RETRY_AFTER_MAX", 30.0))
+    for attempt in range(1, attempts + 1):
+        if attempt > 1 and rewind is not None:
+            rewind()
+        started = time.monotonic()
+        try:
+            response = session.request(method, url, timeout=settings.SVC_TIMEOUT, allow_redirects=False, **kwargs)
+        except requests.RequestException as err:
+            duration = time.monotonic() - started
+            signal.send(sender=send, method=method, url=shown, status=None, duration=duration, attempt=attempt,
+                        error=type(err).__name__)
+            if not _transport_retryable(err):
+                raise ServiceError(f"request could not be sent ({type(err).__name__})", method=method,
+                                   url=url) from err
+            if attempt < attempts:
+                delay = backoff_delay(attempt)
+                logger.warning("%s %s failed (%s), retry %d in %.2fs", method, shown, type(err).__name__,
+                               attempt, delay)
+                time.sleep(delay)
+                continue
+            raise ServiceUnavailableError(f"no answer ({type(err).__name__})", method=method, url=url) from err
+        duration = time.monotonic() - started
+        status = response.status_code
+        signal.send(sender=send, method=method, url=shown, status=status, duration=duration, attempt=attempt,
+                    error=None)
+        logger.info("%s %s -> %s in %.3fs (attempt %d)", method, shown, status, duration, attempt)
+        if attempt < attempts and status_retryable(status):
+            retry_after = retry_after_parse(response.headers.get("Retry-After"))
+            if retry_after is None or retry_after <= retry_after_max:
+                delay = backoff_delay(attempt, retry_after=retry_after)
+                logger.warning("%s %s -> %s, retry %d in %.2fs", method, shown, status, attempt, delay)
+                response.close()
+                time.sleep(delay)
+                continue
+        return response
+    raise AssertionError("unreachable")  # the loop returns or raises
+
+
+def response_json(response: requests.Response, *, method: str, what: str, empty_ok: bool = False):
+    """The JSON body of a 200 answer; any other status raises the matching ServiceError.
+
+    The spec: "Service REST call does not return 200: treated as failure".
+    """
+    if response.status_code != 200:
+        raise error_from_response(response, method=method, what=what)
+    if not response.content:
+        if empty_ok:
+            return None
+        raise ServiceError(f"{what}: empty answer", status=200, method=method, url=response.url)
+    try:
+        return response.json()
+    except (ValueError, json.JSONDecodeError) as err:
+        raise ServiceError(f"{what}: answer is not JSON", status=200, method=method, url=response.url,
+                           excerpt="") from err
