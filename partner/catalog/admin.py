@@ -1,0 +1,415 @@
+"""Admin of the catalog: products kept in step with the service, and partner companies and accounts.
+
+Product pages: list, search, filter and edit with validation; "pull from the
+service", "push to the service" (after a page showing what differs), and
+"allow/deny lender instance" (asking the instance URN). Secrets are write-only:
+a signing secret, a password or a secret company value is typed in, stored
+encrypted or hashed, and only ever shown as "set".
+"""
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from partner.core.errors import ApplicationError
+
+from . import services, validation
+from .models import CompanyCredential, CredentialDefinition, PartnerAccount, PartnerCompany, Product, fulfiller_choices
+
+SET = "set (hidden)"
+NOT_SET = "not set"
+
+
+class ProductForm(forms.ModelForm):
+    new_signing_secret = forms.CharField(
+        label="Signing secret",
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Type a new webhook signing secret to replace the stored one; leave empty to keep it.",
+    )
+    clear_signing_secret = forms.BooleanField(label="Remove the signing secret", required=False)
+
+    class Meta:
+        model = Product
+        fields = [
+            "service_id",
+            "partner_id",
+            "name",
+            "listing_name",
+            "request_types",
+            "environment",
+            "status",
+            "interface_url",
+            "admin_interface_url",
+            "integration_type",
+            "tags_workflows",
+            "tags_categories",
+            "tags_applications",
+            "extension_limit",
+            "access_allow",
+            "access_deny",
+            "data_origin",
+            "data_transaction",
+            "webhooks",
+            "service_created",
+            "service_created_by",
+            "fulfiller",
+        ]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        choices = fulfiller_choices()
+        if choices and "fulfiller" in self.fields:
+            current = self.instance.fulfiller if self.instance else None
+            if current and current not in {key for key, _ in choices}:
+                choices = [*choices, (current, f"{current} (not registered)")]
+            self.fields["fulfiller"] = forms.ChoiceField(
+                choices=choices, initial=self.fields["fulfiller"].initial, help_text=self.fields["fulfiller"].help_text
+            )
+
+    def save(self, commit=True):
+        product = super().save(commit=False)
+        if self.cleaned_data.get("clear_signing_secret"):
+            product.signing_secret = ""
+        elif self.cleaned_data.get("new_signing_secret"):
+            product.signing_secret = self.cleaned_data["new_signing_secret"]
+        if commit:
+            product.save()
+            self.save_m2m()
+        return product
+
+
+class CredentialDefinitionInline(admin.TabularInline):
+    model = CredentialDefinition
+    extra = 0
+    fields = ["position", "key", "type", "title", "minimum", "maximum", "pattern", "secret", "scope", "required"]
+
+
+class InstanceForm(forms.Form):
+    instance = forms.CharField(
+        label="Lender instance URN",
+        help_text="For example a lender test instance for acceptance testing.",
+        widget=forms.TextInput(attrs={"size": 50}),
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        from partner.platform.urns import instance_urn
+
+        self.fields["instance"].widget.attrs["placeholder"] = instance_urn("<instance id>")
+
+    def clean_instance(self):
+        value = self.cleaned_data["instance"].strip()
+        problem = validation.instance_urn_problem(value)
+        if problem:
+            raise forms.ValidationError(problem)
+        return value
+
+
+def _ids_param(queryset) -> str:
+    return ",".join(str(pk) for pk in queryset.values_list("pk", flat=True))
+
+
+@admin.register(Product)
+class ProductAdmin(admin.ModelAdmin):
+    form = ProductForm
+    inlines = [CredentialDefinitionInline]
+    list_display = [
+        "name",
+        "listing_name",
+        "service_id",
+        "environment",
+        "status",
+        "fulfiller",
+        "signing_secret_state",
+        "pulled_at",
+        "pushed_at",
+    ]
+    list_filter = ["environment", "status", "integration_type", "fulfiller"]
+    search_fields = ["name", "listing_name", "service_id", "partner_id"]
+    readonly_fields = ["signing_secret_state", "raw_pretty", "pulled_at", "pushed_at", "created_at", "updated_at"]
+    actions = ["pull_from_service", "push_to_service", "allow_instance", "deny_instance"]
+    fieldsets = [
+        (None, {"fields": ["service_id", "partner_id", "name", "listing_name", "environment", "status"]}),
+        ("Addresses", {"fields": ["interface_url", "admin_interface_url", "integration_type"]}),
+        (
+            "Requests and tags",
+            {"fields": ["request_types", "tags_workflows", "tags_categories", "tags_applications", "extension_limit"]},
+        ),
+        ("Access entitlements", {"fields": ["access_allow", "access_deny"]}),
+        ("Data entitlements", {"fields": ["data_origin", "data_transaction"]}),
+        ("Webhooks", {"fields": ["webhooks"]}),
+        ("Ours", {"fields": ["fulfiller", "signing_secret_state", "new_signing_secret", "clear_signing_secret"]}),
+        (
+            "Service record",
+            {
+                "classes": ["collapse"],
+                "fields": [
+                    "service_created",
+                    "service_created_by",
+                    "pulled_at",
+                    "pushed_at",
+                    "raw_pretty",
+                    "created_at",
+                    "updated_at",
+                ],
+            },
+        ),
+    ]
+
+    @admin.display(description="signing secret")
+    def signing_secret_state(self, obj):
+        return SET if obj and obj.has_signing_secret else NOT_SET
+
+    @admin.display(description="last service copy")
+    def raw_pretty(self, obj):
+        import json
+
+        return format_html("<pre>{}</pre>", json.dumps(obj.raw, indent=2, sort_keys=True)) if obj else ""
+
+    # -- extra pages ---------------------------------------------------------
+
+    def get_urls(self):
+        wrap = self.admin_site.admin_view
+        return [
+            path("pull/", wrap(self.pull_view), name="catalog_product_pull"),
+            path("push/", wrap(self.push_view), name="catalog_product_push"),
+            path("access/<str:mode>/", wrap(self.access_view), name="catalog_product_access"),
+            *super().get_urls(),
+        ]
+
+    def _require_change(self, request):
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+
+    def _selected(self, request):
+        ids = [part for part in request.GET.get("ids", request.POST.get("ids", "")).split(",") if part.isdigit()]
+        return list(Product.objects.filter(pk__in=ids).order_by("name"))
+
+    def _changelist(self):
+        return HttpResponseRedirect(reverse("admin:catalog_product_changelist"))
+
+    def pull_view(self, request):
+        self._require_change(request)
+        if request.method != "POST":
+            return self._changelist()
+        try:
+            result = services.products_pull()
+        except ApplicationError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+        else:
+            self.message_user(request, f"Pulled from the service: {result}.", messages.SUCCESS)
+        return self._changelist()
+
+    def push_view(self, request):
+        self._require_change(request)
+        products = self._selected(request)
+        if not products:
+            self.message_user(request, "No product chosen.", messages.WARNING)
+            return self._changelist()
+        if request.method == "POST" and request.POST.get("confirm") == "yes":
+            for product in products:
+                try:
+                    services.product_push(product)
+                except ApplicationError as exc:
+                    self.message_user(request, exc.message, messages.ERROR)
+                else:
+                    self.message_user(request, f"Pushed {product.name} to the service.", messages.SUCCESS)
+            return self._changelist()
+        diffs, problems = [], []
+        for product in products:
+            try:
+                diffs.append(services.product_diff(product))
+            except ApplicationError as exc:
+                problems.append(exc.message)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Push to the service",
+            "opts": self.model._meta,
+            "diffs": diffs,
+            "problems": problems,
+            "ids": ",".join(str(p.pk) for p in products),
+        }
+        return TemplateResponse(request, "admin/catalog/product/push_confirm.html", context)
+
+    def access_view(self, request, mode):
+        self._require_change(request)
+        if mode not in ("allow", "deny"):
+            return self._changelist()
+        products = self._selected(request)
+        if not products:
+            self.message_user(request, "No product chosen.", messages.WARNING)
+            return self._changelist()
+        form = InstanceForm(request.POST if request.method == "POST" else None)
+        if request.method == "POST" and form.is_valid():
+            instance = form.cleaned_data["instance"]
+            for product in products:
+                try:
+                    if mode == "allow":
+                        services.product_access_patch(product, allow_add=[instance])
+                    else:
+                        services.product_access_patch(product, deny_add=[instance])
+                except ApplicationError as exc:
+                    self.message_user(request, exc.message, messages.ERROR)
+                else:
+                    verb = "allowed" if mode == "allow" else "denied"
+                    self.message_user(request, f"{instance} {verb} for {product.name}.", messages.SUCCESS)
+            return self._changelist()
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"{'Allow' if mode == 'allow' else 'Deny'} a lender instance",
+            "opts": self.model._meta,
+            "form": form,
+            "mode": mode,
+            "products": products,
+            "ids": ",".join(str(p.pk) for p in products),
+        }
+        return TemplateResponse(request, "admin/catalog/product/access_form.html", context)
+
+    # -- actions -------------------------------------------------------------
+
+    @admin.action(description="Pull every product from the service")
+    def pull_from_service(self, request, queryset):
+        try:
+            result = services.products_pull()
+        except ApplicationError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+        else:
+            self.message_user(request, f"Pulled from the service: {result}.", messages.SUCCESS)
+
+    @admin.action(description="Push to the service (shows the differences first)")
+    def push_to_service(self, request, queryset):
+        return HttpResponseRedirect(f"{reverse('admin:catalog_product_push')}?ids={_ids_param(queryset)}")
+
+    @admin.action(description="Allow a lender instance")
+    def allow_instance(self, request, queryset):
+        url = reverse("admin:catalog_product_access", args=["allow"])
+        return HttpResponseRedirect(f"{url}?ids={_ids_param(queryset)}")
+
+    @admin.action(description="Deny a lender instance")
+    def deny_instance(self, request, queryset):
+        url = reverse("admin:catalog_product_access", args=["deny"])
+        return HttpResponseRedirect(f"{url}?ids={_ids_param(queryset)}")
+
+
+# -- companies and accounts --------------------------------------------------
+
+
+class CompanyCredentialForm(forms.ModelForm):
+    new_value = forms.CharField(
+        label="Value",
+        required=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Write-only: type a value to set or replace it.",
+    )
+
+    class Meta:
+        model = CompanyCredential
+        fields = ["key", "secret"]
+
+    def clean(self):
+        cleaned = super().clean()
+        if not self.instance.pk and not cleaned.get("new_value") and not cleaned.get("DELETE"):
+            self.add_error("new_value", "A value is required for a new credential.")
+        return cleaned
+
+    def has_changed(self):
+        return super().has_changed() or bool(self.data.get(self.add_prefix("new_value")))
+
+    def save(self, commit=True):
+        credential = super().save(commit=False)
+        if self.cleaned_data.get("new_value"):
+            credential.value = self.cleaned_data["new_value"]
+        if commit:
+            credential.save()
+        return credential
+
+
+class CompanyCredentialInline(admin.TabularInline):
+    model = CompanyCredential
+    form = CompanyCredentialForm
+    extra = 0
+    fields = ["key", "secret", "value_state", "new_value"]
+    readonly_fields = ["value_state"]
+
+    @admin.display(description="stored value")
+    def value_state(self, obj):
+        return SET if obj and obj.pk and obj.value else NOT_SET
+
+
+@admin.register(PartnerCompany)
+class PartnerCompanyAdmin(admin.ModelAdmin):
+    list_display = ["name", "code", "active", "account_count"]
+    list_filter = ["active"]
+    search_fields = ["name", "code"]
+    inlines = [CompanyCredentialInline]
+
+    @admin.display(description="accounts")
+    def account_count(self, obj):
+        return obj.accounts.count()
+
+
+class PartnerAccountForm(forms.ModelForm):
+    password1 = forms.CharField(
+        label="Password",
+        required=False,
+        strip=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Stored hashed. Leave empty to keep the current password.",
+    )
+    password2 = forms.CharField(
+        label="Password (again)",
+        required=False,
+        strip=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+    )
+
+    class Meta:
+        model = PartnerAccount
+        fields = ["username", "company", "active"]
+
+    def clean(self):
+        cleaned = super().clean()
+        first, second = cleaned.get("password1"), cleaned.get("password2")
+        if first != second:
+            self.add_error("password2", "The two passwords differ.")
+        if not self.instance.pk and not first:
+            self.add_error("password1", "A new account needs a password.")
+        return cleaned
+
+    def save(self, commit=True):
+        account = super().save(commit=False)
+        if self.cleaned_data.get("password1"):
+            account.set_password(self.cleaned_data["password1"])
+        if commit:
+            account.save()
+        return account
+
+
+@admin.register(PartnerAccount)
+class PartnerAccountAdmin(admin.ModelAdmin):
+    form = PartnerAccountForm
+    list_display = ["username", "company", "active", "password_state", "last_checked_at"]
+    list_filter = ["active", "company"]
+    search_fields = ["username", "company__name"]
+    readonly_fields = ["password_state", "last_checked_at", "created_at", "updated_at"]
+    fields = [
+        "username",
+        "company",
+        "active",
+        "password_state",
+        "password1",
+        "password2",
+        "last_checked_at",
+        "created_at",
+        "updated_at",
+    ]
+
+    @admin.display(description="password")
+    def password_state(self, obj):
+        return SET if obj and obj.password else NOT_SET

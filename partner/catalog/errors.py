@@ -1,0 +1,15 @@
+"""Errors of the catalog, shown to partner staff and callers as they are (no secret in them)."""
+
+from partner.core.errors import ApplicationError
+
+
+class ProductNotFound(ApplicationError):
+    """Neither we nor the service know the product asked for."""
+
+    status_code = 404
+
+
+class ProductSyncError(ApplicationError):
+    """The service refused or failed a product call; `message` says which and why."""
+
+    status_code = 502

@@ -1,0 +1,247 @@
+"""Products as the service knows them, their credential definitions, and our partner accounts.
+
+A `Product` mirrors the spec's Product object field by field (scalars as
+columns, the open nested parts as validated JSON) and keeps `raw`, the last
+copy the service gave us, so that a push sends back every field we do not
+model. Local-only settings sit beside it: the fulfiller that does its work
+and the webhook signing secret (encrypted at rest).
+
+`PartnerCompany` and `PartnerAccount` are the lenders who buy from us: an
+account's password is hashed with Django's hashers; a company's credential
+values (which we may have to send on) are encrypted.
+"""
+
+from django.contrib.auth.hashers import check_password, make_password
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from partner.core.encryption import EncryptedTextField
+from partner.core.models import TimeStampedModel
+
+from . import validation
+
+
+def fulfiller_choices() -> list[tuple[str, str]]:
+    """The fulfiller registry's choices; empty while that registry is not installed."""
+    try:
+        from partner.fulfillment.fulfillers import fulfiller_choices as registry_choices
+    except ImportError:
+        return []
+    return list(registry_choices())
+
+
+FULFILLER_ADDRESS_VERIFICATION = "address_verification"
+FULFILLER_DISCLOSURE_STATUS = "disclosure_status"
+
+
+class Product(TimeStampedModel):
+    """One product registered with the service (one per environment)."""
+
+    service_id = models.CharField("id", max_length=200, unique=True, help_text="The product id on the service.")
+    partner_id = models.CharField("partnerId", max_length=200, blank=True)
+    name = models.CharField(max_length=200, unique=True)
+    listing_name = models.CharField("listingName", max_length=300, blank=True)
+    request_types = models.JSONField("requestTypes", default=list, blank=True, help_text='e.g. ["NEW_REQUEST"]')
+    environment = models.CharField(max_length=100, blank=True)
+    status = models.CharField(max_length=100, blank=True)
+    interface_url = models.CharField("interfaceUrl", max_length=500, blank=True)
+    admin_interface_url = models.CharField("adminInterfaceUrl", max_length=500, blank=True)
+    integration_type = models.CharField("integrationType", max_length=100, blank=True)
+    tags_workflows = models.JSONField("tags.workflows", default=list, blank=True)
+    tags_categories = models.JSONField("tags.categories", default=list, blank=True)
+    tags_applications = models.JSONField("tags.applications", default=list, blank=True)
+    extension_limit = models.IntegerField("extensionLimit", null=True, blank=True)
+    access_allow = models.JSONField(
+        "entitlements.access.allow", default=list, blank=True, help_text="Lender instance URNs allowed."
+    )
+    access_deny = models.JSONField(
+        "entitlements.access.deny", default=list, blank=True, help_text="Lender instance URNs denied."
+    )
+    data_origin = models.JSONField("entitlements.data.origin", default=dict, blank=True)
+    data_transaction = models.JSONField(
+        "entitlements.data.transaction",
+        default=list,
+        blank=True,
+        help_text="Items of {requestTypes, request, response: {results: [{action, formats}]}, ...}.",
+    )
+    webhooks = models.JSONField(default=list, blank=True, help_text="Items of {subscriptionId, url, events, resource}.")
+    service_created = models.CharField("created", max_length=100, blank=True)
+    service_created_by = models.CharField("createdBy", max_length=300, blank=True)
+
+    raw = models.JSONField(default=dict, blank=True, help_text="The last copy the service gave us.")
+    pulled_at = models.DateTimeField(null=True, blank=True)
+    pushed_at = models.DateTimeField(null=True, blank=True)
+
+    fulfiller = models.CharField(
+        max_length=100, default=FULFILLER_ADDRESS_VERIFICATION, help_text="Which of our fulfillers does its work."
+    )
+    signing_secret = EncryptedTextField(blank=True, default="", help_text="Webhook signing secret (encrypted).")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+    def clean(self):
+        errors = {}
+        checks = {
+            "request_types": validation.request_types_problems(self.request_types),
+            "tags_workflows": validation.string_list_problems(self.tags_workflows),
+            "tags_categories": validation.string_list_problems(self.tags_categories),
+            "tags_applications": validation.string_list_problems(self.tags_applications),
+            "access_allow": validation.instance_urns_problems(self.access_allow),
+            "access_deny": validation.instance_urns_problems(self.access_deny),
+            "data_origin": [] if isinstance(self.data_origin, dict) else ["Must be a JSON object."],
+            "data_transaction": validation.data_transaction_problems(self.data_transaction),
+            "webhooks": validation.webhooks_problems(self.webhooks),
+            "interface_url": validation.url_problems(self.interface_url),
+            "admin_interface_url": validation.url_problems(self.admin_interface_url),
+        }
+        for field, problems in checks.items():
+            if problems:
+                errors[field] = problems
+        if not errors.get("access_allow") and not errors.get("access_deny"):
+            both = sorted(set(self.access_allow or []) & set(self.access_deny or []))
+            if both:
+                errors["access_deny"] = [f"Instance {u} is both allowed and denied." for u in both]
+        if self.extension_limit is not None and self.extension_limit < 0:
+            errors["extension_limit"] = ["Must not be negative."]
+        choices = fulfiller_choices()
+        if choices and self.fulfiller not in {key for key, _ in choices}:
+            errors["fulfiller"] = [f"Unknown fulfiller {self.fulfiller!r}."]
+        if errors:
+            raise ValidationError(errors)
+
+    @property
+    def has_signing_secret(self) -> bool:
+        return bool(self.signing_secret)
+
+    def as_service_dict(self) -> dict:
+        """The spec's Product object: the last service copy with our modelled fields on top."""
+        from .mapping import product_to_service
+
+        return product_to_service(self)
+
+
+class CredentialDefinition(models.Model):
+    """A credential property the product asks of its users (spec: Credential definition)."""
+
+    class Scope(models.TextChoices):
+        USER = "user", "user"
+        COMPANY = "company", "company"
+
+    product = models.ForeignKey(Product, on_delete=models.CASCADE, related_name="credential_definitions")
+    key = models.CharField("id", max_length=100, help_text="Credential property id.")
+    type = models.CharField(max_length=50, default="string")
+    title = models.CharField(max_length=200, blank=True)
+    minimum = models.PositiveIntegerField(null=True, blank=True, help_text="Shortest length allowed.")
+    maximum = models.PositiveIntegerField(null=True, blank=True, help_text="Longest length allowed.")
+    pattern = models.CharField(max_length=500, blank=True, help_text="Regular expression the value must match.")
+    secret = models.BooleanField(default=False)
+    scope = models.CharField(max_length=20, choices=Scope.choices, default=Scope.USER)
+    required = models.BooleanField(default=False)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["product", "position", "key"]
+        constraints = [models.UniqueConstraint(fields=["product", "key"], name="catalog_credential_definition_key")]
+
+    def __str__(self):
+        return f"{self.product.name}: {self.key}"
+
+    def clean(self):
+        errors = {}
+        if self.minimum is not None and self.maximum is not None and self.minimum > self.maximum:
+            errors["maximum"] = ["Must not be less than the minimum."]
+        problems = validation.pattern_problems(self.pattern)
+        if problems:
+            errors["pattern"] = problems
+        if errors:
+            raise ValidationError(errors)
+
+    def as_service_dict(self) -> dict:
+        data = {"id": self.key, "type": self.type, "title": self.title}
+        if self.minimum is not None:
+            data["minimum"] = self.minimum
+        if self.maximum is not None:
+            data["maximum"] = self.maximum
+        if self.pattern:
+            data["pattern"] = self.pattern
+        data.update({"secret": self.secret, "scope": self.scope, "required": self.required})
+        return data
+
+
+class PartnerCompany(TimeStampedModel):
+    """A lender company that buys from us."""
+
+    name = models.CharField(max_length=200, unique=True)
+    code = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="The company's code; the value expected for company-scope credentials it has not set otherwise "
+        "(non-secret ones only).",
+    )
+    active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "partner companies"
+
+    def __str__(self):
+        return self.name
+
+    def credential_value(self, key: str, *, secret: bool) -> str | None:
+        """The value this company expects for a company-scope credential, or None when it has none."""
+        stored = self.credentials.filter(key=key).first()
+        if stored is not None:
+            return stored.value
+        if not secret and self.code:
+            return self.code
+        return None
+
+
+class CompanyCredential(TimeStampedModel):
+    """One company-scope credential value (encrypted: we may have to send it on)."""
+
+    company = models.ForeignKey(PartnerCompany, on_delete=models.CASCADE, related_name="credentials")
+    key = models.CharField("credential id", max_length=100)
+    value = EncryptedTextField()
+    secret = models.BooleanField(default=True, help_text="Never shown back once saved.")
+
+    class Meta:
+        ordering = ["company", "key"]
+        constraints = [models.UniqueConstraint(fields=["company", "key"], name="catalog_company_credential_key")]
+
+    def __str__(self):
+        return f"{self.company.name}: {self.key}"
+
+
+class PartnerAccount(TimeStampedModel):
+    """A lender user who signs in with the credentials configured in the host."""
+
+    username = models.CharField(max_length=150, unique=True)
+    company = models.ForeignKey(
+        PartnerCompany, null=True, blank=True, on_delete=models.SET_NULL, related_name="accounts"
+    )
+    password = models.CharField(max_length=128, blank=True, editable=False)
+    active = models.BooleanField(default=True)
+    last_checked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["username"]
+
+    def __str__(self):
+        return self.username
+
+    def set_password(self, raw_password: str) -> None:
+        self.password = make_password(raw_password)
+
+    def check_password(self, raw_password: str) -> bool:
+        def upgrade(raw):
+            self.set_password(raw)
+            self.save(update_fields=["password"])
+
+        if not self.password:
+            return False
+        return check_password(raw_password, self.password, setter=upgrade)

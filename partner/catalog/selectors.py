@@ -1,0 +1,38 @@
+"""Reads of the catalog: products by name or service id, and the signing secrets for webhooks."""
+
+from partner.core.logging import secret_register
+
+from .models import PartnerAccount, Product
+
+
+def product_get(*, name: str | None = None, service_id: str | None = None) -> Product | None:
+    """The local product with that service id (preferred) or name, or None."""
+    if service_id:
+        product = Product.objects.filter(service_id=service_id).first()
+        if product is not None:
+            return product
+    if name:
+        return Product.objects.filter(name=name).first()
+    return None
+
+
+def products_list() -> list[Product]:
+    return list(Product.objects.order_by("name"))
+
+
+def signing_secrets_all() -> list[str]:
+    """Every product's own webhook signing secret, in plaintext, for the webhook verifier.
+
+    Each is also registered with the log redaction, so that none reaches a log line.
+    """
+    secrets = []
+    for value in Product.objects.exclude(signing_secret="").values_list("signing_secret", flat=True):
+        # values_list goes through from_db_value, so these are decrypted.
+        if value and value not in secrets:
+            secret_register(value)
+            secrets.append(value)
+    return secrets
+
+
+def partner_account_get(*, username: str) -> PartnerAccount | None:
+    return PartnerAccount.objects.select_related("company").filter(username=username).first()
