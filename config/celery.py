@@ -13,7 +13,6 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
-
 @task_prerun.connect
 def _task_log_id(task_id=None, **kwargs):
     """Log lines written inside a task carry the task id where a request carries its id."""

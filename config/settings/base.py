@@ -264,7 +264,14 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # How often the periodic jobs run (seconds).
 INBOX_SWEEP_INTERVAL = env.int("INBOX_SWEEP_INTERVAL", default=30)
 RECONCILE_INTERVAL = env.int("RECONCILE_INTERVAL", default=300)
-CELERY_BEAT_SCHEDULE = {}  # filled by the apps that own periodic jobs (see config/celery.py)
+# A notification or tracker left untouched this long, with no worker holding it, is enqueued again.
+INBOX_STALL_SECONDS = env.int("INBOX_STALL_SECONDS", default=CELERY_TASK_TIME_LIMIT + 30)
+TRACKER_STALL_SECONDS = env.int("TRACKER_STALL_SECONDS", default=60)
+CELERY_BEAT_SCHEDULE = {
+    "inbox-sweep": {"task": "inbox.sweep", "schedule": INBOX_SWEEP_INTERVAL},
+    "trackers-sweep": {"task": "fulfillment.sweep", "schedule": INBOX_SWEEP_INTERVAL},
+    "transactions-reconcile": {"task": "fulfillment.reconcile", "schedule": RECONCILE_INTERVAL},
+}
 
 # REST FRAMEWORK
 # ------------------------------------------------------------------------------

@@ -9,7 +9,9 @@ import os
 
 os.environ.setdefault("DJANGO_DEBUG", "true")  # development keys; Django still runs tests with DEBUG off
 os.environ.setdefault("SANDBOX_ENABLED", "true")
-os.environ.setdefault("DATABASE_URL", "sqlite:///" + os.path.join(os.path.dirname(__file__), "..", "..", "var", "test.sqlite3"))
+os.environ.setdefault(
+    "DATABASE_URL", "sqlite:///" + os.path.join(os.path.dirname(__file__), "..", "..", "var", "test.sqlite3")
+)
 
 from .base import *  # noqa: E402,F403
 from .base import CELERY_BROKER_URL, VAR_DIR  # noqa: E402
@@ -32,4 +34,9 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     for _folder in ("test-broker/queue", "test-celery-results"):
         (VAR_DIR / _folder).mkdir(parents=True, exist_ok=True)
 if "CACHE_URL" not in os.environ:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(VAR_DIR / "test-cache")}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "test-cache"),
+        }
+    }

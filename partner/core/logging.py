@@ -20,7 +20,10 @@ MASK = "********"
 
 request_id_var = contextvars.ContextVar("request_id", default="-")
 
-_SECRET_KEYS = r"(?:client_secret|secret|password|passwd|pwd|token|access_token|authorization|signature|api_key|apikey|pat|x-svc-pat|svc-signature)"
+_SECRET_KEYS = (  # noqa: S105 - names of secrets, not a secret
+    r"(?:client_secret|secret|password|passwd|pwd|token|access_token|authorization"
+    r"|signature|api_key|apikey|pat|x-svc-pat|svc-signature)"
+)
 _KEY_VALUE = re.compile(
     rf"""(?P<key>["']?[\w-]*{_SECRET_KEYS}["']?\s*[:=]\s*)(?P<quote>["']?)(?P<value>(?:Bearer\s+)?[^\s"',&}}\]]+)""",
     re.IGNORECASE,
@@ -100,9 +103,7 @@ class RedactSecretsFilter(logging.Filter):
 class SecretsExceptionReporterFilter(SafeExceptionReporterFilter):
     """Django's error reports, also hiding URLs with credentials, PATs and auth headers."""
 
-    hidden_settings = re.compile(
-        "API|TOKEN|KEY|SECRET|PASS|SIGNATURE|AUTH|PAT|URL|DSN|COOKIE", flags=re.IGNORECASE
-    )
+    hidden_settings = re.compile("API|TOKEN|KEY|SECRET|PASS|SIGNATURE|AUTH|PAT|URL|DSN|COOKIE", flags=re.IGNORECASE)
 
     def get_safe_request_meta(self, request):
         meta = super().get_safe_request_meta(request)

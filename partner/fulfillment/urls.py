@@ -1,4 +1,8 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from partner.fulfillment.views import TrackerStatusApi
 
 app_name = "fulfillment"
-urlpatterns = []
+urlpatterns = [
+    path("status/<str:transaction_id>", TrackerStatusApi.as_view(), name="status"),
+]

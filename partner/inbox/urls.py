@@ -1,4 +1,10 @@
-from django.urls import path  # noqa: F401
+from django.db import transaction
+from django.urls import path
+
+from partner.inbox.views import WebhookReceiveApi
 
 app_name = "inbox"
-urlpatterns = []
+urlpatterns = [
+    # Never inside a request-wide transaction: a stored notification must survive any later error.
+    path("webhooks", transaction.non_atomic_requests(WebhookReceiveApi.as_view()), name="webhook-receive"),
+]

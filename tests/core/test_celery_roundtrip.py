@@ -2,7 +2,6 @@
 
 import uuid
 
-import pytest
 from celery import Celery
 from celery.contrib.testing.worker import start_worker
 
@@ -35,4 +34,3 @@ def test_roundtrip_on_the_default_filesystem_broker(tmp_path):
     (tmp_path / "results").mkdir()
     options = {"data_folder_in": folder, "data_folder_out": folder, "store_processed": False}
     roundtrip(make_app("filesystem://", f"file://{tmp_path / 'results'}", options))
-

@@ -6,8 +6,8 @@ import pytest
 from django.http import HttpResponse
 from django.test import Client, RequestFactory, override_settings
 
-from partner.core.middleware import RequestIdMiddleware
 from partner.core.logging import MASK, RedactSecretsFilter, RequestIdFilter, redact, secret_register
+from partner.core.middleware import RequestIdMiddleware
 
 
 @pytest.fixture

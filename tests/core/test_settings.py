@@ -9,12 +9,20 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_django(env_overrides, code="import django; django.setup(); print('started')"):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "SVC_", "FIELD_", "SANDBOX_", "CELERY_", "CACHE_URL"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DJANGO_", "DATABASE_URL", "SVC_", "FIELD_", "SANDBOX_", "CELERY_", "CACHE_URL"))
+    }
     # A local .env must not fill in what the test leaves out.
     env.update({"DJANGO_SETTINGS_MODULE": "config.settings.base", "DJANGO_READ_DOT_ENV_FILE": "false", **env_overrides})
     return subprocess.run(
         [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); {code}"],
-        env=env, cwd="/", capture_output=True, text=True, timeout=60,
+        env=env,
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 

@@ -1,0 +1,92 @@
+"""Trackers in the admin: where each transaction is, what happened, and a retry action."""
+
+import json
+
+from django.contrib import admin, messages
+from django.utils.html import format_html
+
+from partner.fulfillment.models import Tracker, TrackerAttachment, TrackerStatus, TrackerStep
+from partner.fulfillment.services import tracker_retry
+from partner.fulfillment.tasks import fulfil_enqueue
+
+
+class TrackerAttachmentInline(admin.TabularInline):
+    model = TrackerAttachment
+    fields = ["position", "name", "mime_type", "size", "resource_id", "uploaded_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    @admin.display(description="Bytes")
+    def size(self, obj):
+        return len(obj.content or b"")
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+class TrackerStepInline(admin.TabularInline):
+    model = TrackerStep
+    fields = ["created_at", "name", "detail"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Tracker)
+class TrackerAdmin(admin.ModelAdmin):
+    list_display = ["transaction_id", "product_name", "status", "resource_id", "attempts", "created_at", "updated_at"]
+    list_filter = ["status", "failure_code", "product_name", "request_type"]
+    search_fields = ["transaction_id", "resource_id", "reference_number"]
+    date_hierarchy = "created_at"
+    inlines = [TrackerAttachmentInline, TrackerStepInline]
+    actions = ["retry"]
+    readonly_fields = [
+        "transaction_id",
+        "resource_ref",
+        "product_name",
+        "request_type",
+        "status",
+        "resource_id",
+        "reference_number",
+        "response_pretty",
+        "prepared_at",
+        "slots_requested_at",
+        "delivered_at",
+        "completed_at",
+        "failed_at",
+        "event_id",
+        "attempts",
+        "last_error",
+        "failure_code",
+        "failure_reason",
+        "claimed_until",
+        "next_attempt_at",
+        "created_at",
+        "updated_at",
+    ]
+    exclude = ["response"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="Response")
+    def response_pretty(self, obj):
+        return format_html("<pre>{}</pre>", json.dumps(obj.response, indent=2, sort_keys=True) if obj.response else "")
+
+    @admin.action(description="Retry the selected failed trackers", permissions=["view"])
+    def retry(self, request, queryset):
+        failed = list(queryset.filter(status=TrackerStatus.FAILED))
+        for tracker in failed:
+            tracker_retry(tracker=tracker)
+            fulfil_enqueue(tracker.pk)
+        skipped = queryset.count() - len(failed)
+        self.message_user(request, f"{len(failed)} tracker(s) sent back to work.", messages.SUCCESS)
+        if skipped:
+            self.message_user(request, f"{skipped} tracker(s) were not failed and were left alone.", messages.WARNING)

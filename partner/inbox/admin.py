@@ -1,0 +1,89 @@
+"""The webhook inbox in the admin: read-only, searchable, with the raw body and a replay action."""
+
+import json
+
+from django.contrib import admin, messages
+from django.utils.html import format_html
+
+from partner.inbox.models import Notification
+from partner.inbox.services import notification_replay
+
+
+@admin.register(Notification)
+class NotificationAdmin(admin.ModelAdmin):
+    list_display = [
+        "received_at",
+        "event_type",
+        "resource_type",
+        "resource_id",
+        "instance_id",
+        "state",
+        "attempts",
+        "duplicates",
+    ]
+    list_filter = ["state", "resource_type", "event_type", "instance_id"]
+    search_fields = ["resource_id", "event_id", "instance_id", "dedupe_key"]
+    date_hierarchy = "received_at"
+    actions = ["replay"]
+    readonly_fields = [
+        "received_at",
+        "state",
+        "attempts",
+        "duplicates",
+        "last_error",
+        "enqueued_at",
+        "processed_at",
+        "event_id",
+        "event_type",
+        "event_time",
+        "resource_type",
+        "resource_id",
+        "instance_id",
+        "resource_ref",
+        "dedupe_key",
+        "remote_addr",
+        "headers_pretty",
+        "body_pretty",
+    ]
+    fieldsets = [
+        (
+            None,
+            {"fields": ["received_at", "state", "attempts", "duplicates", "last_error", "enqueued_at", "processed_at"]},
+        ),
+        (
+            "Notification",
+            {
+                "fields": [
+                    "event_id",
+                    "event_type",
+                    "event_time",
+                    "resource_type",
+                    "resource_id",
+                    "instance_id",
+                    "resource_ref",
+                    "dedupe_key",
+                ]
+            },
+        ),
+        ("As received", {"fields": ["remote_addr", "headers_pretty", "body_pretty"]}),
+    ]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="Headers")
+    def headers_pretty(self, obj):
+        return format_html("<pre>{}</pre>", json.dumps(obj.headers, indent=2, sort_keys=True))
+
+    @admin.display(description="Raw body")
+    def body_pretty(self, obj):
+        return format_html("<pre style='white-space: pre-wrap'>{}</pre>", obj.body)
+
+    @admin.action(description="Replay the selected notifications", permissions=["view"])
+    def replay(self, request, queryset):
+        sent = sum(1 for notification in queryset if notification_replay(notification=notification))
+        level = messages.SUCCESS if sent == queryset.count() else messages.WARNING
+        self.message_user(request, f"{sent} of {queryset.count()} notification(s) enqueued again.", level)

@@ -1,0 +1,49 @@
+"""The webhook inbox: every notification the service sent us, stored before we answered.
+
+A row is untrusted data kept as received (raw body, headers without secrets),
+plus what we did with it. `dedupe_key` is unique, so a repeated delivery, even
+two copies arriving at the same moment, is stored and processed once.
+"""
+
+from django.db import models
+
+from partner.core.models import TimeStampedModel
+
+
+class NotificationState(models.TextChoices):
+    RECEIVED = "received", "Received"  # stored; processing not yet enqueued (or the broker was down)
+    QUEUED = "queued", "Queued"  # handed to the broker
+    PROCESSING = "processing", "Processing"  # a worker has it
+    PROCESSED = "processed", "Processed"
+    IGNORED = "ignored", "Ignored"  # a resource or event type we do not handle
+    FAILED = "failed", "Failed"  # gave up; see last_error
+
+
+class Notification(TimeStampedModel):
+    dedupe_key = models.CharField(max_length=128, unique=True)
+    event_id = models.CharField(max_length=200, blank=True)
+    resource_type = models.CharField(max_length=200, db_index=True)
+    resource_id = models.CharField(max_length=200, db_index=True)
+    event_type = models.CharField(max_length=100)
+    event_time = models.DateTimeField(null=True, blank=True)
+    instance_id = models.CharField(max_length=200, blank=True, help_text="The product name the service sent.")
+    resource_ref = models.URLField(max_length=2000, blank=True)
+
+    body = models.TextField(help_text="The raw body exactly as received.")
+    headers = models.JSONField(default=dict, help_text="Request headers, without secrets.")
+    remote_addr = models.GenericIPAddressField(null=True, blank=True)
+    received_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    state = models.CharField(max_length=20, choices=NotificationState, default=NotificationState.RECEIVED)
+    attempts = models.PositiveIntegerField(default=0)
+    duplicates = models.PositiveIntegerField(default=0, help_text="Repeated deliveries answered 202 and not processed.")
+    last_error = models.TextField(blank=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    processed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-received_at"]
+        indexes = [models.Index(fields=["state", "updated_at"], name="inbox_state_updated")]
+
+    def __str__(self):
+        return f"{self.event_type} {self.resource_type} {self.resource_id}"

@@ -1,0 +1,91 @@
+"""POST /v1/webhooks: the service's signed notifications.
+
+The signature is checked over the raw bytes before anything is parsed; an
+accepted notification is stored before the 202 goes out. The view is outside
+any request-wide transaction, so what was stored stays stored.
+"""
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.parsers import BaseParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from partner.inbox.services import WebhookNotANotification, WebhookSignatureInvalid, webhook_receive
+
+
+class RawBodyParser(BaseParser):
+    """Accept any content type: the view reads the raw bytes itself."""
+
+    media_type = "*/*"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        return None
+
+
+class _Meta(serializers.Serializer):
+    resourceType = serializers.CharField()
+    resourceId = serializers.CharField()
+    instanceId = serializers.CharField(required=False)
+    resourceRef = serializers.URLField()
+
+
+class NotificationSerializer(serializers.Serializer):
+    eventId = serializers.CharField(required=False)
+    eventTime = serializers.DateTimeField()
+    eventType = serializers.CharField()
+    meta = _Meta()
+
+
+class MessageSerializer(serializers.Serializer):
+    message = serializers.CharField()
+
+
+def _too_large(request) -> bool:
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return True
+    return length > settings.WEBHOOK_MAX_BYTES
+
+
+def _read_body(request) -> bytes | None:
+    """The raw body, or None when it is larger than WEBHOOK_MAX_BYTES (read no further than that)."""
+    if _too_large(request):
+        return None
+    body = request.read(settings.WEBHOOK_MAX_BYTES + 1)
+    return None if len(body) > settings.WEBHOOK_MAX_BYTES else body
+
+
+@extend_schema(
+    operation_id="webhook_receive",
+    request=NotificationSerializer,
+    responses={
+        202: OpenApiResponse(description="Accepted (also a duplicate delivery or an event we ignore)"),
+        400: MessageSerializer,
+        401: MessageSerializer,
+        413: MessageSerializer,
+    },
+)
+class WebhookReceiveApi(APIView):
+    authentication_classes = []
+    permission_classes = []
+    parser_classes = [RawBodyParser]
+
+    def post(self, request):
+        body = _read_body(request._request)
+        if body is None:
+            return Response({"message": "Request body too large"}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+        try:
+            receipt = webhook_receive(
+                body=body,
+                signature=request.headers.get(settings.SVC_SIGNATURE_HEADER),
+                headers=request.headers,
+                remote_addr=request.META.get("REMOTE_ADDR"),
+            )
+        except WebhookSignatureInvalid:
+            return Response({"message": "Invalid or missing signature"}, status=status.HTTP_401_UNAUTHORIZED)
+        except WebhookNotANotification as exc:
+            return Response({"message": f"Not a webhook notification: {exc}"}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(status=status.HTTP_202_ACCEPTED, headers={"X-Notification-Id": str(receipt.notification_id)})
