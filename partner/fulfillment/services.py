@@ -27,7 +27,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from partner.catalog.credentials import credentials_check
-from partner.catalog.services import ProductNotFound, product_ensure
+from partner.catalog.errors import ProductNotFound, ProductSyncError
+from partner.catalog.services import product_ensure
 from partner.fulfillment.fulfillers import FulfilmentRefused, fulfiller_for
 from partner.fulfillment.models import (
     ACTIVE_STATUSES,
@@ -39,6 +40,7 @@ from partner.fulfillment.models import (
 )
 from partner.platform import client
 from partner.platform.errors import ResourceOutsideServiceError, ServiceError
+from partner.platform.types import UploadSlot
 from partner.platform.urns import response_processed_event_type
 
 logger = logging.getLogger(__name__)
@@ -154,6 +156,11 @@ def _prepare(tracker: Tracker) -> None:
         product = product_ensure(name=product_name)
     except ProductNotFound:
         raise TrackerFailed(FailureCode.PRODUCT_UNKNOWN, f"Product {product_name!r} is not configured") from None
+    except ProductSyncError as exc:
+        # Pulling the product hit the service: retry what is transient, fail what is not.
+        if isinstance(exc.__cause__, ServiceError):
+            raise exc.__cause__ from None
+        raise
 
     # Headless and interface orders authenticate the same way: the initiating user's credentials.
     check = credentials_check(product=product, credentials=request.get("credentials") or {})
@@ -216,7 +223,7 @@ def _slots_request(tracker: Tracker, attachments: list[TrackerAttachment]) -> No
 
 
 def _upload(tracker: Tracker, attachment: TrackerAttachment) -> None:
-    slot = client.UploadSlot(
+    slot = UploadSlot(
         id=attachment.resource_id,
         name=attachment.name,
         mime_type=attachment.mime_type,
