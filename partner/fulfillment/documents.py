@@ -87,6 +87,7 @@ class AddressReport:
     data_source: str
     created: datetime
     prepared_by: str
+    notes: str = ""
 
 
 def _property_rows(received: dict, corrected: dict) -> list[tuple[str, str, str, str]]:
@@ -167,6 +168,10 @@ def address_report_document(report: AddressReport) -> FPDF:
         ],
         (30, 50, 50, 50),
     )
+
+    if report.notes:
+        heading("Order notes")
+        line(report.notes)
 
     heading("Data source")
     line(report.data_source)

@@ -1,6 +1,7 @@
 """The address verification PDF report: a valid PDF, the expected text, non-Latin-1 names."""
 
 import re
+import zlib
 from datetime import UTC, datetime
 
 import pytest
@@ -35,6 +36,17 @@ def shown_texts(pdf: bytes) -> list[str]:
     """The strings drawn with Tj in uncompressed page streams, PDF string escapes undone."""
     texts = re.findall(rb"\((.*?)(?<!\\)\) Tj", pdf)
     return [re.sub(rb"\\([()\\])", rb"\1", t).decode("latin-1") for t in texts]
+
+
+def decompressed(pdf: bytes) -> bytes:
+    """The PDF with its Flate streams inflated, so shown_texts can read a compressed report."""
+    parts = []
+    for match in re.finditer(rb"stream\r?\n(.*?)\r?\nendstream", pdf, re.S):
+        try:
+            parts.append(zlib.decompress(match.group(1)))
+        except zlib.error:
+            parts.append(match.group(1))
+    return b"\n".join(parts)
 
 
 def page_count(pdf: bytes) -> int:
@@ -140,13 +152,32 @@ def test_non_latin1_names_do_not_break_the_report():
 
 
 def test_fulfiller_report_holds_what_was_checked():
-    # The fulfiller's attachment is compressed; render the same report uncompressed through the
-    # fulfiller's own inputs to read it.
     result = AddressVerificationFulfiller().fulfil(
         transaction_id="txn-Zoë",
-        request={"loan": {"property": {"city": "Zoë", "state": "CA", "postalCode": "94103-0001", "county": "Alameda"}}},
+        request={
+            "options": {"comments": "Rush – borrower Zoë Łukasz"},
+            "loan": {"property": {"city": "Zoë", "state": "CA", "postalCode": "94103-0001", "county": "Alameda"}},
+        },
         product={},
     )
     pdf = result.attachments[0].content
     assert pdf.startswith(b"%PDF-") and page_count(pdf) == 1
-    assert result.response["partnerStatus"] == "Address corrected: city, county"
+    texts = shown_texts(decompressed(pdf))
+    for expected in [
+        "Transaction: txn-Zoë",
+        f"Reference number: {result.response['referenceNumber']}",
+        "Result: Address corrected: city, county",
+        "94103-0001",
+        "94103 San Francisco, CA",
+        "San Francisco County",
+        "Alameda",
+        "Order notes",
+        "Rush - borrower Zoë Lukasz",
+    ]:
+        assert expected in texts, expected
+    assert any(t.startswith("found. ZIP+4 code") for t in texts)
+    assert any(t.startswith("zipcodes 3.") for t in texts)
+
+
+def test_report_without_notes_has_no_notes_section():
+    assert "Order notes" not in shown_texts(address_report_pdf(report(), compress=False))

@@ -123,6 +123,8 @@ def test_county_is_left_alone_when_the_data_has_none():
 def test_unknown_zip_is_refused():
     with pytest.raises(FulfilmentRefused) as refused:
         fulfil(dict(SF, postalCode="00000"))
+    # Bad loan data: the lender should read why in partnerStatus.
+    assert refused.value.tell_lender is True
     assert "00000" in refused.value.reason
     assert "not a known US ZIP code" in refused.value.reason
 
@@ -192,3 +194,11 @@ def test_one_pdf_report_is_attached():
 
 def test_registry_returns_this_fulfiller():
     assert isinstance(fulfiller_for("address_verification"), AddressVerificationFulfiller)
+
+
+@pytest.mark.parametrize("options", [None, "x", {"comments": 5}, {"comments": "Rush order"}])
+def test_order_options_never_change_the_answer(options):
+    request = {"loan": {"property": dict(SF, city="Oakland")}}
+    if options is not None:
+        request["options"] = options
+    assert fulfil(request=request).response == fulfil(dict(SF, city="Oakland")).response

@@ -78,8 +78,9 @@ def test_absent_or_empty_comments_are_left_out(options):
 
 @pytest.mark.parametrize("comments", [42, ["a"], {"text": "a"}, True])
 def test_non_string_comments_are_refused(comments):
-    with pytest.raises(FulfilmentRefused, match="comments"):
+    with pytest.raises(FulfilmentRefused, match="comments") as refused:
         fulfil({"type": "NEW_REQUEST", "options": {"comments": comments}})
+    assert refused.value.tell_lender is True
 
 
 def test_options_that_are_not_an_object_are_refused():
@@ -96,6 +97,8 @@ def test_product_without_the_entitlement_is_refused():
     with pytest.raises(FulfilmentRefused) as refused:
         fulfil(product=product)
     reason = refused.value.reason
+    # Our configuration, not the lender's data: nothing at all is sent for it.
+    assert refused.value.tell_lender is False
     assert "address-verification" in reason
     assert DISCLOSURE_ACTION in reason
     assert "NEW_REQUEST" in reason

@@ -135,6 +135,14 @@ def address_checks(received: dict, record: dict, plus4: str | None) -> tuple[lis
     return checks, corrected, changed
 
 
+def order_notes(request: dict) -> str:
+    """The lender's note from the order form (request.options.comments), shown in the report."""
+    options = request.get("options")
+    comments = options.get("comments") if isinstance(options, dict) else None
+    # A note is a courtesy, not an input to the checks: anything but text is left out.
+    return comments.strip() if isinstance(comments, str) else ""
+
+
 def partner_status(changed: list[str]) -> str:
     if not changed:
         return "Address verified"
@@ -161,6 +169,7 @@ class AddressVerificationFulfiller(Fulfiller):
             data_source=_data_source(),
             created=timezone.now(),
             prepared_by=PARTNER_PARTY.name,
+            notes=order_notes(request),
         )
         response = {
             "status": RESPONSE_COMPLETED,

@@ -30,13 +30,15 @@ class Fulfilment:
 class FulfilmentRefused(Exception):
     """A permanent refusal (bad loan data, missing entitlement): nothing is sent to the service.
 
-    `reason` is written for a person (the lender may read it in `partnerStatus`) and never holds
-    a credential value.
+    `reason` is written for a person and never holds a credential value. `tell_lender` says
+    whether the lender should read it in `partnerStatus`: true for problems in the lender's data,
+    false for our own configuration (a missing entitlement), where nothing may be sent at all.
     """
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, *, tell_lender: bool = True):
         super().__init__(reason)
         self.reason = reason
+        self.tell_lender = tell_lender
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,10 @@ class DisclosureStatusFulfiller(Fulfiller):
             raise FulfilmentRefused(
                 f"Product {name} does not hold the {DISCLOSURE_ACTION} action entitlement "
                 f"(format {DISCLOSURE_FORMAT}) for request type {request_type}, so the disclosure status "
-                "cannot be updated."
+                "cannot be updated.",
+                # Our product configuration, not the lender's data: the issue requires that nothing
+                # is sent to the service in this case, a partnerStatus included.
+                tell_lender=False,
             )
         result = {"format": DISCLOSURE_FORMAT, "action": DISCLOSURE_ACTION, "details": disclosure_details(request)}
         violations = disclosure_result_violations(result)
