@@ -39,3 +39,68 @@ def service(live_server, settings):
     cache.clear()
     yield SimpleNamespace(url=base, base_url=settings.SVC_BASE_URL, token_url=settings.SVC_TOKEN_URL)
     cache.clear()
+
+
+@pytest.fixture
+def celery_worker_live(service):
+    """A real Celery worker on the configured broker (Redis on CI), in this process.
+
+    Tasks run in worker threads against the same test database the live
+    server uses. Messages left by an earlier run are purged first.
+    """
+    from celery.contrib.testing.worker import start_worker
+
+    from config.celery import app
+
+    app.control.purge()
+    with start_worker(
+        app, pool="threads", concurrency=4, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30
+    ) as worker:
+        yield worker
+
+
+def wait_for(predicate, *, timeout=60.0, interval=0.2, message="condition"):
+    """Poll `predicate` until it returns something truthy; fail the test after `timeout` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout:g}s waiting for {message}")
+
+
+@pytest.fixture
+def signed_post(client, settings):
+    """POST a body to /v1/webhooks signed with the first accepted secret (or `secret=`)."""
+    from partner.platform.signatures import signature_compute
+
+    def post(body: bytes, *, secret=None, signature=None, **headers):
+        secret = secret or settings.SVC_SIGNING_SECRETS[0]
+        if signature is None:
+            signature = signature_compute(body, secret)
+        header = "HTTP_" + settings.SVC_SIGNATURE_HEADER.upper().replace("-", "_")
+        extra = {header: signature} if signature != "" else {}
+        return client.post("/v1/webhooks", data=body, content_type="application/json", **extra, **headers)
+
+    return post
+
+
+@pytest.fixture
+def broker_down():
+    """Point the Celery app at a broker nobody answers on, for the length of the test."""
+    from config.celery import app
+
+    def reset_pools():
+        app.pool.force_close_all()
+        app._pool = None
+        app.amqp._producer_pool = None
+
+    original = app.conf.broker_url
+    app.conf.broker_url = "redis://127.0.0.1:1/0"
+    reset_pools()
+    yield
+    app.conf.broker_url = original
+    reset_pools()
