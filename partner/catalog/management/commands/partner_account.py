@@ -15,6 +15,7 @@ from partner.core.errors import ApplicationError
 
 class Command(BaseCommand):
     help = "Create or update a partner account; the password is read from standard input."
+    stealth_options = ("stdin",)  # tests hand their own stream, as with createsuperuser
 
     def add_arguments(self, parser):
         parser.add_argument("username")
