@@ -1,0 +1,121 @@
+"""Views of the embedded UI: the page the host frames, the origin proxy and the page's JSON reads.
+
+The page is served with a strict CSP (scripts only from our origin, no inline
+code) and may only be framed by the host origins. The JSON endpoints take the
+origin id and partner access token the host gave the page and check them with
+the service every time, so they answer only to the lender in the host.
+"""
+
+import json
+
+from django.http import JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import ensure_csrf_cookie
+from django.views.decorators.http import require_GET, require_POST
+from django.views.generic import TemplateView
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from partner.core.framing import embeddable
+from partner.ui.forms import order_options_form_class
+from partner.ui.selectors import OriginProblem, origin_context_get, transaction_progress_get
+
+# The page builds its DOM with our own scripts only: nothing inline, nothing from elsewhere.
+PAGE_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'"
+)
+
+ORIGIN_ID_HEADER = "HTTP_X_ORIGIN_ID"
+PAT_HEADER = "HTTP_X_PARTNER_ACCESS_TOKEN"  # noqa: S105 - a header name, not a secret
+
+
+def _with_page_csp(view):
+    def wrapper(request, *args, **kwargs):
+        response = view(request, *args, **kwargs)
+        response["Content-Security-Policy"] = PAGE_CSP
+        return response
+
+    wrapper.__name__ = view.__name__
+    wrapper.__doc__ = view.__doc__
+    return wrapper
+
+
+class EmbedPage(TemplateView):
+    """GET /: the interface the host frames (new order form or existing transaction)."""
+
+    template_name = "ui/embed.html"
+
+
+embed_page = embeddable(_with_page_csp(never_cache(ensure_csrf_cookie(require_GET(EmbedPage.as_view())))))
+
+
+def _origin_from_headers(request) -> tuple[str, str]:
+    return request.META.get(ORIGIN_ID_HEADER, "").strip(), request.META.get(PAT_HEADER, "").strip()
+
+
+class OriginProxyApi(APIView):
+    """GET /v1/origins/{id}?partnerAccessToken=…: what the UI shows about the origin, never its credentials.
+
+    200 with the loan summary, product and order options; 401 `{"status"}` when
+    the lender's credentials are invalid; `{"errors": [...]}` when the service
+    refuses the origin (401 when it has expired: renew it and ask again; 502
+    otherwise) or the loan is missing (404).
+    """
+
+    def get(self, request, origin_id):
+        token = request.query_params.get("partnerAccessToken", "").strip()
+        try:
+            context = origin_context_get(origin_id=origin_id, partner_access_token=token)
+        except OriginProblem as problem:
+            return Response(problem.body, status=problem.http_status)
+        return Response({"id": context.origin_id, **context.summary})
+
+
+class TransactionProgressApi(APIView):
+    """GET /ui/transactions/{id}: the order's step and attachments, for the lender holding a live origin.
+
+    The origin travels in headers X-Origin-Id and X-Partner-Access-Token (not in
+    the address, so it stays out of access logs); the answers for a refused origin
+    are those of the origin proxy.
+    """
+
+    def get(self, request, transaction_id):
+        origin_id, token = _origin_from_headers(request)
+        try:
+            origin_context_get(origin_id=origin_id, partner_access_token=token)
+        except OriginProblem as problem:
+            return Response(problem.body, status=problem.http_status)
+        return Response(transaction_progress_get(transaction_id=transaction_id))
+
+
+@never_cache
+@require_POST
+def order_check(request):
+    """POST /ui/orders/check: clean the chosen options into the request the host will create.
+
+    A plain Django view so that the CSRF middleware guards it (DRF views are
+    CSRF-exempt without session authentication). It needs a live origin with
+    valid credentials, so no order starts for a lender who cannot be served.
+    Body: {"options": {...}}; 200 {"request": {"type", "options"}}, 400
+    {"fields": {name: [messages]}}, or the origin proxy's answers.
+    """
+    origin_id, token = _origin_from_headers(request)
+    try:
+        context = origin_context_get(origin_id=origin_id, partner_access_token=token)
+    except OriginProblem as problem:
+        return JsonResponse(problem.body, status=problem.http_status)
+    try:
+        body = json.loads(request.body or b"{}")
+    except ValueError:
+        return JsonResponse({"fields": {"__all__": ["The order could not be read; reload the page."]}}, status=400)
+    options = body.get("options") if isinstance(body, dict) else None
+    form = order_options_form_class(context.fulfiller)(data=options if isinstance(options, dict) else {})
+    if not form.is_valid():
+        fields = {name: [str(message) for message in messages] for name, messages in form.errors.items()}
+        return JsonResponse({"fields": fields}, status=400)
+    return JsonResponse({"request": {"type": "NEW_REQUEST", "options": form.cleaned_data}})
+
+
+origin_proxy = never_cache(OriginProxyApi.as_view())
+transaction_progress = never_cache(TransactionProgressApi.as_view())

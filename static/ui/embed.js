@@ -1,0 +1,586 @@
+/*
+ * The partner UI inside the host's iframe.
+ *
+ * Talks to the host through the guest library (window.elli.script): connect,
+ * get the "transaction" object, ask it for the origin (id, partner access token,
+ * transactionId when the lender opened an existing order). Reads what to show
+ * from our back-end with that origin, and renews the origin with refreshOrigin
+ * shortly before it expires and whenever our back-end says it has expired.
+ *
+ * Every piece of loan or service data reaches the DOM through textContent or
+ * attributes, never as markup.
+ */
+(function () {
+  "use strict";
+
+  var app = document.getElementById("app");
+  var cfg = app.dataset;
+  var REFRESH_AFTER_MS = Number(cfg.refreshAfterMs) || 240000;
+  var POLL_MS = Number(cfg.pollMs) || 3000;
+  var HOST_TIMEOUT_MS = Number(cfg.hostTimeoutMs) || 15000;
+
+  var STEPS = [
+    { key: "requested", label: "Requested" },
+    { key: "in_progress", label: "In progress" },
+    { key: "delivered", label: "Delivered" },
+    { key: "completed", label: "Completed" }
+  ];
+  var STEP_TEXT = {
+    requested: "Requested: the order is waiting to be picked up.",
+    in_progress: "In progress: the partner is working on the order.",
+    delivered: "Delivered: the results were sent to the loan application.",
+    completed: "Completed: the loan application has processed the results.",
+    failed: "Failed."
+  };
+
+  var state = {
+    host: null,          // the host's "transaction" proxy
+    origin: null,        // {id, partnerAccessToken, transactionId?}
+    renewing: null,      // the pending refreshOrigin, shared by every caller
+    refreshTimer: null,
+    context: null,       // what the origin proxy returned
+    pollTimer: null,
+    lastStep: null,
+    lastAttachments: ""
+  };
+
+  function $(id) { return document.getElementById(id); }
+
+  function el(tag, attrs, text) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (name) {
+      if (attrs[name] === false || attrs[name] === null || attrs[name] === undefined) { return; }
+      if (attrs[name] === true) { node.setAttribute(name, ""); } else { node.setAttribute(name, String(attrs[name])); }
+    });
+    if (text !== undefined && text !== null) { node.textContent = String(text); }
+    return node;
+  }
+
+  function announce(text) {
+    var region = $("announce");
+    region.textContent = "";
+    // A fresh text node after a tick makes screen readers speak repeated messages too.
+    window.setTimeout(function () { region.textContent = text; }, 50);
+  }
+
+  function show(sectionIds) {
+    ["loading", "problem", "loan", "order", "transaction"].forEach(function (id) {
+      $(id).hidden = sectionIds.indexOf(id) === -1;
+    });
+  }
+
+  function setLoading(text) {
+    $("loading-text").textContent = text;
+    show(["loading"]);
+  }
+
+  function showProblem(title, text, next, retry) {
+    stopPolling();
+    $("problem-title").textContent = title;
+    $("problem-text").textContent = text || "";
+    $("problem-next").textContent = next || "";
+    var button = $("problem-retry");
+    button.hidden = !retry;
+    button.onclick = retry || null;
+    show(["problem"]);
+    app.setAttribute("data-state", "problem");
+    $("problem-title").focus();
+    announce(title);
+  }
+
+  function withTimeout(promise, ms, message) {
+    return new Promise(function (resolve, reject) {
+      var timer = window.setTimeout(function () { reject(new Error(message)); }, ms);
+      Promise.resolve(promise).then(
+        function (value) { window.clearTimeout(timer); resolve(value); },
+        function (error) { window.clearTimeout(timer); reject(error); }
+      );
+    });
+  }
+
+  function errorText(error) {
+    if (!error) { return "Unknown error."; }
+    if (typeof error === "string") { return error; }
+    return error.message || String(error);
+  }
+
+  // ---- the host and the origin ------------------------------------------------
+
+  function hostConnect() {
+    if (!window.elli || !window.elli.script) {
+      return Promise.reject(new Error("The loan application's scripting library did not load."));
+    }
+    window.elli.script.connect();  // installs the listener for the host's answers; getObject needs it
+    return withTimeout(window.elli.script.getObject("transaction"), HOST_TIMEOUT_MS,
+      "The loan application did not answer.");
+  }
+
+  function originSet(fresh) {
+    var keepTransaction = state.origin && state.origin.transactionId;
+    state.origin = {
+      id: fresh.id,
+      partnerAccessToken: fresh.partnerAccessToken,
+      transactionId: fresh.transactionId || keepTransaction || null
+    };
+    // Origins live 300 s: renew ahead of time so no request meets an expired one.
+    window.clearTimeout(state.refreshTimer);
+    state.refreshTimer = window.setTimeout(function () {
+      originRenew().catch(function () { /* the next request renews again on 401 */ });
+    }, REFRESH_AFTER_MS);
+  }
+
+  function originRenew() {
+    if (!state.renewing) {
+      state.renewing = withTimeout(state.host.refreshOrigin(), HOST_TIMEOUT_MS, "The loan application did not renew the session.")
+        .then(function (fresh) {
+          if (!fresh || !fresh.id || !fresh.partnerAccessToken) { throw new Error("The loan application returned no session."); }
+          originSet(fresh);
+          return state.origin;
+        })
+        .finally(function () { state.renewing = null; });
+    }
+    return state.renewing;
+  }
+
+  function readJson(response) {
+    return response.text().then(function (text) {
+      try { return text ? JSON.parse(text) : {}; } catch (e) { return {}; }
+    });
+  }
+
+  // Run a request that carries the origin; on a 401 that is not about the
+  // lender's credentials (those come with a "status" text), renew and run once more.
+  function withOrigin(makeRequest) {
+    return makeRequest(state.origin).then(function (response) {
+      if (response.status !== 401) { return response; }
+      return readJson(response.clone()).then(function (body) {
+        if (body && typeof body.status === "string") { return response; }
+        return originRenew().then(function () { return makeRequest(state.origin); });
+      });
+    });
+  }
+
+  function originHeaders(origin) {
+    return {
+      "Accept": "application/json",
+      "X-Origin-Id": origin.id,
+      "X-Partner-Access-Token": origin.partnerAccessToken
+    };
+  }
+
+  function fetchOriginContext() {
+    return withOrigin(function (origin) {
+      var url = cfg.originUrl.replace("ORIGIN_ID", encodeURIComponent(origin.id)) +
+        "?partnerAccessToken=" + encodeURIComponent(origin.partnerAccessToken);
+      return fetch(url, { headers: { "Accept": "application/json" }, credentials: "same-origin", cache: "no-store" });
+    });
+  }
+
+  // ---- problems the back-end reports --------------------------------------------
+
+  function showBackendProblem(response, body, retry) {
+    var productName = state.context && state.context.product ? state.context.product.listingName : "this product";
+    if (response.status === 401 && body && typeof body.status === "string") {
+      showProblem(
+        "Your partner credentials were not accepted",
+        body.status,
+        "Ask your administrator to check your credentials for " + productName +
+          " in the loan application's settings, then open this page again.",
+        retry
+      );
+      return;
+    }
+    var errors = (body && Array.isArray(body.errors)) ? body.errors : [];
+    var messages = errors.map(function (item) {
+      if (typeof item === "string") { return item; }
+      var text = item && item.message ? item.message : "The service refused the request";
+      return item && item.status ? text + " (HTTP " + item.status + ")" : text;
+    });
+    var codes = errors.map(function (item) { return item && item.code; });
+    var title = "The order page could not be loaded";
+    var next = "Try again. If it keeps failing, close this page and open it again from the loan.";
+    if (codes.indexOf("loan_missing") !== -1) {
+      title = "No loan data was shared with the partner";
+      next = "Open this page from a saved loan. If it keeps happening, ask your administrator to check the product's data access.";
+    } else if (codes.indexOf("origin_expired") !== -1) {
+      title = "Your session with the loan application ended";
+      next = "Close this page and open it again from the loan.";
+    } else if (codes.indexOf("service_unavailable") !== -1) {
+      title = "The service is not answering right now";
+      next = "Wait a minute and try again.";
+    }
+    showProblem(title, messages.join(" ") || ("The partner answered HTTP " + response.status + "."), next, retry);
+  }
+
+  // ---- the loan summary -----------------------------------------------------------
+
+  function renderSummary(context) {
+    var loan = context.loan || {};
+    var property = loan.property || {};
+    var list = $("loan-summary");
+    list.textContent = "";
+    var cityLine = [property.city, [property.state, property.postalCode].filter(Boolean).join(" ")].filter(Boolean).join(", ");
+    var rows = [
+      ["Borrower", loan.borrower || "Not given"],
+      ["Subject property", [property.streetAddress, cityLine].filter(Boolean).join(", ") || "Not given"],
+      ["County", property.county || "Not given"],
+      ["Loan purpose", humanize(loan.loanPurposeType) || "Not given"],
+      ["Property usage", humanize(loan.propertyUsageType) || "Not given"]
+    ];
+    if (loan.loanNumber) { rows.unshift(["Loan number", loan.loanNumber]); }
+    rows.forEach(function (row) {
+      list.appendChild(el("dt", {}, row[0]));
+      list.appendChild(el("dd", {}, row[1]));
+    });
+    var product = context.product || {};
+    $("title").textContent = product.listingName || product.name || "Partner order";
+    document.title = $("title").textContent;
+    var user = context.user || {};
+    $("subtitle").textContent = [user.name, user.organization].filter(Boolean).join(" · ");
+  }
+
+  function humanize(value) {
+    if (!value) { return ""; }
+    return String(value).replace(/([a-z])([A-Z])/g, "$1 $2").replace(/_/g, " ");
+  }
+
+  // ---- the new order form ---------------------------------------------------------
+
+  function renderOrderForm(context) {
+    var holder = $("order-fields");
+    holder.textContent = "";
+    (context.orderOptions || []).forEach(function (field) {
+      var id = "option-" + field.name;
+      var wrap = el("div", { "class": "field" });
+      var describedBy = [];
+      var control;
+      var help = null;
+      if (field.kind === "select") {
+        control = el("select", { id: id, name: field.name });
+        (field.choices || []).forEach(function (choice) {
+          var option = el("option", { value: choice.value }, choice.label);
+          if (String(field.initial) === String(choice.value)) { option.selected = true; }
+          control.appendChild(option);
+        });
+      } else if (field.kind === "textarea") {
+        control = el("textarea", { id: id, name: field.name, rows: 3, maxlength: field.maxLength || null });
+        if (field.initial) { control.value = field.initial; }
+      } else if (field.kind === "checkbox") {
+        control = el("input", { id: id, name: field.name, type: "checkbox" });
+        control.checked = Boolean(field.initial);
+        wrap.classList.add("checkbox");
+      } else {
+        control = el("input", { id: id, name: field.name, type: "text", maxlength: field.maxLength || null });
+        if (field.initial) { control.value = field.initial; }
+      }
+      if (field.required) { control.setAttribute("required", ""); control.setAttribute("aria-required", "true"); }
+      var label = el("label", { "for": id }, field.label + (field.required ? " (required)" : ""));
+      if (field.help) {
+        help = el("p", { id: id + "-help", "class": "help" }, field.help);
+        describedBy.push(help.id);
+      }
+      var error = el("p", { id: id + "-error", "class": "field-error", hidden: true });
+      describedBy.push(error.id);
+      control.setAttribute("aria-describedby", describedBy.join(" "));
+      control.dataset.kind = field.kind;
+      if (field.kind === "checkbox") {
+        wrap.appendChild(control);
+        wrap.appendChild(label);
+      } else {
+        wrap.appendChild(label);
+        wrap.appendChild(control);
+      }
+      if (help) { wrap.appendChild(help); }
+      wrap.appendChild(error);
+      holder.appendChild(wrap);
+    });
+  }
+
+  function formValues() {
+    var values = {};
+    $("order-fields").querySelectorAll("input, select, textarea").forEach(function (control) {
+      values[control.name] = control.dataset.kind === "checkbox" ? control.checked : control.value;
+    });
+    return values;
+  }
+
+  function fieldErrorsClear() {
+    $("order-fields").querySelectorAll(".field-error").forEach(function (node) { node.hidden = true; node.textContent = ""; });
+    $("order-fields").querySelectorAll("[aria-invalid]").forEach(function (node) { node.removeAttribute("aria-invalid"); });
+    $("order-error").hidden = true;
+    $("order-error").textContent = "";
+  }
+
+  function fieldErrorsShow(fields) {
+    var first = null;
+    Object.keys(fields).forEach(function (name) {
+      var control = $("option-" + name);
+      var messages = fields[name].join(" ");
+      if (!control) {
+        $("order-error").textContent = messages;
+        $("order-error").hidden = false;
+        return;
+      }
+      control.setAttribute("aria-invalid", "true");
+      var error = $("option-" + name + "-error");
+      error.textContent = messages;
+      error.hidden = false;
+      first = first || control;
+    });
+    if (first) { first.focus(); }
+  }
+
+  function validateLocally(context) {
+    var problems = {};
+    (context.orderOptions || []).forEach(function (field) {
+      var control = $("option-" + field.name);
+      if (!control || field.kind === "checkbox") { return; }
+      var value = control.value.trim();
+      if (field.required && !value) { problems[field.name] = ["Enter " + field.label.toLowerCase() + "."]; }
+      if (field.maxLength && value.length > field.maxLength) {
+        problems[field.name] = ["Use at most " + field.maxLength + " characters (now " + value.length + ")."];
+      }
+    });
+    return problems;
+  }
+
+  function formBusy(busy, text) {
+    var button = $("order-submit");
+    button.disabled = busy;
+    $("order-form").setAttribute("aria-busy", busy ? "true" : "false");
+    button.textContent = busy ? (text || "Placing order…") : "Place order";
+  }
+
+  function formError(text) {
+    $("order-error").textContent = text;
+    $("order-error").hidden = false;
+    $("order-error").setAttribute("tabindex", "-1");
+    $("order-error").focus();
+  }
+
+  function orderSubmit(event) {
+    event.preventDefault();
+    fieldErrorsClear();
+    var context = state.context;
+    var local = validateLocally(context);
+    if (Object.keys(local).length) { fieldErrorsShow(local); return; }
+    formBusy(true, "Checking the order…");
+    announce("Checking the order.");
+    var csrf = $("order-form").querySelector("input[name=csrfmiddlewaretoken]").value;
+    var payload = JSON.stringify({ options: formValues() });
+    withOrigin(function (origin) {
+      var headers = originHeaders(origin);
+      headers["Content-Type"] = "application/json";
+      headers["X-CSRFToken"] = csrf;
+      return fetch(cfg.checkUrl, { method: "POST", headers: headers, body: payload, credentials: "same-origin" });
+    }).then(function (response) {
+      return readJson(response).then(function (body) {
+        if (response.status === 400 && body.fields) {
+          formBusy(false);
+          fieldErrorsShow(body.fields);
+          announce("The order has errors. Correct them and place the order again.");
+          return null;
+        }
+        if (!response.ok) {
+          formBusy(false);
+          if (response.status === 403) {
+            formError("The page's security check failed. Reload the page and place the order again.");
+          } else {
+            showBackendProblem(response, body, function () { start(); });
+          }
+          return null;
+        }
+        formBusy(true, "Placing order…");
+        announce("Placing the order.");
+        return withTimeout(state.host.create({ request: body.request }), HOST_TIMEOUT_MS * 2,
+          "The loan application did not confirm the order.")
+          .then(function (created) {
+            if (!created || !created.transactionId) { throw new Error("The loan application returned no order number."); }
+            state.origin.transactionId = created.transactionId;
+            announce("Order placed.");
+            showTransaction(created.transactionId);
+          });
+      });
+    }).catch(function (error) {
+      formBusy(false);
+      formError("The order was not placed: " + errorText(error) + " Check your connection and place the order again.");
+    });
+  }
+
+  function showOrder(context) {
+    renderOrderForm(context);
+    show(["loan", "order"]);
+    app.setAttribute("data-state", "order");
+    formBusy(false);
+    announce("New order. Check the loan and place the order.");
+  }
+
+  // ---- the existing transaction -----------------------------------------------------
+
+  function renderSteps(progress) {
+    var list = $("steps");
+    list.textContent = "";
+    var failed = progress.step === "failed";
+    var currentIndex = STEPS.map(function (s) { return s.key; }).indexOf(progress.step);
+    if (failed) { currentIndex = -1; }
+    STEPS.forEach(function (step, index) {
+      var status;
+      if (failed) { status = "todo"; }
+      else if (index < currentIndex || (progress.step === "completed" && index === currentIndex)) { status = "done"; }
+      else if (index === currentIndex) { status = "current"; }
+      else { status = "todo"; }
+      var item = el("li", { "class": "step " + status, "data-step": step.key, "aria-current": status === "current" ? "step" : null });
+      item.appendChild(el("span", { "class": "marker", "aria-hidden": "true" }, status === "done" ? "✓" : String(index + 1)));
+      item.appendChild(el("span", { "class": "label" }, step.label));
+      item.appendChild(el("span", { "class": "visually-hidden" }, status === "done" ? " (done)" : status === "current" ? " (current step)" : " (not yet)"));
+      list.appendChild(item);
+    });
+    if (failed) {
+      var item = el("li", { "class": "step failed", "data-step": "failed", "aria-current": "step" });
+      item.appendChild(el("span", { "class": "marker", "aria-hidden": "true" }, "!"));
+      item.appendChild(el("span", { "class": "label" }, "Failed"));
+      list.appendChild(item);
+    }
+    $("failure").hidden = !failed;
+    $("failure-reason").textContent = failed ? (progress.reason || "The partner could not complete the order.") : "";
+  }
+
+  function renderAttachments(attachments) {
+    var key = JSON.stringify(attachments);
+    if (key === state.lastAttachments) { return; }
+    state.lastAttachments = key;
+    var list = $("attachments");
+    list.textContent = "";
+    $("attachments-empty").hidden = attachments.length > 0;
+    attachments.forEach(function (item) {
+      var li = el("li", { "class": "attachment" });
+      li.appendChild(el("span", { "class": "name" }, item.name));
+      li.appendChild(el("span", { "class": "muted" }, " " + (item.mime_type === "application/pdf" ? "PDF" : (item.mime_type || ""))));
+      if (state.host && typeof state.host.openResource === "function" && item.resource_id) {
+        var button = el("button", { type: "button", "class": "button small", "aria-label": "Open " + item.name }, "Open");
+        button.addEventListener("click", function () { attachmentOpen(item, button); });
+        li.appendChild(button);
+      } else {
+        li.appendChild(el("span", { "class": "muted" }, " In the loan's documents in the loan application."));
+      }
+      list.appendChild(li);
+    });
+  }
+
+  function attachmentOpen(item, button) {
+    button.disabled = true;
+    withTimeout(state.host.openResource({ id: item.resource_id, name: item.name, mimeType: item.mime_type }),
+      HOST_TIMEOUT_MS, "The loan application did not open the document.")
+      .then(function () { announce("Opened " + item.name + "."); })
+      .catch(function (error) { announce("Could not open " + item.name + ": " + errorText(error) + " Try again."); })
+      .finally(function () { button.disabled = false; });
+  }
+
+  function stopPolling() {
+    window.clearTimeout(state.pollTimer);
+    state.pollTimer = null;
+  }
+
+  function pollProgress(transactionId, failures) {
+    stopPolling();
+    withOrigin(function (origin) {
+      var url = cfg.progressUrl.replace("TRANSACTION_ID", encodeURIComponent(transactionId));
+      return fetch(url, { headers: originHeaders(origin), credentials: "same-origin", cache: "no-store" });
+    }).then(function (response) {
+      return readJson(response).then(function (body) {
+        if (!response.ok) {
+          if (response.status === 401 || (response.status === 404 && body.errors)) {
+            showBackendProblem(response, body, function () { showTransaction(transactionId); });
+            return;
+          }
+          throw new Error("HTTP " + response.status);
+        }
+        $("progress-note").hidden = true;
+        renderProgress(body);
+        if (!body.finished) {
+          state.pollTimer = window.setTimeout(function () { pollProgress(transactionId, 0); }, POLL_MS);
+        }
+      });
+    }).catch(function (error) {
+      // Keep trying with a growing pause; say so, so the lender knows the view may lag.
+      var next = Math.min(POLL_MS * Math.pow(2, failures + 1), 60000);
+      var note = $("progress-note");
+      note.textContent = "Could not refresh the status (" + errorText(error) + "). Trying again in " + Math.round(next / 1000) + " seconds.";
+      note.hidden = false;
+      state.pollTimer = window.setTimeout(function () { pollProgress(transactionId, failures + 1); }, next);
+    });
+  }
+
+  function renderProgress(progress) {
+    renderSteps(progress);
+    renderAttachments(progress.attachments || []);
+    app.setAttribute("data-step", progress.step);
+    if (progress.step !== state.lastStep) {
+      state.lastStep = progress.step;
+      var text = "Status: " + (STEP_TEXT[progress.step] || progress.step);
+      if (progress.step === "failed" && progress.reason) { text += " " + progress.reason; }
+      announce(text);
+    }
+  }
+
+  function showTransaction(transactionId) {
+    state.lastStep = null;
+    state.lastAttachments = "";
+    $("transaction-title").textContent = "Your order";
+    $("transaction-id").textContent = "Order number " + transactionId;
+    renderProgress({ step: "requested", attachments: [] });
+    show(["loan", "transaction"]);
+    app.setAttribute("data-state", "transaction");
+    $("transaction-title").focus();
+    pollProgress(transactionId, 0);
+  }
+
+  // ---- start ---------------------------------------------------------------------------
+
+  function start() {
+    stopPolling();
+    setLoading("Connecting to the loan application…");
+    app.setAttribute("data-state", "loading");
+    var hostReady = state.host ? Promise.resolve(state.host) : hostConnect();
+    hostReady
+      .then(function (host) {
+        state.host = host;
+        return withTimeout(host.getOrigin(), HOST_TIMEOUT_MS, "The loan application did not share the loan.");
+      })
+      .then(function (origin) {
+        if (!origin || !origin.id || !origin.partnerAccessToken) { throw new Error("The loan application shared no session."); }
+        originSet(origin);
+        setLoading("Loading the loan…");
+        return fetchOriginContext();
+      })
+      .then(function (response) {
+        return readJson(response).then(function (body) {
+          if (!response.ok) { showBackendProblem(response, body, start); return; }
+          state.context = body;
+          renderSummary(body);
+          if (state.origin.transactionId) { showTransaction(state.origin.transactionId); } else { showOrder(body); }
+        });
+      })
+      .catch(function (error) {
+        showProblem(
+          "The order page could not start",
+          errorText(error),
+          "This page works only inside the loan application. Close it and open it again from the loan; if that does not help, reload the loan application.",
+          start
+        );
+      });
+  }
+
+  $("order-form").addEventListener("submit", orderSubmit);
+  $("order-cancel").addEventListener("click", function () { hostClose(); });
+  $("close-button").addEventListener("click", function () { hostClose(); });
+
+  function hostClose() {
+    stopPolling();
+    if (state.host && typeof state.host.close === "function") {
+      state.host.close().catch(function () { /* the host may already have removed the frame */ });
+    }
+  }
+
+  start();
+})();
