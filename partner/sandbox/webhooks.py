@@ -1,0 +1,206 @@
+"""Webhook emitter of the sandbox: notifications to the product's subscription URL.
+
+A delivery row holds the exact bytes of the notification; it is created in the
+caller's database transaction and handed to a small thread pool when that
+transaction commits (so the partner never hears of a transaction it cannot read
+yet). Every attempt is signed with the product's signing secret over the stored
+bytes, recorded, and on failure (connection error or any non-2xx answer) retried
+with exponential backoff and jitter until SANDBOX_WEBHOOK_MAX_ATTEMPTS. The pool
+is the sandbox's own: it needs neither Celery nor the partner's workers.
+"""
+
+import json
+import logging
+import os
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import requests
+from django.conf import settings
+from django.db import close_old_connections, connections, transaction
+from django.utils import timezone
+
+from partner.platform.formats import WEBHOOK_EVENT_CREATED
+from partner.platform.signatures import signature_compute
+
+from .faults import fault_for
+from .models import FaultRule, Product, WebhookAttempt, WebhookDelivery
+
+logger = logging.getLogger(__name__)
+
+_local = threading.local()
+_pool_lock = threading.Lock()
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+_outstanding = 0
+_outstanding_changed = threading.Condition()
+
+
+def _setting(name, default):
+    return getattr(settings, name, default)
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        # A forked worker process (gunicorn) must not reuse its parent's threads.
+        if _pool is None or _pool[0] != os.getpid():
+            workers = _setting("SANDBOX_WEBHOOK_WORKERS", 8)
+            _pool = (os.getpid(), ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sandbox-webhook"))
+        return _pool[1]
+
+
+def _session() -> requests.Session:
+    session = getattr(_local, "session", None)
+    if session is None:
+        session = requests.Session()
+        session.trust_env = False  # no proxy or netrc from the environment
+        _local.session = session
+    return session
+
+
+def subscription_url(product: Product, resource_type: str, event_type: str = WEBHOOK_EVENT_CREATED) -> str | None:
+    """The URL of the product's subscription for this resource and event type (None: not subscribed)."""
+    for item in product.data.get("webhooks") or []:
+        if not isinstance(item, dict) or item.get("resource") != resource_type:
+            continue
+        events = item.get("events") or []
+        if events and event_type not in events:
+            continue
+        if item.get("url"):
+            return item["url"]
+    return None
+
+
+def notification_body(*, event_id: str, resource_type: str, resource_id: str, product_name: str, resource_ref: str):
+    document = {
+        "eventId": event_id,
+        "eventTime": timezone.now().strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
+        "eventType": WEBHOOK_EVENT_CREATED,
+        "meta": {
+            "resourceType": resource_type,
+            "resourceId": resource_id,
+            "instanceId": product_name,
+            "resourceRef": resource_ref,
+        },
+    }
+    # Default separators (with spaces): a receiver that re-serialises before
+    # verifying gets different bytes and a wrong signature, as with the real service.
+    return json.dumps(document, ensure_ascii=False).encode()
+
+
+def delivery_create(*, product: Product, resource_type: str, resource_id: str, resource_ref: str):
+    """Record a notification and send it after the current transaction commits.
+
+    Returns the delivery, or None when the product has no subscription for the resource type.
+    """
+    url = subscription_url(product, resource_type)
+    if not url:
+        logger.info("sandbox: product %s has no webhook for %s", product.name, resource_type)
+        return None
+    delivery = WebhookDelivery(product=product, url=url, resource_type=resource_type, resource_id=resource_id)
+    delivery.body = notification_body(
+        event_id=delivery.event_id,
+        resource_type=resource_type,
+        resource_id=resource_id,
+        product_name=product.name,
+        resource_ref=resource_ref,
+    )
+    if fault_for(FaultRule.Endpoint.WEBHOOK).drop:
+        delivery.status = WebhookDelivery.Status.DROPPED
+        delivery.save()
+        return delivery
+    delivery.save()
+    transaction.on_commit(lambda: delivery_schedule(delivery_id=delivery.pk))
+    return delivery
+
+
+def delivery_schedule(*, delivery_id: int) -> None:
+    """Start sending a recorded delivery in the background."""
+    global _outstanding
+    with _outstanding_changed:
+        _outstanding += 1
+    _executor().submit(_attempt, delivery_id)
+
+
+def _finished() -> None:
+    global _outstanding
+    with _outstanding_changed:
+        _outstanding -= 1
+        _outstanding_changed.notify_all()
+
+
+def _backoff(number: int) -> float:
+    base = _setting("SANDBOX_WEBHOOK_BACKOFF", 1.0)
+    delay = min(_setting("SANDBOX_WEBHOOK_BACKOFF_MAX", 60.0), base * 2 ** (number - 1))
+    return delay * random.uniform(0.5, 1.0)
+
+
+def _attempt(delivery_id: int) -> None:
+    final = True
+    try:
+        close_old_connections()
+        delivery = WebhookDelivery.objects.select_related("product").get(pk=delivery_id)
+        body = bytes(delivery.body)
+        number = delivery.attempt_count + 1
+        headers = {
+            "Content-Type": "application/json",
+            settings.SVC_SIGNATURE_HEADER: signature_compute(body, delivery.product.signing_secret),
+        }
+        started_at = timezone.now()
+        clock = time.monotonic()
+        status_code, error, excerpt = None, "", ""
+        try:
+            answer = _session().post(
+                delivery.url,
+                data=body,
+                headers=headers,
+                timeout=_setting("SANDBOX_WEBHOOK_TIMEOUT", (5.0, 15.0)),
+                allow_redirects=False,
+            )
+            status_code, excerpt = answer.status_code, answer.text[:300]
+        except requests.RequestException as exc:
+            error = f"{type(exc).__name__}: {str(exc)[:400]}"
+        duration_ms = int((time.monotonic() - clock) * 1000)
+        delivered = status_code is not None and 200 <= status_code < 300
+        final = delivered or number >= _setting("SANDBOX_WEBHOOK_MAX_ATTEMPTS", 6)
+        WebhookAttempt.objects.create(
+            delivery=delivery,
+            number=number,
+            started_at=started_at,
+            duration_ms=duration_ms,
+            status_code=status_code,
+            error=error,
+            response_excerpt=excerpt,
+        )
+        if delivered:
+            status = WebhookDelivery.Status.DELIVERED
+        else:
+            status = WebhookDelivery.Status.FAILED if final else WebhookDelivery.Status.PENDING
+        WebhookDelivery.objects.filter(pk=delivery_id).update(
+            attempt_count=number, last_status_code=status_code, status=status, updated_at=timezone.now()
+        )
+        if not final:
+            timer = threading.Timer(_backoff(number), lambda: _executor().submit(_attempt, delivery_id))
+            timer.daemon = True
+            timer.start()
+    except Exception:
+        final = True
+        logger.exception("sandbox: webhook delivery %s broke", delivery_id)
+    finally:
+        connections.close_all()  # this thread's connections only
+        if final:
+            _finished()
+
+
+def webhook_deliveries_wait(timeout: float = 10.0) -> bool:
+    """Wait until every scheduled delivery reached its final state; False on timeout."""
+    deadline = time.monotonic() + timeout
+    with _outstanding_changed:
+        while _outstanding > 0:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            _outstanding_changed.wait(left)
+    return True
