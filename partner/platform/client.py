@@ -24,6 +24,7 @@ from partner.platform.types import Origin, Page, ResourceRef, Transaction, Trans
 MAX_PAGE_SIZE = 50  # spec, Limits: `limit` is at most 50
 MERGE_PATCH = "application/merge-patch+json"
 JSON = "application/json"
+UPLOAD_BLOCK = 64 * 1024
 
 
 def _url(*segments) -> str:
@@ -126,17 +127,20 @@ def upload_resource(slot: UploadSlot, data) -> None:
     if isinstance(data, bytes | bytearray | memoryview):
         body, retry = bytes(data), True
     elif hasattr(data, "read"):
-        body, retry = data, False
         try:
-            if data.seekable():
-                position = data.tell()
-
-                def rewind():
-                    data.seek(position)
-
-                retry = True
+            seekable = bool(data.seekable())
         except (AttributeError, OSError):
-            pass
+            seekable = False
+        if seekable:
+            # requests sends a file object in blocks with its Content-Length (size from the current position).
+            body, retry, position = data, True, data.tell()
+
+            def rewind():
+                data.seek(position)
+
+        else:
+            # Length unknown: sent chunked, block by block, and only once (it cannot be read again).
+            body, retry = iter(lambda: data.read(UPLOAD_BLOCK), b""), False
     else:
         raise TypeError("upload data must be bytes or a binary file-like object")
     response = send("PUT", slot.location, session=session_upload(), retry=retry, rewind=rewind, data=body,

@@ -27,12 +27,13 @@ def url_display(url: str) -> str:
     """
     try:
         parts = urlsplit(url)
+        port = parts.port
     except ValueError:
         return "<unparseable URL>"
     host = parts.hostname or ""
     if ":" in host:
         host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port else host
+    netloc = f"{host}:{port}" if port else host
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 

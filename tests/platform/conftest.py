@@ -1,0 +1,135 @@
+"""Fixtures of the platform tests: a small real HTTP server for transport behaviour.
+
+The sandbox on the live server is the service of the integration tests; this
+server is for what the sandbox is not meant to do on demand (redirect, answer
+a chosen status sequence, record exactly which headers arrived).
+"""
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    headers: dict
+    body: bytes
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: object = None  # dict/list -> JSON, bytes -> raw
+    headers: dict = field(default_factory=dict)
+    delay: float = 0.0  # seconds before answering (to make concurrent callers overlap)
+
+
+class FakeServer:
+    """Answers each (method, path) with a scripted sequence of replies (the last one repeats)."""
+
+    def __init__(self):
+        self.seen: list[Seen] = []
+        self.routes: dict[tuple[str, str], list[Reply]] = {}
+        self.lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def route(self, method: str, path: str, *replies: Reply):
+        self.routes[(method, path)] = list(replies)
+
+    def requests_to(self, method: str, path: str) -> list[Seen]:
+        return [s for s in self.seen if s.method == method and s.path.split("?")[0] == path]
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _read_body(self):
+                if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                    chunks = []
+                    while True:
+                        size = int(self.rfile.readline().strip(), 16)
+                        if size == 0:
+                            self.rfile.readline()
+                            break
+                        chunks.append(self.rfile.read(size))
+                        self.rfile.readline()
+                    return b"".join(chunks)
+                return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+            def _answer(self):
+                body = self._read_body()
+                with server.lock:
+                    server.seen.append(Seen(self.command, self.path, dict(self.headers.items()), body))
+                    replies = server.routes.get((self.command, self.path.split("?")[0]))
+                    reply = (replies.pop(0) if len(replies) > 1 else replies[0]) if replies else Reply(404, {})
+                if reply.delay:
+                    time.sleep(reply.delay)
+                payload = reply.body
+                if isinstance(payload, bytes):
+                    raw = payload
+                elif payload is None:
+                    raw = b""
+                else:
+                    raw = json.dumps(payload).encode()
+                self.send_response(reply.status)
+                headers = {"Content-Type": "application/json", **reply.headers}
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _answer
+
+        return Handler
+
+
+TOKEN_PATH = "/oauth/token"
+
+
+@pytest.fixture
+def fake():
+    server = FakeServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def fake_service(fake, settings):
+    """Settings pointing the client at the fake server, a token route, fast backoff, an empty cache."""
+    from django.core.cache import cache
+
+    from partner.platform.http import sessions_close
+
+    settings.SVC_BASE_URL = f"{fake.url}/svc"
+    settings.SVC_TOKEN_URL = f"{fake.url}{TOKEN_PATH}"
+    settings.SVC_RETRY_BACKOFF = 0.001
+    settings.SVC_RETRY_BACKOFF_MAX = 0.01
+    settings.SVC_MAX_RETRIES = 3
+    settings.SVC_TIMEOUT = (2.0, 5.0)
+    fake.route("POST", TOKEN_PATH, Reply(200, {"access_token": "fake-access-token-1", "token_type": "Bearer",
+                                              "expires_in": 3600}))
+    cache.clear()
+    sessions_close()
+    yield fake
+    cache.clear()
+    sessions_close()
