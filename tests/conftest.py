@@ -104,3 +104,14 @@ def broker_down():
     yield
     app.conf.broker_url = original
     reset_pools()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Remove this run's folder (broker files, cache) unless a worker process still needs it."""
+    import shutil
+
+    from django.conf import settings
+
+    run_dir = getattr(settings, "RUN_DIR", None)
+    if run_dir is not None and not hasattr(session.config, "workerinput"):
+        shutil.rmtree(run_dir, ignore_errors=True)

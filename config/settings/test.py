@@ -16,27 +16,36 @@ os.environ.setdefault(
 from .base import *  # noqa: E402,F403
 from .base import CELERY_BROKER_URL, VAR_DIR  # noqa: E402
 
+# One id per test run, inherited by the processes a test starts (workers), so
+# that runs side by side on one machine never share a database, queue or cache.
+RUN_ID = os.environ.setdefault("TEST_RUN_ID", str(os.getpid()))
+RUN_DIR = VAR_DIR / "test-runs" / RUN_ID
+RUN_DIR.mkdir(parents=True, exist_ok=True)
+CELERY_TASK_DEFAULT_QUEUE = f"partner-test-{RUN_ID}"
+
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     # A file, not memory: the live server, in-process workers and worker
     # processes started by tests all see the same test database.
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}  # noqa: F405
+    DATABASES["default"]["TEST"] = {"NAME": str(RUN_DIR / "db.sqlite3")}  # noqa: F405
+else:
+    DATABASES["default"]["TEST"] = {"NAME": f"test_partner_{RUN_ID}"}  # noqa: F405
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 if CELERY_BROKER_URL.startswith("filesystem://"):
     # Separate folders so a test run never consumes a local run's messages.
     CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(VAR_DIR / "test-broker" / "queue"),
-        "data_folder_out": str(VAR_DIR / "test-broker" / "queue"),
+        "data_folder_in": str(RUN_DIR / "broker"),
+        "data_folder_out": str(RUN_DIR / "broker"),
         "store_processed": False,
     }
-    CELERY_RESULT_BACKEND = f"file://{VAR_DIR / 'test-celery-results'}"
-    for _folder in ("test-broker/queue", "test-celery-results"):
-        (VAR_DIR / _folder).mkdir(parents=True, exist_ok=True)
+    CELERY_RESULT_BACKEND = f"file://{RUN_DIR / 'results'}"
+    for _folder in ("broker", "results"):
+        (RUN_DIR / _folder).mkdir(parents=True, exist_ok=True)
 if "CACHE_URL" not in os.environ:
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-            "LOCATION": str(VAR_DIR / "test-cache"),
+            "LOCATION": str(RUN_DIR / "cache"),
         }
     }
