@@ -53,14 +53,20 @@ def test_signature_header_is_not_stored(signed_post, settings):
 
 
 def test_signed_body_with_unicode_and_odd_spacing_is_verified_over_raw_bytes(signed_post):
-    body = '{ "meta":{"resourceRef":"http://x/y","resourceId":"txn-José","resourceType":"urn:svc:platform:transaction"},"eventType":"created" ,"eventTime":"2026-11-22T10:00:00Z"}'.encode()
+    body = (
+        '{ "meta":{"resourceRef":"http://x/y","resourceId":"txn-José",'
+        '"resourceType":"urn:svc:platform:transaction"},"eventType":"created" ,"eventTime":"2026-11-22T10:00:00Z"}'
+    ).encode()
     response = signed_post(body)
     assert response.status_code == 202
     assert Notification.objects.get().resource_id == "txn-José"
 
 
 def test_signature_of_a_reserialised_body_is_refused(signed_post, settings):
-    body = b'{"eventTime": "2026-11-22T10:00:00Z",  "eventType": "created", "meta": {"resourceType": "urn:svc:platform:transaction", "resourceId": "t", "resourceRef": "http://x"}}'
+    body = (
+        b'{"eventTime": "2026-11-22T10:00:00Z",  "eventType": "created", '
+        b'"meta": {"resourceType": "urn:svc:platform:transaction", "resourceId": "t", "resourceRef": "http://x"}}'
+    )
     reserialised = json.dumps(json.loads(body), separators=(",", ":")).encode()
     response = signed_post(body, signature=signature_compute(reserialised, settings.SVC_SIGNING_SECRETS[0]))
     assert response.status_code == 401
