@@ -257,8 +257,8 @@ class ProductAdmin(admin.ModelAdmin):
                 except ApplicationError as exc:
                     self.message_user(request, exc.message, messages.ERROR)
                 else:
-                    verb = "allowed" if mode == "allow" else "denied"
-                    self.message_user(request, f"{instance} {verb} for {product.name}.", messages.SUCCESS)
+                    verb = "Allowed" if mode == "allow" else "Denied"
+                    self.message_user(request, f"{verb} {instance} for {product.name}.", messages.SUCCESS)
             return self._changelist()
         context = {
             **self.admin_site.each_context(request),
