@@ -133,3 +133,78 @@ def fake_service(fake, settings):
     yield fake
     cache.clear()
     sessions_close()
+
+
+TOKEN_SCRIPT = """
+import json, sys, threading
+import django
+django.setup()
+from partner.platform import tokens
+from partner.platform.signals import token_requested
+requested = []
+token_requested.connect(lambda sender, **kw: requested.append(kw["status"]), weak=False)
+print("ready", flush=True)
+sys.stdin.readline()
+got = []
+threads = [threading.Thread(target=lambda: got.append(tokens.token_get())) for _ in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(json.dumps({"requests": len(requested), "tokens": sorted(set(got))}), flush=True)
+"""
+
+
+def token_race_with_another_process(*, threads: int = 4) -> dict:
+    """Ask for a token in this process and, at the same moment, in a second Python process.
+
+    The second process runs with the same settings module, run id (so the same
+    file cache, or the same Redis from CACHE_URL) and service URLs. Returns the
+    token requests each process made and the tokens each one got.
+    """
+    import json as json_module
+    import os
+    import subprocess
+    import sys
+
+    from django.conf import settings
+
+    from partner.platform import tokens
+    from partner.platform.signals import token_requested
+
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.test",
+        "TEST_RUN_ID": str(getattr(settings, "RUN_ID", "")),
+        "SVC_BASE_URL": settings.SVC_BASE_URL,
+        "SVC_TOKEN_URL": settings.SVC_TOKEN_URL,
+        "SVC_CLIENT_ID": settings.SVC_CLIENT_ID,
+        "SVC_CLIENT_SECRET": settings.SVC_CLIENT_SECRET,
+        "SVC_SCOPE": settings.SVC_SCOPE,
+    }
+    if not env["TEST_RUN_ID"]:
+        env.pop("TEST_RUN_ID")
+    other = subprocess.Popen([sys.executable, "-c", TOKEN_SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             env=env, text=True, cwd=str(settings.BASE_DIR))
+    try:
+        assert other.stdout.readline().strip() == "ready"
+        requested, got = [], []
+
+        def keep(sender, **kwargs):
+            requested.append(kwargs["status"])
+
+        token_requested.connect(keep)
+        try:
+            other.stdin.write("go\n")
+            other.stdin.flush()
+            workers = [threading.Thread(target=lambda: got.append(tokens.token_get())) for _ in range(threads)]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+        finally:
+            token_requested.disconnect(keep)
+        out, _ = other.communicate(timeout=60)
+    finally:
+        if other.poll() is None:
+            other.kill()
+    theirs = json_module.loads(out.strip().splitlines()[-1])
+    return {"ours": {"requests": len(requested), "tokens": sorted(set(got))}, "theirs": theirs}
