@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from partner.core.errors import ApplicationError
@@ -131,6 +131,14 @@ def _definitions_replace(product: Product, definitions: list[dict]) -> None:
 
 def _product_upsert(data: dict) -> tuple[Product | None, str]:
     """Store one service product; returns (product, "created"|"updated") or (None, reason)."""
+    try:
+        return _product_upsert_once(data)
+    except IntegrityError:
+        # Another worker stored the same product a moment ago: now it is an update.
+        return _product_upsert_once(data)
+
+
+def _product_upsert_once(data: dict) -> tuple[Product | None, str]:
     fields = product_fields_from_service(data)
     if not fields["service_id"] or not fields["name"]:
         return None, "a product without id or name"
