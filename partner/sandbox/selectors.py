@@ -3,7 +3,7 @@
 import hashlib
 import hmac
 import json
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 from django.conf import settings
 from django.utils import timezone
@@ -58,7 +58,7 @@ def event_ref(base_url: str, transaction_id: str, event_id: str) -> str:
 
 
 def _iso(value) -> str:
-    return value.astimezone(timezone.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def origin_document(origin: Origin) -> dict:
