@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from partner.catalog.credentials import credentials_check
 from partner.catalog.errors import ProductNotFound, ProductSyncError
 from partner.catalog.services import product_ensure
-from partner.fulfillment.selectors import tracker_view
+from partner.fulfillment.selectors import tracker_get, tracker_view
 from partner.platform import client as platform
 from partner.platform.errors import ServiceError
 from partner.ui.forms import order_options_schema
@@ -40,6 +40,7 @@ class OriginContext:
 
     origin_id: str
     product_service_id: str
+    product_name: str
     fulfiller: str
     summary: dict = field(default_factory=dict)
 
@@ -134,7 +135,9 @@ def origin_context_get(*, origin_id: str, partner_access_token: str) -> OriginCo
 
     check = credentials_check(product=product, credentials=origin.credentials or {})
     if not check.ok:
-        raise OriginProblem(401, {"status": check.message})
+        # The product's name lets the page say whose credentials to fix; nothing of the values.
+        listing = product.listing_name or product.name
+        raise OriginProblem(401, {"status": check.message, "product": listing})
 
     party = origin.originating_party or {}
     contact = party.get("pointOfContact") if isinstance(party.get("pointOfContact"), dict) else {}
@@ -151,13 +154,21 @@ def origin_context_get(*, origin_id: str, partner_access_token: str) -> OriginCo
     return OriginContext(
         origin_id=origin.id or origin_id,
         product_service_id=product.service_id,
+        product_name=product.name,
         fulfiller=product.fulfiller,
         summary=summary,
     )
 
 
-def transaction_progress_get(*, transaction_id: str) -> dict:
+class TransactionNotShown(Exception):
+    """The transaction belongs to another product than the origin's: not for this lender's page."""
+
+
+def transaction_progress_get(*, transaction_id: str, product_name: str) -> dict:
     """The tracker's view of a transaction, or the 'requested' view before the webhook has landed."""
+    tracker = tracker_get(transaction_id=transaction_id)
+    if tracker is not None and tracker.product_name and tracker.product_name != product_name:
+        raise TransactionNotShown(transaction_id)
     view = tracker_view(transaction_id)
     if view is None:
         # The host created it but our webhook has not arrived yet: it is requested.

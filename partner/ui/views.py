@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 
 from partner.core.framing import embeddable
 from partner.ui.forms import order_options_form_class
-from partner.ui.selectors import OriginProblem, origin_context_get, transaction_progress_get
+from partner.ui.selectors import OriginProblem, TransactionNotShown, origin_context_get, transaction_progress_get
 
 # The page builds its DOM with our own scripts only: nothing inline, nothing from elsewhere.
 PAGE_CSP = (
@@ -83,10 +83,21 @@ class TransactionProgressApi(APIView):
     def get(self, request, transaction_id):
         origin_id, token = _origin_from_headers(request)
         try:
-            origin_context_get(origin_id=origin_id, partner_access_token=token)
+            context = origin_context_get(origin_id=origin_id, partner_access_token=token)
         except OriginProblem as problem:
             return Response(problem.body, status=problem.http_status)
-        return Response(transaction_progress_get(transaction_id=transaction_id))
+        try:
+            progress = transaction_progress_get(transaction_id=transaction_id, product_name=context.product_name)
+        except TransactionNotShown:
+            return Response(
+                {
+                    "errors": [
+                        {"status": None, "code": "transaction_unknown", "message": "No such order for this product."}
+                    ]
+                },
+                status=404,
+            )
+        return Response(progress)
 
 
 @never_cache

@@ -179,7 +179,7 @@
   // ---- problems the back-end reports --------------------------------------------
 
   function showBackendProblem(response, body, retry) {
-    var productName = state.context && state.context.product ? state.context.product.listingName : "this product";
+    var productName = state.context && state.context.product ? state.context.product.listingName : (body && body.product) || "this product";
     if (response.status === 401 && body && typeof body.status === "string") {
       showProblem(
         "Your partner credentials were not accepted",

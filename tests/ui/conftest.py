@@ -1,0 +1,75 @@
+"""Fixtures of the UI tests: demo data on the live server, partner accounts, and Chromium via Playwright."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parent.parent.parent / "test-artifacts" / "ui"
+DEMO_PASSWORD = "demo-password-1"
+
+# Playwright's sync API runs an event loop in this thread; Django's ORM calls from
+# the test body (fixtures, assertions) are still synchronous and safe here.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture
+def demo(service):
+    """The sandbox's demo data pointing at the live server, and our partner account for lender.demo."""
+    from partner.catalog.services import partner_account_set
+    from partner.sandbox.services import sandbox_seed
+
+    seed = sandbox_seed(public_base_url=service.url)
+    partner_account_set(username="lender.demo", password=DEMO_PASSWORD, company="DEMO01")
+    # lender.wrong has an account, but the host holds another password for it.
+    partner_account_set(username="lender.wrong", password="the-right-password-2", company="DEMO01")
+    return seed
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    messages = []
+    page.on("console", lambda message: messages.append(f"{message.type}: {message.text}"))
+    page.on("pageerror", lambda error: messages.append(f"pageerror: {error}"))
+    page.console_messages = messages
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def shot(page):
+    """Save a screenshot of the current state under test-artifacts/ui/<name>.png."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+
+    def save(name: str, target=None):
+        path = ARTIFACTS / f"{name}.png"
+        (target or page).screenshot(path=str(path), full_page=True)
+        return path
+
+    return save

@@ -1,0 +1,211 @@
+"""The embedded UI in a real browser: the sandbox host page frames it, as the loan application would.
+
+Chromium (Debian's) through Playwright, against the live server and its sandbox.
+Every state under test is saved as a screenshot in test-artifacts/ui/.
+"""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+WAIT_MS = 30_000  # how long a state may take to appear (a wait, not a timing assertion)
+
+
+class Host:
+    """The sandbox host page, driven like a person would."""
+
+    def __init__(self, page, base_url):
+        self.page = page
+        self.base_url = base_url
+
+    def open(self):
+        self.page.goto(f"{self.base_url}/sandbox/host/")
+        expect(self.page.locator("#host-status")).to_contain_text("Ready", timeout=WAIT_MS)
+        return self
+
+    def choose(self, select_id: str, text: str):
+        value = self.page.eval_on_selector(
+            f"#{select_id}",
+            "(select, text) => {"
+            " const o = [...select.options].find(o => o.textContent.includes(text)); return o && o.value; }",
+            text,
+        )
+        assert value, f"no {select_id} option mentions {text!r}"
+        self.page.select_option(f"#{select_id}", value)
+
+    def launch_new(self, *, user="lender.demo", loan=None, product="Address"):
+        self.choose("user", user)
+        if loan:
+            self.choose("loan", loan)
+        self.choose("product", product)
+        self.page.click("#open-new")
+        return self.ui
+
+    @property
+    def ui(self):
+        return self.page.frame_locator("iframe[name=partner-panel]")
+
+    def log_text(self) -> str:
+        return self.page.locator("#log").inner_text()
+
+
+def app_state(ui, state):
+    expect(ui.locator("#app")).to_have_attribute("data-state", state, timeout=WAIT_MS)
+
+
+def order_placed(host: Host) -> str:
+    """Place an order from the open form; return the transaction id shown."""
+    ui = host.ui
+    ui.locator("#option-comments").fill("Please check the county too.")
+    ui.locator("#order-submit").click()
+    app_state(ui, "transaction")
+    text = ui.locator("#transaction-id").inner_text()
+    return text.rsplit(" ", 1)[-1]
+
+
+@pytest.mark.usefixtures("celery_worker_live")
+def test_new_order_reaches_completed_with_the_pdf(demo, service, page, shot):
+    from partner.fulfillment.selectors import tracker_view
+
+    host = Host(page, service.url).open()
+    shot("01-host-page", page)
+    ui = host.launch_new()
+    app_state(ui, "order")
+    expect(ui.locator("#loan-summary")).to_contain_text("Borrower")
+    expect(ui.locator("#title")).not_to_have_text("Partner order")
+    shot("02-new-order-form")
+
+    transaction_id = order_placed(host)
+    assert transaction_id
+    expect(ui.locator("#steps")).to_be_visible()
+    shot("03-transaction-requested")
+
+    expect(ui.locator("#app")).to_have_attribute("data-step", "completed", timeout=90_000)
+    expect(ui.locator("#attachments")).to_contain_text(".pdf")
+    expect(ui.locator("li.step.done")).to_have_count(4)
+    expect(ui.locator("#announce")).to_contain_text("Completed")
+    shot("04-transaction-completed")
+
+    view = tracker_view(transaction_id)
+    assert view["step"] == "completed"
+    assert any(item["mime_type"] == "application/pdf" for item in view["attachments"])
+
+    # The document opens through the host, which serves the uploaded PDF.
+    ui.get_by_role("button", name=re.compile(r"^Open .*\.pdf$")).first.click()
+    link = page.locator("#documents a").first
+    expect(link).to_be_visible(timeout=WAIT_MS)
+    response = page.request.get(link.get_attribute("href"))
+    assert response.ok
+    assert response.body().startswith(b"%PDF")
+    shot("05-document-opened", page)
+
+    log = host.log_text()
+    for expected in ("guest:ready", "object:get", "getOrigin", "create"):
+        assert expected in log
+
+
+def test_existing_transaction_opens_its_view(demo, service, page, shot):
+    from partner.sandbox.services import transaction_create
+
+    transaction = transaction_create(
+        product=demo.products["address-verification"],
+        user=demo.users["lender.demo"],
+        loan=demo.loans[0],
+        send_webhook=False,
+    )
+    host = Host(page, service.url).open()
+    row = page.locator(f"tr[data-transaction-id='{transaction.id}']")
+    expect(row).to_be_visible()
+    row.get_by_role("button").click()
+
+    ui = host.ui
+    app_state(ui, "transaction")
+    expect(ui.locator("#transaction-id")).to_contain_text(transaction.id)
+    # No webhook reached us, so nothing is in progress yet: the order is requested.
+    expect(ui.locator("#app")).to_have_attribute("data-step", "requested")
+    expect(ui.locator("li.step[data-step=requested]")).to_have_attribute("aria-current", "step")
+    expect(ui.locator("#loan-summary")).to_be_visible()
+    shot("06-existing-transaction")
+
+
+def test_expired_origin_is_renewed_without_the_lender_noticing(demo, service, page, shot):
+    host = Host(page, service.url).open()
+    ui = host.launch_new()
+    app_state(ui, "order")
+    first_origin = page.locator("#origin-info").inner_text()
+
+    page.click("#expire-origin")
+    expect(page.locator("#log")).to_contain_text("expired on demand")
+    shot("07-origin-expired", page)
+
+    # The order check meets the expired origin (401), the page renews it and goes on.
+    transaction_id = order_placed(host)
+    assert transaction_id
+    log = host.log_text()
+    assert "refreshOrigin" in log
+    assert page.locator("#origin-info").inner_text() != first_origin
+    expect(ui.locator("#problem")).to_be_hidden()
+    expect(ui.locator("#order-error")).to_be_hidden()
+    shot("08-origin-renewed")
+
+
+@pytest.mark.parametrize("user", ["lender.wrong", "lender.nocreds"])
+def test_invalid_credentials_are_shown_clearly(demo, service, page, shot, user):
+    host = Host(page, service.url).open()
+    ui = host.launch_new(user=user)
+    app_state(ui, "problem")
+    expect(ui.locator("#problem-title")).to_have_text("Your partner credentials were not accepted")
+    expect(ui.locator("#problem-next")).to_contain_text("administrator")
+    expect(ui.locator("#order")).to_be_hidden()
+    # Focus moves to the message so a screen reader reads it at once.
+    expect(ui.locator("#problem-title")).to_be_focused()
+    shot(f"09-invalid-credentials-{user}")
+
+
+def test_keyboard_only_ordering(demo, service, page, shot):
+    host = Host(page, service.url).open()
+    ui = host.launch_new()
+    app_state(ui, "order")
+
+    # Focus the panel and move through it with Tab only.
+    ui.locator("#title").focus()
+    page.keyboard.press("Tab")
+    expect(ui.locator("#option-comments")).to_be_focused()
+    page.keyboard.type("Ordered with the keyboard")
+    page.keyboard.press("Tab")
+    expect(ui.locator("#order-submit")).to_be_focused()
+    shot("10-keyboard-focus-on-submit")
+    page.keyboard.press("Enter")
+    app_state(ui, "transaction")
+    expect(ui.locator("#transaction-title")).to_be_focused()
+    shot("11-keyboard-ordered")
+
+
+def test_too_long_note_is_refused_with_a_message(demo, service, page, shot):
+    host = Host(page, service.url).open()
+    ui = host.launch_new()
+    app_state(ui, "order")
+    # The browser stops typing at maxlength; remove it to send more, as a script could.
+    ui.locator("#option-comments").evaluate("(node) => node.removeAttribute('maxlength')")
+    ui.locator("#option-comments").fill("x" * 501)
+    ui.locator("#order-submit").click()
+    expect(ui.locator("#option-comments-error")).to_contain_text("at most 500")
+    expect(ui.locator("#option-comments")).to_have_attribute("aria-invalid", "true")
+    expect(ui.locator("#option-comments")).to_be_focused()
+    app_state(ui, "order")
+    shot("12-validation-error")
+
+
+def test_narrow_panel_has_no_horizontal_scroll(demo, service, page, shot):
+    page.set_viewport_size({"width": 400, "height": 900})
+    host = Host(page, service.url).open()
+    ui = host.launch_new()
+    app_state(ui, "order")
+    frame = page.frame(name="partner-panel")
+    assert frame.evaluate("() => document.documentElement.clientWidth") <= 400
+    overflow = frame.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0
+    shot("13-narrow-panel", page.locator("iframe[name=partner-panel]"))
