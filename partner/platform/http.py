@@ -138,6 +138,10 @@ def send(method: str, url: str, *, session: requests.Session, retry: bool, signa
     method = method.upper()
     attempts = 1 + (max(0, int(settings.SVC_MAX_RETRIES)) if retry else 0)
     shown = url if url.startswith(settings.SVC_BASE_URL + "/") else url_display(url)
+    if kwargs.get("params") and shown == url:
+        prepared = requests.models.PreparedRequest()
+        prepared.prepare_url(url, kwargs["params"])
+        shown = prepared.url  # pages are told apart by start/limit
     retry_after_max = float(getattr(settings, "SVC_RETRY_AFTER_MAX", 30.0))
     for attempt in range(1, attempts + 1):
         if attempt > 1 and rewind is not None:

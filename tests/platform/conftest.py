@@ -208,3 +208,56 @@ def token_race_with_another_process(*, threads: int = 4) -> dict:
             other.kill()
     theirs = json_module.loads(out.strip().splitlines()[-1])
     return {"ours": {"requests": len(requested), "tokens": sorted(set(got))}, "theirs": theirs}
+
+
+@pytest.fixture
+def sandbox(service, settings, fake):
+    """The seeded sandbox on the live server, its webhooks sent to the local `fake` server (answers 202)."""
+    from types import SimpleNamespace
+
+    from partner.platform.http import sessions_close
+    from partner.sandbox import faults, services
+    from partner.sandbox.webhooks import webhook_deliveries_wait
+
+    settings.SVC_RETRY_BACKOFF = 0.01
+    settings.SVC_RETRY_BACKOFF_MAX = 0.05
+    settings.SANDBOX_WEBHOOK_BACKOFF = 0.01
+    fake.route("POST", "/v1/webhooks", Reply(202, b""))
+    sessions_close()
+    faults.rules_forget()
+    seed = services.sandbox_seed(public_base_url=service.url)
+    for product in seed.products.values():
+        services.product_webhooks_point(product=product, url=f"{fake.url}/v1/webhooks")
+    yield SimpleNamespace(seed=seed, url=service.url, base=service.base_url, receiver=fake)
+    assert webhook_deliveries_wait(20)
+    services.faults_clear()
+    sessions_close()
+
+
+@pytest.fixture
+def service_calls():
+    """Every service_call_finished of the test, as dicts of its keyword arguments."""
+    from partner.platform.signals import service_call_finished
+
+    seen = []
+
+    def keep(sender, **kwargs):
+        seen.append(kwargs)
+
+    service_call_finished.connect(keep)
+    yield seen
+    service_call_finished.disconnect(keep)
+
+
+@pytest.fixture
+def token_requests():
+    from partner.platform.signals import token_requested
+
+    seen = []
+
+    def keep(sender, **kwargs):
+        seen.append(kwargs)
+
+    token_requested.connect(keep)
+    yield seen
+    token_requested.disconnect(keep)
