@@ -11,8 +11,10 @@ from django.conf import settings
 
 from partner.platform import formats
 
-# Fields the service manages: a PUT or PATCH cannot change them.
+# Fields the service manages: a PUT or PATCH keeps them as stored. Sending another
+# id or partnerId is refused (it names another product); created/createdBy are just kept.
 PRODUCT_READ_ONLY = ("id", "partnerId", "created", "createdBy")
+PRODUCT_IDENTITY = ("id", "partnerId")
 
 _STRING_FIELDS = (
     "id",
@@ -218,10 +220,10 @@ def _webhooks_problems(webhooks) -> list[dict]:
 
 
 def read_only_problems(document: dict, current: dict) -> list[dict]:
-    """A PUT/PATCH may repeat the managed fields but not change them."""
+    """A PUT/PATCH may repeat the product's id and partnerId but not change them."""
     return [
         problem(name, "is managed by the service and cannot be changed")
-        for name in PRODUCT_READ_ONLY
+        for name in PRODUCT_IDENTITY
         if name in document and document[name] is not None and document[name] != current.get(name)
     ]
 
