@@ -1,0 +1,99 @@
+"""Tokens, 401s and injected faults against the sandbox on the live server."""
+
+import pytest
+
+from partner.platform import client
+from partner.platform.errors import ServiceAuthenticationError, ServiceRateLimitError, ServiceUnavailableError
+from partner.platform.formats import LOAN_FORMAT
+from partner.sandbox import services as sandbox_services
+from partner.sandbox.models import AccessToken, Response
+
+from .conftest import token_race_with_another_process
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def new_transaction(sandbox):
+    seed = sandbox.seed
+    return sandbox_services.transaction_create(product=seed.products["address-verification"],
+                                               user=seed.users["lender.demo"], loan=seed.loans[0], send_webhook=False)
+
+
+def calls_to(calls, suffix, method="GET"):
+    return [c for c in calls if c["method"] == method and c["url"].endswith(suffix)]
+
+
+def test_two_processes_make_one_token_request(sandbox):
+    sandbox_services.fault_set(endpoint="token", latency=0.5)  # both processes ask while the first is pending
+    race = token_race_with_another_process()
+    assert race["ours"]["requests"] + race["theirs"]["requests"] == 1
+    assert len(race["ours"]["tokens"]) == 1 and race["ours"]["tokens"] == race["theirs"]["tokens"]
+    assert AccessToken.objects.count() == 1
+
+
+def test_a_401_renews_the_token_and_retries_once(sandbox, service_calls, token_requests):
+    created = new_transaction(sandbox)
+    client.get_transaction(created.id)
+    sandbox_services.token_revoke_all()  # the cached token is now refused
+    assert client.get_transaction(created.id).id == created.id
+    assert [c["status"] for c in calls_to(service_calls, created.id)] == [200, 401, 200]
+    assert len(token_requests) == 2
+
+
+def test_a_second_401_fails(sandbox, settings, service_calls, token_requests):
+    settings.SANDBOX_TOKEN_LIFETIME = 0  # every token the sandbox issues is already expired
+    created = new_transaction(sandbox)
+    with pytest.raises(ServiceAuthenticationError) as caught:
+        client.get_transaction(created.id)
+    assert caught.value.status == 401
+    assert [c["status"] for c in calls_to(service_calls, created.id)] == [401, 401]
+    assert len(token_requests) == 2
+
+
+@pytest.mark.parametrize("status", [503, 429])
+def test_get_is_retried_on_injected_faults(sandbox, service_calls, status):
+    created = new_transaction(sandbox)
+    sandbox_services.fault_set(endpoint="transaction", status=status, count=2, retry_after=0)
+    assert client.get_transaction(created.id).id == created.id
+    assert [c["status"] for c in calls_to(service_calls, created.id)] == [status, status, 200]
+
+
+def test_get_gives_up_when_the_fault_lasts(sandbox, settings, service_calls):
+    settings.SVC_MAX_RETRIES = 2
+    created = new_transaction(sandbox)
+    sandbox_services.fault_set(endpoint="transaction", status=503, retry_after=0)
+    with pytest.raises(ServiceUnavailableError) as caught:
+        client.get_transaction(created.id)
+    assert caught.value.transient and caught.value.status == 503
+    assert len(calls_to(service_calls, created.id)) == 3
+
+
+@pytest.mark.parametrize(("status", "error"), [(503, ServiceUnavailableError), (429, ServiceRateLimitError)])
+def test_the_response_patch_is_not_retried(sandbox, service_calls, status, error):
+    created = new_transaction(sandbox)
+    sandbox_services.fault_set(endpoint="response", status=status, count=1, retry_after=0)
+    payload = {"status": "processing", "loanFormat": LOAN_FORMAT}
+    with pytest.raises(error) as caught:
+        client.patch_response(created.id, payload)
+    assert caught.value.transient
+    assert len(calls_to(service_calls, "/response", method="PATCH")) == 1
+    assert not Response.objects.filter(transaction_id=created.id).exists()
+    client.patch_response(created.id, payload)  # the fault hit that one call only
+    assert Response.objects.get(transaction_id=created.id).patch_count == 1
+
+
+def test_slot_request_and_upload_are_retried(sandbox, service_calls):
+    created = new_transaction(sandbox)
+    sandbox_services.fault_set(endpoint="resources", status=503, count=1, retry_after=0)
+    [slot] = client.request_upload_slots(created.id, [{"name": "r.pdf", "mimeType": "application/pdf"}])
+    sandbox_services.fault_set(endpoint="upload", status=503, count=1, retry_after=0)
+    client.upload_resource(slot, b"%PDF-1.4")
+    assert [c["status"] for c in calls_to(service_calls, "/response/resources", method="POST")] == [503, 200]
+    assert [c["status"] for c in service_calls if c["method"] == "PUT"] == [503, 200]
+
+
+def test_product_merge_patch_is_retried(sandbox, service_calls):
+    product_id = sandbox.seed.products["address-verification"].service_id
+    sandbox_services.fault_set(endpoint="product", status=503, count=1, retry_after=0)
+    assert client.patch_product(product_id, {"listingName": "Retried"})["listingName"] == "Retried"
+    assert [c["status"] for c in calls_to(service_calls, product_id, method="PATCH")] == [503, 200]
