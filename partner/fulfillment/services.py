@@ -58,7 +58,7 @@ class TrackerFailed(Exception):
 
 def claim_seconds() -> int:
     """How long a worker holds a tracker: past the task's hard time limit, so a live task never loses it."""
-    return settings.CELERY_TASK_TIME_LIMIT + 30
+    return int(settings.CELERY_TASK_TIME_LIMIT * 1.2) + 1
 
 
 def transaction_ref(transaction_id: str) -> str:

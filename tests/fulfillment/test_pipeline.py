@@ -1,0 +1,274 @@
+"""The typical fulfilment sequence end to end, over real HTTP against the sandbox, with a real worker.
+
+The sandbox sends the signed webhook to our live server, the inbox stores it,
+a Celery worker (Redis on CI) fetches the transaction, fulfils it, uploads the
+report, PATCHes the response, and completes the tracker on the processed
+callback.
+"""
+
+import threading
+from collections import Counter
+from urllib.parse import urlsplit
+
+import pytest
+import requests
+from django.conf import settings
+from django.utils import timezone
+
+from partner.catalog.services import partner_account_set, products_pull
+from partner.fulfillment.models import FailureCode, Tracker, TrackerStatus
+from partner.inbox.models import Notification
+from partner.platform.signatures import signature_compute
+from partner.platform.signals import service_call_finished, token_requested
+from partner.sandbox import services as sandbox
+from partner.sandbox.models import Response, UploadSlot, WebhookDelivery
+from partner.sandbox.webhooks import webhook_deliveries_wait
+from tests.conftest import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def demo(service):
+    seed = sandbox.sandbox_seed(public_base_url=service.url)
+    partner_account_set(username="lender.demo", password="demo-password-1", company="DEMO01")
+    partner_account_set(username="lender.wrong", password="the-real-password-1", company="DEMO01")
+    yield seed
+    sandbox.faults_clear()
+    webhook_deliveries_wait(timeout=10)
+
+
+@pytest.fixture
+def calls():
+    """Every call to the service (and every token request) made while the test runs, in any thread."""
+    seen = []
+    lock = threading.Lock()
+
+    def on_call(sender, method, url, status, **kwargs):
+        with lock:
+            seen.append((method, urlsplit(url).path, status))
+
+    def on_token(sender, **kwargs):
+        with lock:
+            seen.append(("TOKEN", "", kwargs.get("status")))
+
+    service_call_finished.connect(on_call, weak=False)
+    token_requested.connect(on_token, weak=False)
+    yield seen
+    service_call_finished.disconnect(on_call)
+    token_requested.disconnect(on_token)
+
+
+def tracker_of(transaction_id, status, timeout=60):
+    return wait_for(
+        lambda: Tracker.objects.filter(transaction_id=transaction_id, status=status).first(),
+        timeout=timeout,
+        message=f"tracker {transaction_id} in {status}",
+    )
+
+
+def order(seed, *, user="lender.demo", product="address-verification", loan=2, **kwargs):
+    return sandbox.transaction_create(
+        product=seed.products[product], user=seed.users[user], loan=seed.loans[loan], **kwargs
+    )
+
+
+def call_kind(method, path):
+    if path.endswith("/response/resources"):
+        return "slots"
+    if path.endswith("/response"):
+        return "patch"
+    if "/events/" in path:
+        return "event"
+    if "/uploads/" in path or method == "PUT":
+        return "upload"
+    if path.endswith("/products"):
+        return "products"
+    if "/transactions/" in path:
+        return "transaction"
+    return path
+
+
+def test_typical_sequence_from_webhook_to_request_completed(demo, calls, celery_worker_live):
+    products_pull()  # the product is known before the order, so only the order's calls are counted
+    calls.clear()
+    txn = order(demo, loan=2)
+
+    tracker = tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED)
+
+    assert tracker.resource_id
+    assert tracker.delivered_at and tracker.completed_at and tracker.event_id
+    response = Response.objects.get(transaction_id=txn.id)
+    assert response.patch_count == 1  # status, loan data and resources in one PATCH
+    assert response.data["status"] == "completed"
+    assert response.data["loanFormat"] == "application/vnd.plm-2.0.0+json"
+    assert response.data["resources"][0]["id"] == tracker.resource_id
+    slot = UploadSlot.objects.get(id=tracker.resource_id)
+    assert bytes(slot.content).startswith(b"%PDF")
+
+    kinds = Counter(call_kind(method, path) for method, path, status in calls if method != "TOKEN")
+    # The minimum: GET transaction, POST slots, PUT upload, PATCH response; plus GET event for the callback.
+    assert kinds == Counter({"transaction": 1, "slots": 1, "upload": 1, "patch": 1, "event": 1})
+    assert sum(1 for call in calls if call[0] == "TOKEN") <= 1  # the token of the pull is reused
+
+    status = requests.get(f"{settings.PUBLIC_BASE_URL}/v1/status/{txn.id}", timeout=10).json()
+    assert status == {"status": "REQUEST_COMPLETED", "resource_id": tracker.resource_id}
+
+
+def test_status_endpoint_404_for_unknown_transaction(service):
+    response = requests.get(f"{service.url}/v1/status/no-such-transaction", timeout=10)
+    assert response.status_code == 404
+
+
+def test_address_corrections_reach_the_service(demo, celery_worker_live):
+    txn = order(demo, loan=2)
+    tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED)
+    sent = Response.objects.get(transaction_id=txn.id).data
+    loan_property = demo.loans[2].data["property"]
+    assert sent["loan"]["property"]["postalCode"] == loan_property["postalCode"]
+    assert sent["partnerStatus"].startswith("Address")
+    assert sent["referenceNumber"].startswith("AV-")
+
+
+def test_duplicate_webhook_is_processed_once(demo, celery_worker_live):
+    txn = order(demo)
+    tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED)
+    delivery = WebhookDelivery.objects.filter(resource_id=txn.id).first()
+    body = bytes(delivery.body)
+    signature = signature_compute(body, settings.SVC_SIGNING_SECRETS[0])
+    answer = requests.post(
+        delivery.url,
+        data=body,
+        headers={settings.SVC_SIGNATURE_HEADER: signature, "Content-Type": "application/json"},
+        timeout=10,
+    )
+    assert answer.status_code == 202
+    webhook_deliveries_wait(timeout=10)
+    assert Notification.objects.filter(resource_id=txn.id).count() == 1
+    assert Notification.objects.get(resource_id=txn.id).duplicates == 1
+    assert Response.objects.get(transaction_id=txn.id).patch_count == 1
+
+
+def test_injected_503_and_429_then_success(demo, calls, celery_worker_live):
+    products_pull()
+    sandbox.fault_set(endpoint="transaction", status=503, count=2)
+    sandbox.fault_set(endpoint="response", status=429, count=1, retry_after=1)
+    calls.clear()
+    txn = order(demo)
+    tracker = tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED, timeout=90)
+    statuses = [status for method, path, status in calls if call_kind(method, path) in ("transaction", "patch")]
+    assert statuses.count(503) == 2 and statuses.count(429) == 1
+    assert Response.objects.get(transaction_id=txn.id).patch_count == 1
+    assert tracker.attempts >= 2  # the 429 on PATCH was retried by the task, not by the transport
+
+
+def test_invalid_credentials_fail_the_tracker_and_tell_the_lender(demo, celery_worker_live):
+    txn = order(demo, user="lender.wrong")
+    tracker = tracker_of(txn.id, TrackerStatus.FAILED)
+    assert tracker.failure_code == FailureCode.CREDENTIALS_INVALID
+    assert "not-the-password-9" not in tracker.failure_reason
+    response = Response.objects.get(transaction_id=txn.id)
+    assert response.data["partnerStatus"].startswith("Order not fulfilled")
+    assert "resources" not in response.data
+    assert not UploadSlot.objects.filter(transaction_id=txn.id).exists()
+
+
+def test_missing_credentials_fail_the_tracker(demo, celery_worker_live):
+    txn = order(demo, user="lender.nocreds")
+    tracker = tracker_of(txn.id, TrackerStatus.FAILED)
+    assert tracker.failure_code == FailureCode.CREDENTIALS_INVALID
+
+
+def test_disclosure_action_with_the_entitlement(demo, celery_worker_live):
+    txn = order(demo, product="disclosure-delivery", options={"comments": "Sent to borrower"})
+    tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED)
+    result = Response.objects.get(transaction_id=txn.id).data["result"]
+    assert result == {
+        "format": "application/vnd.disclosure.update-status-1.0.0.json",
+        "action": "UPDATE_DISCLOSURE_STATUS",
+        "details": {"status": "active", "comments": "Sent to borrower"},
+    }
+
+
+def test_disclosure_action_without_the_entitlement_sends_nothing(demo, celery_worker_live):
+    product = demo.products["disclosure-delivery"]
+    transactions = product.data["entitlements"]["data"]["transaction"]
+    stripped = [{**item, "response": {**item.get("response", {}), "results": []}} for item in transactions]
+    sandbox.product_merge(
+        product_id=product.service_id, patch={"entitlements": {"data": {"transaction": stripped}}}
+    )
+    products_pull()
+
+    txn = order(demo, product="disclosure-delivery")
+    tracker = tracker_of(txn.id, TrackerStatus.FAILED)
+    assert tracker.failure_code == FailureCode.ORDER_REFUSED
+    assert "entitle" in tracker.failure_reason.lower()
+    assert not Response.objects.filter(transaction_id=txn.id).exists()
+
+
+def test_broker_down_at_receipt_then_recovered_by_the_sweeper(demo, broker_down):
+    from celery.contrib.testing.worker import start_worker
+
+    from config.celery import app
+    from partner.inbox.models import NotificationState
+    from partner.inbox.services import notifications_sweep
+
+    txn = order(demo)
+    webhook_deliveries_wait(timeout=15)
+    stored = wait_for(lambda: Notification.objects.filter(resource_id=txn.id).first(), message="stored notification")
+    assert stored.state == NotificationState.RECEIVED
+    assert WebhookDelivery.objects.get(resource_id=txn.id).status == "delivered"  # we answered 202
+
+    broker_down_restore(app)
+    Notification.objects.filter(pk=stored.pk).update(updated_at=timezone.now() - timezone.timedelta(seconds=10))
+    app.control.purge()
+    with start_worker(app, pool="threads", concurrency=2, perform_ping_check=False, shutdown_timeout=30):
+        assert notifications_sweep() == 1
+        tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED)
+
+
+def broker_down_restore(app):
+    app.conf.broker_url = settings.CELERY_BROKER_URL
+    app.pool.force_close_all()
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
+def test_dropped_webhook_is_fulfilled_by_reconciliation(demo, celery_worker_live):
+    from partner.fulfillment.tasks import reconcile
+
+    sandbox.fault_set(endpoint="webhook", drop_webhooks=True, count=1)
+    txn = order(demo)
+    webhook_deliveries_wait(timeout=10)
+    assert not Notification.objects.filter(resource_id=txn.id).exists()
+
+    assert reconcile.apply().get() == 1
+    tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED)
+    assert reconcile.apply().get() == 0  # safe to run again: nothing new
+
+
+def test_reconciliation_from_two_workers_at_once_opens_one_tracker(demo):
+    from partner.fulfillment.reconciliation import transactions_reconcile
+
+    sandbox.fault_set(endpoint="webhook", drop_webhooks=True, count=1)
+    txn = order(demo)
+    webhook_deliveries_wait(timeout=10)
+    enqueued = []
+    barrier = threading.Barrier(2)
+
+    def run():
+        barrier.wait()
+        try:
+            transactions_reconcile(enqueue=enqueued.append)
+        finally:
+            from django.db import connection
+
+            connection.close()
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert Tracker.objects.filter(transaction_id=txn.id).count() == 1
+    assert len(enqueued) == 1
