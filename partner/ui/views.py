@@ -8,6 +8,7 @@ the service every time, so they answer only to the lender in the host.
 
 import json
 
+from django.conf import settings
 from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import ensure_csrf_cookie
@@ -45,6 +46,13 @@ class EmbedPage(TemplateView):
     """GET /: the interface the host frames (new order form or existing transaction)."""
 
     template_name = "ui/embed.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        # Origins live 300 s; renew a minute early. A setting, so a test can watch it happen.
+        context["refresh_after_ms"] = int(getattr(settings, "UI_ORIGIN_REFRESH_AFTER", 240) * 1000)
+        context["poll_ms"] = int(getattr(settings, "UI_PROGRESS_POLL_SECONDS", 3) * 1000)
+        return context
 
 
 embed_page = embeddable(_with_page_csp(never_cache(ensure_csrf_cookie(require_GET(EmbedPage.as_view())))))

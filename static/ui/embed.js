@@ -409,6 +409,7 @@
 
   function showOrder(context) {
     renderOrderForm(context);
+    app.insertBefore($("loan"), $("transaction"));
     show(["loan", "order"]);
     app.setAttribute("data-state", "order");
     formBusy(false);
@@ -529,6 +530,8 @@
     $("transaction-title").textContent = "Your order";
     $("transaction-id").textContent = "Order number " + transactionId;
     renderProgress({ step: "requested", attachments: [] });
+    // The order's progress comes first; the loan it is for below it (DOM order = reading and focus order).
+    app.insertBefore($("transaction"), $("loan"));
     show(["loan", "transaction"]);
     app.setAttribute("data-state", "transaction");
     $("transaction-title").focus();

@@ -69,7 +69,10 @@ def shot(page):
 
     def save(name: str, target=None):
         path = ARTIFACTS / f"{name}.png"
-        (target or page).screenshot(path=str(path), full_page=True)
+        if target is None:
+            page.screenshot(path=str(path), full_page=True)
+        else:
+            target.screenshot(path=str(path))
         return path
 
     return save

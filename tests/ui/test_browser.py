@@ -97,7 +97,7 @@ def test_new_order_reaches_completed_with_the_pdf(demo, service, page, shot):
     ui.get_by_role("button", name=re.compile(r"^Open .*\.pdf$")).first.click()
     link = page.locator("#documents a").first
     expect(link).to_be_visible(timeout=WAIT_MS)
-    response = page.request.get(link.get_attribute("href"))
+    response = page.request.get(link.evaluate("(a) => a.href"))
     assert response.ok
     assert response.body().startswith(b"%PDF")
     shot("05-document-opened", page)
@@ -150,6 +150,30 @@ def test_expired_origin_is_renewed_without_the_lender_noticing(demo, service, pa
     expect(ui.locator("#problem")).to_be_hidden()
     expect(ui.locator("#order-error")).to_be_hidden()
     shot("08-origin-renewed")
+
+    # The transaction view keeps polling: an origin expiring now is renewed on the next 401 too.
+    renewals = log.count("refreshOrigin")
+    page.click("#expire-origin")
+    expect(page.locator("#log")).to_contain_text("expired on demand")
+    page.wait_for_function(
+        "(n) => (document.getElementById('log').innerText.match(/refreshOrigin/g) || []).length > n",
+        arg=renewals,
+        timeout=WAIT_MS,
+    )
+    expect(ui.locator("#progress-note")).to_be_hidden()
+    app_state(ui, "transaction")
+
+
+def test_origin_is_renewed_before_it_expires(demo, service, page, settings):
+    settings.UI_ORIGIN_REFRESH_AFTER = 1  # seconds instead of 240
+    host = Host(page, service.url).open()
+    ui = host.launch_new()
+    app_state(ui, "order")
+    first_origin = page.locator("#origin-info").inner_text()
+    # No request met an expired origin: the page renewed it on its own schedule.
+    expect(page.locator("#log")).to_contain_text("refreshOrigin", timeout=WAIT_MS)
+    expect(page.locator("#origin-info")).not_to_have_text(first_origin)
+    order_placed(host)
 
 
 @pytest.mark.parametrize("user", ["lender.wrong", "lender.nocreds"])
