@@ -18,7 +18,7 @@ from django.conf import settings
 from partner.core.logging import secret_register
 from partner.platform.errors import ResourceOutsideServiceError, ServiceError
 from partner.platform.http import response_json, send, session_upload
-from partner.platform.tokens import authorized_send
+from partner.platform.tokens import authorized_send, bearer_refused
 from partner.platform.types import Origin, Page, ResourceRef, Transaction, TransactionEvent, UploadSlot
 
 MAX_PAGE_SIZE = 50  # spec, Limits: `limit` is at most 50
@@ -52,13 +52,15 @@ def get_origin(origin_id: str, partner_access_token: str) -> Origin:
 
     Retried (GET). Origin id and token are valid 300 s and only together; an
     expired pair answers 4xx (ServiceAuthenticationError/ServiceNotFoundError).
-    A 401 also renews our bearer token once, since the two cannot be told apart.
+    A 401 renews our bearer token (and sends once more) only when it names the
+    Bearer scheme in WWW-Authenticate (RFC 6750 §3); any other 401 is the
+    origin's, so an expired origin does not cost a token request.
     """
     if not partner_access_token:
         raise ValueError("a partner access token is required")
     secret_register(partner_access_token)
     data = _call("GET", _url("partner", "v2", "origins", origin_id), what="origin retrieval", retry=True,
-                 headers={settings.SVC_PAT_HEADER: partner_access_token})
+                 headers={settings.SVC_PAT_HEADER: partner_access_token}, renew_on_401=bearer_refused)
     return Origin.from_json(data)
 
 

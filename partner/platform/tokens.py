@@ -164,12 +164,22 @@ def token_drop(token: str) -> None:
             cache.delete(_key("access"))
 
 
-def authorized_send(method: str, url: str, *, retry: bool, headers: dict | None = None, **kwargs):
-    """Send a call to the service with the bearer token; on a 401 renew the token and send once more."""
+def bearer_refused(response) -> bool:
+    """Does this 401 say the bearer token was refused? RFC 6750 §3: such an answer names the Bearer scheme."""
+    return response.headers.get("WWW-Authenticate", "").strip().lower().startswith("bearer")
+
+
+def authorized_send(method: str, url: str, *, retry: bool, headers: dict | None = None,
+                    renew_on_401=None, **kwargs):
+    """Send a call to the service with the bearer token; on a 401 renew the token and send once more.
+
+    `renew_on_401(response) -> bool` narrows which 401s are blamed on the
+    token (default: every 401), for endpoints that also check another secret.
+    """
     token = token_get()
     response = send(method, url, session=session_api(), retry=retry,
                     headers={**(headers or {}), "Authorization": f"Bearer {token}"}, **kwargs)
-    if response.status_code != 401:
+    if response.status_code != 401 or (renew_on_401 is not None and not renew_on_401(response)):
         return response
     response.close()
     logger.info("%s %s -> 401: renewing the access token and sending once more", method, url)

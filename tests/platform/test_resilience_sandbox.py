@@ -97,3 +97,19 @@ def test_product_merge_patch_is_retried(sandbox, service_calls):
     sandbox_services.fault_set(endpoint="product", status=503, count=1, retry_after=0)
     assert client.patch_product(product_id, {"listingName": "Retried"})["listingName"] == "Retried"
     assert [c["status"] for c in calls_to(service_calls, product_id, method="PATCH")] == [503, 200]
+
+
+def test_an_expired_origin_does_not_cost_a_token_request(sandbox, token_requests, service_calls):
+    seed = sandbox.seed
+    origin = sandbox_services.origin_create(user=seed.users["lender.demo"], loan=seed.loans[0],
+                                            product=seed.products["address-verification"])
+    client.get_origin(origin.origin_id, origin.partner_access_token)
+    sandbox_services.origin_expire(origin=origin)
+    with pytest.raises(ServiceAuthenticationError):
+        client.get_origin(origin.origin_id, origin.partner_access_token)
+    assert len(token_requests) == 1  # the origin's 401 names no Bearer scheme: our token stays
+    sandbox_services.token_revoke_all()
+    origin = sandbox_services.origin_refresh(origin=origin)
+    assert client.get_origin(origin.origin_id, origin.partner_access_token).id == origin.origin_id
+    assert len(token_requests) == 2  # a refused bearer token is renewed for #1 too
+    assert [c["status"] for c in service_calls] == [200, 401, 401, 200]

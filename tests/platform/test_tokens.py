@@ -145,3 +145,24 @@ def test_a_stuck_lock_does_not_block_forever(fake_service, settings):
     settings.SVC_TIMEOUT = (0.1, 0.1)  # lock life and wait: about 5 s
     cache.set(tokens._key("lock"), "a-process-that-died", timeout=60)
     assert tokens.token_get() == "fake-access-token-1"
+
+
+def test_origin_401_renews_only_when_the_bearer_scheme_is_named(fake_service):
+    path = "/svc/partner/v2/origins/o1"
+    fake_service.route("GET", path, Reply(401, {"error": "invalid_origin"}))
+    with pytest.raises(ServiceAuthenticationError):
+        client.get_origin("o1", "partner-access-token-1")
+    assert len(fake_service.requests_to("GET", path)) == 1
+    fake_service.route("GET", path, Reply(401, {}, {"WWW-Authenticate": 'Bearer error="invalid_token"'}),
+                       Reply(200, {"id": "o1"}))
+    assert client.get_origin("o1", "partner-access-token-1").id == "o1"
+    assert len(fake_service.requests_to("POST", TOKEN_PATH)) == 2
+    assert {s.headers["X-Svc-PAT"] for s in fake_service.requests_to("GET", path)} == {"partner-access-token-1"}
+
+
+def test_pat_header_name_comes_from_settings(fake_service, settings):
+    settings.SVC_PAT_HEADER = "X-Other-PAT"
+    fake_service.route("GET", "/svc/partner/v2/origins/o%2F1", Reply(200, {"id": "o/1"}))
+    assert client.get_origin("o/1", "partner-access-token-2").id == "o/1"  # ids are quoted into one segment
+    [seen] = fake_service.requests_to("GET", "/svc/partner/v2/origins/o%2F1")
+    assert seen.headers["X-Other-PAT"] == "partner-access-token-2" and "X-Svc-PAT" not in seen.headers
