@@ -82,8 +82,12 @@ def test_rule_saved_like_the_admin_form_takes_effect_at_once(api, sandbox):
 
 
 def test_bad_fault_settings_are_refused(sandbox):
-    for kwargs in [{"endpoint": "nowhere", "status": 503}, {"endpoint": "products", "status": 404},
-                   {"endpoint": "products", "rate": 2.0}, {"endpoint": "products", "drop_webhooks": True}]:
+    for kwargs in [
+        {"endpoint": "nowhere", "status": 503},
+        {"endpoint": "products", "status": 404},
+        {"endpoint": "products", "rate": 2.0},
+        {"endpoint": "products", "drop_webhooks": True},
+    ]:
         with pytest.raises(ApplicationError):
             services.fault_set(**kwargs)
     with pytest.raises(ValidationError):

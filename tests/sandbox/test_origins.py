@@ -30,15 +30,24 @@ def test_origin_with_its_partner_access_token(api, sandbox):
     assert document["loanFormat"] == formats.LOAN_FORMAT
     assert document["loan"]["property"]["postalCode"] == "94105"
     assert set(document["loan"]["property"]) >= {
-        "streetAddress", "city", "state", "postalCode", "county", "loanPurposeType", "propertyUsageType",
+        "streetAddress",
+        "city",
+        "state",
+        "postalCode",
+        "county",
+        "loanPurposeType",
+        "propertyUsageType",
     }
     assert document["product"] == {
         "id": sandbox.seed.products["address-verification"].service_id,
         "partnerId": "P-DEMO-0001",
         "name": "address-verification",
     }
-    assert document["credentials"] == {"username": "lender.demo", "password": "demo-password-1",
-                                       "companyCode": "DEMO01"}
+    assert document["credentials"] == {
+        "username": "lender.demo",
+        "password": "demo-password-1",
+        "companyCode": "DEMO01",
+    }
     assert document["environment"] == "sandbox"
     assert document["interfaceUrl"] == f"{sandbox.url}/"
     party = document["originatingParty"]
@@ -122,8 +131,11 @@ def test_access_entitlements_govern_origins_and_transactions(api, sandbox):
         timeout=10,
     )
     assert answer.status_code == 200, answer.text
-    body = {"user_id": sandbox.seed.users["lender.demo"].pk, "loan_id": sandbox.seed.loans[0].pk,
-            "product_id": product.service_id}
+    body = {
+        "user_id": sandbox.seed.users["lender.demo"].pk,
+        "loan_id": sandbox.seed.loans[0].pk,
+        "product_id": product.service_id,
+    }
     refused = requests.post(f"{sandbox.host_api}/origins", json=body, timeout=10)
     assert refused.status_code == 403
     assert refused.json()["error"] == "access_denied"

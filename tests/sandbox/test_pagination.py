@@ -10,7 +10,9 @@ def _transactions(sandbox, count):
     seed = sandbox.seed
     return [
         services.transaction_create(
-            product=seed.products["address-verification"], user=seed.users["lender.demo"], loan=seed.loans[0],
+            product=seed.products["address-verification"],
+            user=seed.users["lender.demo"],
+            loan=seed.loans[0],
             send_webhook=False,
         ).id
         for _ in range(count)
@@ -22,8 +24,11 @@ def _products(sandbox, count):
     Product.objects.all().delete()
     template = sandbox.seed.products["address-verification"].data
     return [
-        Product.objects.create(service_id=f"prod-{n:03d}", name=f"product-{n:03d}",
-                               data={**template, "id": f"prod-{n:03d}", "name": f"product-{n:03d}"}).service_id
+        Product.objects.create(
+            service_id=f"prod-{n:03d}",
+            name=f"product-{n:03d}",
+            data={**template, "id": f"prod-{n:03d}", "name": f"product-{n:03d}"},
+        ).service_id
         for n in range(count)
     ]
 
@@ -90,8 +95,16 @@ def test_limit_bounds_and_malformed_values(api, sandbox, path):
     assert zero.status_code == 200 and zero.json() == []
     assert zero.headers["X-Total-Count"] == str(2 if "products" in path else 0)
     assert api.get(url, params={"limit": 50}, timeout=10).status_code == 200
-    for params in [{"limit": 51}, {"limit": -1}, {"start": -1}, {"start": "a"}, {"limit": "1.5"}, {"limit": ""},
-                   {"start": " 1"}, {"limit": "99999999999"}]:
+    for params in [
+        {"limit": 51},
+        {"limit": -1},
+        {"start": -1},
+        {"start": "a"},
+        {"limit": "1.5"},
+        {"limit": ""},
+        {"start": " 1"},
+        {"limit": "99999999999"},
+    ]:
         answer = api.get(url, params=params, timeout=10)
         assert answer.status_code == 400, params
         assert answer.json()["error"] == "invalid_pagination"

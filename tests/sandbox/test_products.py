@@ -19,9 +19,26 @@ def _listed(api, name="address-verification"):
 
 def test_listing_shows_every_spec_field(api, sandbox):
     product = _listed(api)
-    for field in ("id", "partnerId", "name", "listingName", "requestTypes", "environment", "status", "interfaceUrl",
-                  "adminInterfaceUrl", "integrationType", "credentials", "credential", "tags", "extensionLimit",
-                  "entitlements", "webhooks", "created", "createdBy"):
+    for field in (
+        "id",
+        "partnerId",
+        "name",
+        "listingName",
+        "requestTypes",
+        "environment",
+        "status",
+        "interfaceUrl",
+        "adminInterfaceUrl",
+        "integrationType",
+        "credentials",
+        "credential",
+        "tags",
+        "extensionLimit",
+        "entitlements",
+        "webhooks",
+        "created",
+        "createdBy",
+    ):
         assert field in product, field
     assert {c["id"] for c in product["credentials"]} == {"username", "password", "companyCode"}
     password = next(c for c in product["credentials"] if c["id"] == "password")
@@ -33,8 +50,7 @@ def test_merge_patch_sets_access_and_leaves_the_rest(api, sandbox):
     url, product = _product(api, sandbox)
     before = _listed(api)
     allow = [urns.instance_urn("BE11223344"), urns.instance_urn("TEBE99887766")]
-    answer = api.patch(url, json={"entitlements": {"access": {"allow": allow, "deny": []}}}, headers=MERGE,
-                       timeout=10)
+    answer = api.patch(url, json={"entitlements": {"access": {"allow": allow, "deny": []}}}, headers=MERGE, timeout=10)
     assert answer.status_code == 200, answer.text
     after = answer.json()
     assert after["entitlements"]["access"] == {"allow": allow, "deny": []}
@@ -46,8 +62,9 @@ def test_merge_patch_sets_access_and_leaves_the_rest(api, sandbox):
 
 def test_merge_patch_null_removes_a_member(api, sandbox):
     url, _ = _product(api, sandbox)
-    answer = api.patch(url, json={"extensionLimit": None, "tags": {"categories": ["APPRAISAL", "TITLE"]}},
-                       headers=MERGE, timeout=10)
+    answer = api.patch(
+        url, json={"extensionLimit": None, "tags": {"categories": ["APPRAISAL", "TITLE"]}}, headers=MERGE, timeout=10
+    )
     assert answer.status_code == 200
     document = answer.json()
     assert "extensionLimit" not in document
@@ -90,8 +107,14 @@ def test_put_replaces_the_full_object(api, sandbox):
     document = _listed(api)
     document.pop("tags")
     document["listingName"] = "Address Verification Pro"
-    document["webhooks"] = [{"subscriptionId": "s1", "url": "https://partner.example.com/v1/webhooks",
-                             "events": ["created"], "resource": urns.transaction_resource_type()}]
+    document["webhooks"] = [
+        {
+            "subscriptionId": "s1",
+            "url": "https://partner.example.com/v1/webhooks",
+            "events": ["created"],
+            "resource": urns.transaction_resource_type(),
+        }
+    ]
     document["created"] = "2020-01-01T00:00:00Z"  # managed: kept as the service has it
     document.pop("createdBy")
     answer = api.put(url, json=document, timeout=10)

@@ -7,15 +7,24 @@ from partner.platform import formats, urns
 from partner.sandbox.models import Event, Response, Transaction
 from tests.sandbox.conftest import host_transaction
 
-LOAN = {"property": {"streetAddress": "350 5th Avenue", "city": "New York", "state": "NY", "postalCode": "10001",
-                     "county": "New York"}}
-DISCLOSURE = {"format": formats.DISCLOSURE_FORMAT, "action": formats.DISCLOSURE_ACTION,
-              "details": {"status": "active", "comments": "sent to the borrower"}}
+LOAN = {
+    "property": {
+        "streetAddress": "350 5th Avenue",
+        "city": "New York",
+        "state": "NY",
+        "postalCode": "10001",
+        "county": "New York",
+    }
+}
+DISCLOSURE = {
+    "format": formats.DISCLOSURE_FORMAT,
+    "action": formats.DISCLOSURE_ACTION,
+    "details": {"status": "active", "comments": "sent to the borrower"},
+}
 
 
 def _patch(api, transaction_id, payload, **kwargs):
-    return api.patch(api.url(f"/partner/v2/transactions/{transaction_id}/response"), json=payload, timeout=10,
-                     **kwargs)
+    return api.patch(api.url(f"/partner/v2/transactions/{transaction_id}/response"), json=payload, timeout=10, **kwargs)
 
 
 def _get(api, transaction_id):
@@ -29,8 +38,10 @@ def test_transaction_carries_the_request(api, sandbox):
     document = answer.json()
     assert document["id"] == transaction_id
     assert document["status"] == "created"
-    assert document["product"] == {"id": sandbox.seed.products["address-verification"].service_id,
-                                   "name": "address-verification"}
+    assert document["product"] == {
+        "id": sandbox.seed.products["address-verification"].service_id,
+        "name": "address-verification",
+    }
     request = document["request"]
     assert request["type"] == "NEW_REQUEST" and request["options"] == {"rush": True}
     assert request["loan"]["property"]["postalCode"] == "10001"
@@ -49,25 +60,37 @@ def test_host_refuses_a_request_type_the_product_does_not_take(sandbox):
     from tests.sandbox.conftest import host_origin
 
     origin = host_origin(sandbox, product="disclosure-delivery")
-    answer = requests.post(f"{sandbox.host_api}/transactions",
-                           json={"origin_id": origin["id"], "request": {"type": "ACCEPTED_ORDER"}}, timeout=10)
+    answer = requests.post(
+        f"{sandbox.host_api}/transactions",
+        json={"origin_id": origin["id"], "request": {"type": "ACCEPTED_ORDER"}},
+        timeout=10,
+    )
     assert answer.status_code == 400
     assert Transaction.objects.count() == 0
 
 
 def test_patches_merge_and_completion_is_processed(api, sandbox):
     transaction_id = host_transaction(sandbox)
-    first = _patch(api, transaction_id, {"status": "processing", "partnerStatus": "Verifying",
-                                         "referenceNumber": "AV-1"})
+    first = _patch(
+        api, transaction_id, {"status": "processing", "partnerStatus": "Verifying", "referenceNumber": "AV-1"}
+    )
     assert first.status_code == 200, first.text
     assert Event.objects.count() == 0
-    second = _patch(api, transaction_id, {"status": "completed", "partnerStatus": "Done",
-                                          "loanFormat": formats.LOAN_FORMAT, "loan": LOAN})
+    second = _patch(
+        api,
+        transaction_id,
+        {"status": "completed", "partnerStatus": "Done", "loanFormat": formats.LOAN_FORMAT, "loan": LOAN},
+    )
     assert second.status_code == 200, second.text
     document = _get(api, transaction_id).json()
     assert document["status"] == "completed"
-    assert document["response"] == {"status": "completed", "partnerStatus": "Done", "referenceNumber": "AV-1",
-                                    "loanFormat": formats.LOAN_FORMAT, "loan": LOAN}
+    assert document["response"] == {
+        "status": "completed",
+        "partnerStatus": "Done",
+        "referenceNumber": "AV-1",
+        "loanFormat": formats.LOAN_FORMAT,
+        "loan": LOAN,
+    }
     event = Event.objects.get()
     assert event.type == urns.response_processed_event_type()
     answer = api.get(api.url(f"/partner/v2/transactions/{transaction_id}/events/{event.id}"), timeout=10)
@@ -101,8 +124,12 @@ def test_malformed_responses_are_refused(api, sandbox, payload, field):
 
 def test_response_needs_json(api, sandbox):
     transaction_id = host_transaction(sandbox)
-    answer = api.patch(api.url(f"/partner/v2/transactions/{transaction_id}/response"), data=b"{}",
-                       headers={"Content-Type": "text/plain"}, timeout=10)
+    answer = api.patch(
+        api.url(f"/partner/v2/transactions/{transaction_id}/response"),
+        data=b"{}",
+        headers={"Content-Type": "text/plain"},
+        timeout=10,
+    )
     assert answer.status_code == 415
     assert _patch(api, transaction_id, ["status"]).status_code == 400
     assert _patch(api, "no-such-transaction", {"status": "processing"}).status_code == 404
@@ -110,8 +137,9 @@ def test_response_needs_json(api, sandbox):
 
 def test_loan_fields_outside_the_response_entitlement(api, sandbox):
     transaction_id = host_transaction(sandbox)
-    answer = _patch(api, transaction_id, {"loanFormat": formats.LOAN_FORMAT,
-                                          "loan": {**LOAN, "borrower": {"firstName": "X"}}})
+    answer = _patch(
+        api, transaction_id, {"loanFormat": formats.LOAN_FORMAT, "loan": {**LOAN, "borrower": {"firstName": "X"}}}
+    )
     assert answer.status_code == 403
     assert answer.json()["problems"][0]["field"] == "loan.borrower"
 
@@ -141,9 +169,14 @@ def test_every_disclosure_details_rule(api, sandbox, result, field):
 
 def test_disclosure_action_accepted_with_the_entitlement(api, sandbox):
     transaction_id = host_transaction(sandbox, product="disclosure-delivery")
-    payload = {"status": "processing", "loanFormat": formats.LOAN_FORMAT, "partnerStatus": "Disclosure sent",
-               "referenceNumber": "DD-1", "result": DISCLOSURE,
-               "respondingParty": {"name": "Partner", "pointOfContact": {"name": "Ops", "fax": "555-0199"}}}
+    payload = {
+        "status": "processing",
+        "loanFormat": formats.LOAN_FORMAT,
+        "partnerStatus": "Disclosure sent",
+        "referenceNumber": "DD-1",
+        "result": DISCLOSURE,
+        "respondingParty": {"name": "Partner", "pointOfContact": {"name": "Ops", "fax": "555-0199"}},
+    }
     answer = _patch(api, transaction_id, payload)
     assert answer.status_code == 200, answer.text
     # The action is handled: the response is processed.
@@ -162,21 +195,30 @@ def test_disclosure_action_without_the_entitlement(api, sandbox):
     entitlements = disclosure.data["entitlements"]
     item = {**entitlements["data"]["transaction"][0]}
     item["response"] = {**item["response"], "results": []}
-    api.patch(api.url(f"/partner/v2/products/{disclosure.service_id}"),
-              json={"entitlements": {"data": {"transaction": [item]}}},
-              headers={"Content-Type": "application/merge-patch+json"}, timeout=10).raise_for_status()
+    api.patch(
+        api.url(f"/partner/v2/products/{disclosure.service_id}"),
+        json={"entitlements": {"data": {"transaction": [item]}}},
+        headers={"Content-Type": "application/merge-patch+json"},
+        timeout=10,
+    ).raise_for_status()
     other = host_transaction(sandbox, product="disclosure-delivery")
     assert _patch(api, other, {"status": "processing", "result": DISCLOSURE}).status_code == 403
     assert not Response.objects.exists()
 
 
 def _uploaded_slot(api, transaction_id, upload=True, name="report.pdf"):
-    slot = api.post(api.url(f"/partner/v2/transactions/{transaction_id}/response/resources"),
-                    json=[{"name": name, "mimeType": "application/pdf"}], timeout=10).json()[0]
+    slot = api.post(
+        api.url(f"/partner/v2/transactions/{transaction_id}/response/resources"),
+        json=[{"name": name, "mimeType": "application/pdf"}],
+        timeout=10,
+    ).json()[0]
     if upload:
-        requests.put(slot["location"], data=b"%PDF-1.4", timeout=10,
-                     headers={"Authorization": slot["authorization"], "Content-Type": "application/pdf"}
-                     ).raise_for_status()
+        requests.put(
+            slot["location"],
+            data=b"%PDF-1.4",
+            timeout=10,
+            headers={"Authorization": slot["authorization"], "Content-Type": "application/pdf"},
+        ).raise_for_status()
     return slot
 
 

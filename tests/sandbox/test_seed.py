@@ -24,14 +24,16 @@ def test_seed_is_idempotent(db):
 
 def test_demo_users_and_credentials(db):
     seed = services.sandbox_seed(public_base_url="http://127.0.0.1:8000")
-    assert seed.users["lender.demo"].credentials == {"username": "lender.demo", "password": "demo-password-1",
-                                                     "companyCode": "DEMO01"}
+    assert seed.users["lender.demo"].credentials == {
+        "username": "lender.demo",
+        "password": "demo-password-1",
+        "companyCode": "DEMO01",
+    }
     assert seed.users["lender.nocreds"].credentials is None
     assert seed.users["lender.wrong"].credentials["password"] != "demo-password-1"
     # Stored encrypted: the password is not in the column.
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT credentials_encrypted FROM {LenderUser._meta.db_table} WHERE username = %s",
-                       ["lender.demo"])
+        cursor.execute("SELECT credentials_encrypted FROM sandbox_lenderuser WHERE username = %s", ["lender.demo"])
         (stored,) = cursor.fetchone()
     assert stored and "demo-password-1" not in stored
 
@@ -55,14 +57,18 @@ def test_products_and_entitlements(db, settings):
     address, disclosure = seed.products["address-verification"], seed.products["disclosure-delivery"]
     assert address.signing_secret == settings.SVC_SIGNING_SECRETS[0]
     assert urns.instance_urn("BE11223344") in address.data["entitlements"]["access"]["allow"]
-    assert formats.action_entitled(disclosure.data, request_type="NEW_REQUEST", action=formats.DISCLOSURE_ACTION,
-                                   fmt=formats.DISCLOSURE_FORMAT)
-    assert not formats.action_entitled(address.data, request_type="NEW_REQUEST", action=formats.DISCLOSURE_ACTION,
-                                       fmt=formats.DISCLOSURE_FORMAT)
+    assert formats.action_entitled(
+        disclosure.data, request_type="NEW_REQUEST", action=formats.DISCLOSURE_ACTION, fmt=formats.DISCLOSURE_FORMAT
+    )
+    assert not formats.action_entitled(
+        address.data, request_type="NEW_REQUEST", action=formats.DISCLOSURE_ACTION, fmt=formats.DISCLOSURE_FORMAT
+    )
     for product in (address, disclosure):
         hooks = {hook["resource"]: hook["url"] for hook in product.data["webhooks"]}
-        assert hooks == {urns.transaction_resource_type(): "http://127.0.0.1:8000/v1/webhooks",
-                         urns.event_resource_type(): "http://127.0.0.1:8000/v1/webhooks"}
+        assert hooks == {
+            urns.transaction_resource_type(): "http://127.0.0.1:8000/v1/webhooks",
+            urns.event_resource_type(): "http://127.0.0.1:8000/v1/webhooks",
+        }
 
 
 def test_seed_follows_the_public_base_url_and_keeps_other_changes(db):

@@ -50,40 +50,73 @@ def test_upload_refusals(api, sandbox):
     first, second, _ = _slots(api, host_transaction(sandbox)).json()
     put = requests.put
     # The bearer token is not the upload's authorization.
-    assert put(first["location"], data=b"x", headers={"Authorization": api.headers["Authorization"],
-                                                      "Content-Type": "application/pdf"}, timeout=10).status_code == 401
+    assert (
+        put(
+            first["location"],
+            data=b"x",
+            headers={"Authorization": api.headers["Authorization"], "Content-Type": "application/pdf"},
+            timeout=10,
+        ).status_code
+        == 401
+    )
     assert put(first["location"], data=b"x", headers={"Content-Type": "application/pdf"}, timeout=10).status_code == 401
     # Another slot's value does not open this one.
-    answer = put(first["location"], data=b"x", headers={"Authorization": second["authorization"],
-                                                        "Content-Type": "application/pdf"}, timeout=10)
+    answer = put(
+        first["location"],
+        data=b"x",
+        headers={"Authorization": second["authorization"], "Content-Type": "application/pdf"},
+        timeout=10,
+    )
     assert answer.status_code == 401
     assert second["authorization"] not in answer.text
-    wrong_type = put(first["location"], data=b"x", headers={"Authorization": first["authorization"],
-                                                            "Content-Type": "application/octet-stream"}, timeout=10)
+    wrong_type = put(
+        first["location"],
+        data=b"x",
+        headers={"Authorization": first["authorization"], "Content-Type": "application/octet-stream"},
+        timeout=10,
+    )
     assert wrong_type.status_code == 415
-    unknown = put(f"{sandbox.base}/uploads/no-such-slot", data=b"x",
-                  headers={"Authorization": first["authorization"], "Content-Type": "application/pdf"}, timeout=10)
+    unknown = put(
+        f"{sandbox.base}/uploads/no-such-slot",
+        data=b"x",
+        headers={"Authorization": first["authorization"], "Content-Type": "application/pdf"},
+        timeout=10,
+    )
     assert unknown.status_code == 404
     assert UploadSlot.objects.filter(uploaded_at__isnull=False).count() == 0
     # The refused attempts did not use up the slot.
-    ok = put(first["location"], data=b"x", headers={"Authorization": first["authorization"],
-                                                    "Content-Type": "application/pdf"}, timeout=10)
+    ok = put(
+        first["location"],
+        data=b"x",
+        headers={"Authorization": first["authorization"], "Content-Type": "application/pdf"},
+        timeout=10,
+    )
     assert ok.status_code == 200
 
 
 def test_upload_size_limit(api, sandbox, settings):
     settings.SANDBOX_UPLOAD_MAX_BYTES = 10
     slot = _slots(api, host_transaction(sandbox)).json()[0]
-    answer = requests.put(slot["location"], data=b"x" * 11,
-                          headers={"Authorization": slot["authorization"], "Content-Type": "application/pdf"},
-                          timeout=10)
+    answer = requests.put(
+        slot["location"],
+        data=b"x" * 11,
+        headers={"Authorization": slot["authorization"], "Content-Type": "application/pdf"},
+        timeout=10,
+    )
     assert answer.status_code == 413
 
 
 def test_slot_request_refusals(api, sandbox):
     transaction_id = host_transaction(sandbox)
-    for items in [[], {}, [{"name": "a.pdf"}], [{"mimeType": "application/pdf"}],
-                  [{"name": "", "mimeType": "application/pdf"}], [{"name": "a.pdf", "mimeType": "pdf"}], ["a.pdf"]]:
+    for items in [
+        [],
+        {},
+        [{"name": "a.pdf"}],
+        [{"mimeType": "application/pdf"}],
+        [{"name": "", "mimeType": "application/pdf"}],
+        [{"name": "a.pdf", "mimeType": "pdf"}],
+        ["a.pdf"],
+    ]:
         answer = _slots(api, transaction_id, items)
         assert answer.status_code == 400, items
         assert answer.json()["problems"]

@@ -54,8 +54,9 @@ def test_new_transaction_sends_a_signed_created_webhook(api, sandbox):
 
 def test_processed_response_sends_the_event_webhook(api, sandbox):
     transaction_id = host_transaction(sandbox)
-    api.patch(api.url(f"/partner/v2/transactions/{transaction_id}/response"), json={"status": "completed"},
-              timeout=10).raise_for_status()
+    api.patch(
+        api.url(f"/partner/v2/transactions/{transaction_id}/response"), json={"status": "completed"}, timeout=10
+    ).raise_for_status()
     assert webhook_deliveries_wait(10)
     assert len(sandbox.receiver.calls) == 2
     event_call = sandbox.receiver.calls[1]
@@ -119,8 +120,7 @@ def test_connection_errors_are_recorded(sandbox, settings):
 def test_sent_only_after_the_database_transaction_commits(sandbox):
     seed = sandbox.seed
     with db_transaction.atomic():
-        services.transaction_create(product="address-verification", user=seed.users["lender.demo"],
-                                    loan=seed.loans[0])
+        services.transaction_create(product="address-verification", user=seed.users["lender.demo"], loan=seed.loans[0])
         assert webhooks._outstanding == 0  # nothing scheduled before the commit
     assert webhook_deliveries_wait(10)
     assert len(sandbox.receiver.calls) == 1
@@ -130,8 +130,9 @@ def test_rolled_back_transaction_sends_nothing(sandbox):
     seed = sandbox.seed
     try:
         with db_transaction.atomic():
-            services.transaction_create(product="address-verification", user=seed.users["lender.demo"],
-                                        loan=seed.loans[0])
+            services.transaction_create(
+                product="address-verification", user=seed.users["lender.demo"], loan=seed.loans[0]
+            )
             raise RuntimeError("roll back")
     except RuntimeError:
         pass
@@ -142,8 +143,12 @@ def test_rolled_back_transaction_sends_nothing(sandbox):
 
 def test_no_subscription_no_delivery(sandbox, api):
     product = sandbox.seed.products["address-verification"]
-    api.patch(api.url(f"/partner/v2/products/{product.service_id}"), json={"webhooks": []},
-              headers={"Content-Type": "application/merge-patch+json"}, timeout=10).raise_for_status()
+    api.patch(
+        api.url(f"/partner/v2/products/{product.service_id}"),
+        json={"webhooks": []},
+        headers={"Content-Type": "application/merge-patch+json"},
+        timeout=10,
+    ).raise_for_status()
     host_transaction(sandbox)
     assert webhook_deliveries_wait(10)
     assert sandbox.receiver.calls == [] and not WebhookDelivery.objects.exists()
