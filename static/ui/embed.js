@@ -107,6 +107,10 @@
   // ---- the host and the origin ------------------------------------------------
 
   function hostConnect() {
+    if (window.parent === window) {
+      // The guest library talks to the parent window only: standalone, nobody would answer.
+      return Promise.reject(new Error("This page was opened on its own, outside the loan application."));
+    }
     if (!window.elli || !window.elli.script) {
       return Promise.reject(new Error("The loan application's scripting library did not load."));
     }
@@ -409,7 +413,7 @@
 
   function showOrder(context) {
     renderOrderForm(context);
-    app.insertBefore($("loan"), $("transaction"));
+    app.insertBefore($("loan"), $("order"));
     show(["loan", "order"]);
     app.setAttribute("data-state", "order");
     formBusy(false);

@@ -131,6 +131,42 @@ def test_existing_transaction_opens_its_view(demo, service, page, shot):
     shot("06-existing-transaction")
 
 
+def test_failed_transaction_shows_the_reason(demo, service, page, shot):
+    from partner.fulfillment.models import Tracker, TrackerStatus
+    from partner.sandbox.services import transaction_create
+
+    transaction = transaction_create(
+        product=demo.products["address-verification"],
+        user=demo.users["lender.demo"],
+        loan=demo.loans[0],
+        send_webhook=False,
+    )
+    Tracker.objects.create(
+        transaction_id=transaction.id,
+        product_name="address-verification",
+        status=TrackerStatus.FAILED,
+        failure_reason="The ZIP code <b>00000</b> is not a US ZIP code.",
+    )
+    host = Host(page, service.url).open()
+    page.locator(f"tr[data-transaction-id='{transaction.id}']").get_by_role("button").click()
+
+    ui = host.ui
+    expect(ui.locator("#app")).to_have_attribute("data-step", "failed", timeout=WAIT_MS)
+    # The reason is shown as text, never as markup.
+    expect(ui.locator("#failure-reason")).to_have_text("The ZIP code <b>00000</b> is not a US ZIP code.")
+    expect(ui.locator("#failure b")).to_have_count(0)
+    expect(ui.locator("li.step[data-step=failed]")).to_have_attribute("aria-current", "step")
+    expect(ui.locator("#announce")).to_contain_text("Failed")
+    shot("14-transaction-failed")
+
+
+def test_page_opened_outside_the_host_says_what_to_do(demo, service, page, shot):
+    page.goto(f"{service.url}/")
+    expect(page.locator("#app")).to_have_attribute("data-state", "problem", timeout=WAIT_MS)
+    expect(page.locator("#problem-next")).to_contain_text("open it again from the loan")
+    shot("15-outside-the-host")
+
+
 def test_expired_origin_is_renewed_without_the_lender_noticing(demo, service, page, shot):
     host = Host(page, service.url).open()
     ui = host.launch_new()
