@@ -14,6 +14,9 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET, require_POST
 from django.views.generic import TemplateView
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -71,6 +74,23 @@ class OriginProxyApi(APIView):
     otherwise) or the loan is missing (404).
     """
 
+    class OriginOutputSerializer(serializers.Serializer):
+        id = serializers.CharField()
+        loan = serializers.DictField(help_text="borrower, loanNumber, property, loanPurposeType, propertyUsageType")
+        product = serializers.DictField(help_text="id, name, listingName")
+        user = serializers.DictField(help_text="name, organization")
+        orderOptions = serializers.ListField(child=serializers.DictField())  # noqa: N815 - JSON name
+
+    @extend_schema(
+        operation_id="origin_proxy",
+        parameters=[OpenApiParameter("partnerAccessToken", OpenApiTypes.STR, OpenApiParameter.QUERY, required=True)],
+        responses={
+            200: OriginOutputSerializer,
+            401: OpenApiTypes.OBJECT,
+            404: OpenApiTypes.OBJECT,
+            502: OpenApiTypes.OBJECT,
+        },
+    )
     def get(self, request, origin_id):
         token = request.query_params.get("partnerAccessToken", "").strip()
         try:
@@ -88,6 +108,28 @@ class TransactionProgressApi(APIView):
     are those of the origin proxy.
     """
 
+    class ProgressOutputSerializer(serializers.Serializer):
+        transaction_id = serializers.CharField()
+        status = serializers.CharField(allow_null=True, help_text="the tracker's state")
+        step = serializers.ChoiceField(choices=["requested", "in_progress", "delivered", "completed", "failed"])
+        reason = serializers.CharField(allow_blank=True)
+        attachments = serializers.ListField(child=serializers.DictField(), help_text="name, mime_type, resource_id")
+        updated_at = serializers.DateTimeField(allow_null=True)
+        finished = serializers.BooleanField()
+
+    @extend_schema(
+        operation_id="ui_transaction_progress",
+        parameters=[
+            OpenApiParameter("X-Origin-Id", OpenApiTypes.STR, OpenApiParameter.HEADER, required=True),
+            OpenApiParameter("X-Partner-Access-Token", OpenApiTypes.STR, OpenApiParameter.HEADER, required=True),
+        ],
+        responses={
+            200: ProgressOutputSerializer,
+            401: OpenApiTypes.OBJECT,
+            404: OpenApiTypes.OBJECT,
+            502: OpenApiTypes.OBJECT,
+        },
+    )
     def get(self, request, transaction_id):
         origin_id, token = _origin_from_headers(request)
         try:
