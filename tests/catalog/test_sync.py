@@ -193,6 +193,10 @@ def test_commands_pull_push_allow_deny(seeded, caplog):
         product = Product.objects.get(name=DD)
         product.listing_name = "Disclosures"
         product.save()
+        diff_out = io.StringIO()
+        call_command("sync_products", "--push", "--diff", "--product", DD, stdout=diff_out)
+        assert "listingName: ours='Disclosures' service='Disclosure Delivery'" in diff_out.getvalue()
+        assert sandbox_product(DD).data["listingName"] == "Disclosure Delivery"  # --diff pushes nothing
         call_command("sync_products", "--push", "--product", DD, stdout=out)
         assert sandbox_product(DD).data["listingName"] == "Disclosures"
         assert sandbox_product(AV).data["listingName"] == "Address Verification"  # not asked for
