@@ -69,7 +69,7 @@ def wait_for(predicate, *, timeout=60.0, interval=0.2, message="condition"):
         if value:
             return value
         time.sleep(interval)
-    pytest.fail(f"timed out after {timeout:g}s waiting for {message}")
+    pytest.fail(f"timed out after {timeout:g}s waiting for {message() if callable(message) else message}")
 
 
 @pytest.fixture
@@ -88,22 +88,27 @@ def signed_post(client, settings):
     return post
 
 
-@pytest.fixture
-def broker_down():
-    """Point the Celery app at a broker nobody answers on, for the length of the test."""
+def broker_point(url):
+    """Point the Celery app at `url`, dropping every pooled connection to the old broker."""
+    from kombu import pools
+
     from config.celery import app
 
-    def reset_pools():
-        app.pool.force_close_all()
-        app._pool = None
-        app.amqp._producer_pool = None
+    app.conf.broker_url = url
+    if app._pool is not None:
+        app._pool.force_close_all()
+    app._pool = None
+    app.amqp._producer_pool = None
+    pools.reset()
 
-    original = app.conf.broker_url
-    app.conf.broker_url = "redis://127.0.0.1:1/0"
-    reset_pools()
-    yield
-    app.conf.broker_url = original
-    reset_pools()
+
+@pytest.fixture
+def broker_down(settings):
+    """Point the Celery app at a broker nobody answers on; `broker_down()` (the fixture value) restores it."""
+    broker_point("redis://127.0.0.1:1/0")
+    restore = lambda: broker_point(settings.CELERY_BROKER_URL)  # noqa: E731
+    yield restore
+    restore()
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -60,11 +60,18 @@ def calls():
 
 
 def tracker_of(transaction_id, status, timeout=60):
-    return wait_for(
-        lambda: Tracker.objects.filter(transaction_id=transaction_id, status=status).first(),
-        timeout=timeout,
-        message=f"tracker {transaction_id} in {status}",
-    )
+    def found():
+        return Tracker.objects.filter(transaction_id=transaction_id, status=status).first()
+
+    def state():
+        tracker = Tracker.objects.filter(transaction_id=transaction_id).first()
+        notes = list(Notification.objects.filter(resource_id=transaction_id).values_list("state", "last_error"))
+        deliveries = list(WebhookDelivery.objects.filter(resource_id=transaction_id).values_list("status", "url"))
+        if tracker is None:
+            return f"no tracker; notifications {notes}; deliveries {deliveries}"
+        return f"{tracker.status} {tracker.failure_reason!r} {tracker.last_error!r}; notifications {notes}"
+
+    return wait_for(found, timeout=timeout, message=lambda: f"tracker {transaction_id} in {status} (now: {state()})")
 
 
 def order(seed, *, user="lender.demo", product="address-verification", loan=2, **kwargs):
@@ -167,7 +174,8 @@ def test_invalid_credentials_fail_the_tracker_and_tell_the_lender(demo, celery_w
     tracker = tracker_of(txn.id, TrackerStatus.FAILED)
     assert tracker.failure_code == FailureCode.CREDENTIALS_INVALID
     assert "not-the-password-9" not in tracker.failure_reason
-    response = Response.objects.get(transaction_id=txn.id)
+    # The failure is recorded first, then told to the lender.
+    response = wait_for(lambda: Response.objects.filter(transaction_id=txn.id).first(), message="partnerStatus")
     assert response.data["partnerStatus"].startswith("Order not fulfilled")
     assert "resources" not in response.data
     assert not UploadSlot.objects.filter(transaction_id=txn.id).exists()
@@ -191,12 +199,11 @@ def test_disclosure_action_with_the_entitlement(demo, celery_worker_live):
 
 
 def test_disclosure_action_without_the_entitlement_sends_nothing(demo, celery_worker_live):
+    products_pull()  # configured as a disclosure product while it held the entitlement
     product = demo.products["disclosure-delivery"]
     transactions = product.data["entitlements"]["data"]["transaction"]
     stripped = [{**item, "response": {**item.get("response", {}), "results": []}} for item in transactions]
-    sandbox.product_merge(
-        product_id=product.service_id, patch={"entitlements": {"data": {"transaction": stripped}}}
-    )
+    sandbox.product_merge(product_id=product.service_id, patch={"entitlements": {"data": {"transaction": stripped}}})
     products_pull()
 
     txn = order(demo, product="disclosure-delivery")
@@ -219,19 +226,12 @@ def test_broker_down_at_receipt_then_recovered_by_the_sweeper(demo, broker_down)
     assert stored.state == NotificationState.RECEIVED
     assert WebhookDelivery.objects.get(resource_id=txn.id).status == "delivered"  # we answered 202
 
-    broker_down_restore(app)
+    broker_down()  # the broker is back
     Notification.objects.filter(pk=stored.pk).update(updated_at=timezone.now() - timezone.timedelta(seconds=10))
     app.control.purge()
     with start_worker(app, pool="threads", concurrency=2, perform_ping_check=False, shutdown_timeout=30):
         assert notifications_sweep() == 1
         tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED)
-
-
-def broker_down_restore(app):
-    app.conf.broker_url = settings.CELERY_BROKER_URL
-    app.pool.force_close_all()
-    app._pool = None
-    app.amqp._producer_pool = None
 
 
 def test_dropped_webhook_is_fulfilled_by_reconciliation(demo, celery_worker_live):
