@@ -18,8 +18,8 @@ from django.utils import timezone
 from partner.catalog.services import partner_account_set, products_pull
 from partner.fulfillment.models import FailureCode, Tracker, TrackerStatus
 from partner.inbox.models import Notification
-from partner.platform.signatures import signature_compute
 from partner.platform.signals import service_call_finished, token_requested
+from partner.platform.signatures import signature_compute
 from partner.sandbox import services as sandbox
 from partner.sandbox.models import Response, UploadSlot, WebhookDelivery
 from partner.sandbox.webhooks import webhook_deliveries_wait

@@ -1,0 +1,107 @@
+"""A worker killed (SIGKILL) mid-fulfilment: after a restart the order completes, nothing twice.
+
+The worker is a real `celery -A config worker` process. The sandbox answers
+the response PATCH with 503 until the test clears the fault, so the worker
+has uploaded the report and waits to retry the PATCH when it is killed. The
+sweeper hands the tracker to a new worker, which resumes after the last
+recorded step: no second slot request, upload or PATCH.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from partner.catalog.services import partner_account_set, products_pull
+from partner.fulfillment.models import Tracker, TrackerAttachment, TrackerStatus
+from partner.fulfillment.reconciliation import trackers_sweep
+from partner.fulfillment.tasks import fulfil_enqueue
+from partner.sandbox import services as sandbox
+from partner.sandbox.models import Response, UploadSlot
+from tests.conftest import wait_for
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def database_url() -> str:
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def worker_start(service, log_path: Path) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.test",
+        "DATABASE_URL": database_url(),
+        "PUBLIC_BASE_URL": service.url,
+        "SVC_BASE_URL": service.base_url,
+        "SVC_TOKEN_URL": service.token_url,
+    }
+    log = log_path.open("ab")
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=prefork", "--concurrency=1", "-l", "INFO"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def worker_kill(process: subprocess.Popen) -> None:
+    os.killpg(process.pid, signal.SIGKILL)  # the whole worker: main process and its child
+    process.wait(timeout=30)
+
+
+def test_worker_killed_mid_fulfilment_resumes_without_a_second_upload_or_patch(service, settings, tmp_path):
+    from config.celery import app
+
+    seed = sandbox.sandbox_seed(public_base_url=service.url)
+    partner_account_set(username="lender.demo", password="demo-password-1", company="DEMO01")
+    products_pull()
+    app.control.purge()
+    sandbox.fault_set(endpoint="response", status=503)
+    log = tmp_path / "worker.log"
+
+    first = worker_start(service, log)
+    try:
+        txn = sandbox.transaction_create(
+            product=seed.products["address-verification"], user=seed.users["lender.demo"], loan=seed.loans[2]
+        )
+        wait_for(
+            lambda: TrackerAttachment.objects.filter(tracker__transaction_id=txn.id, uploaded_at__isnull=False).exists()
+            and Tracker.objects.filter(transaction_id=txn.id, next_attempt_at__isnull=False).exists(),
+            timeout=90,
+            message=lambda: f"upload done and PATCH retry scheduled; worker log:\n{log.read_text()[-3000:]}",
+        )
+    finally:
+        worker_kill(first)
+    assert first.returncode == -signal.SIGKILL
+
+    sandbox.faults_clear()
+    settings.TRACKER_STALL_SECONDS = 0
+    second = worker_start(service, log)
+    try:
+        tracker = Tracker.objects.get(transaction_id=txn.id)
+        assert tracker.status == TrackerStatus.IN_PROGRESS
+        # The killed worker's retry is gone with it: the sweeper hands the tracker on once it is due.
+        wait_for(lambda: trackers_sweep(enqueue=fulfil_enqueue), timeout=60, message="the sweeper to pick it up")
+        wait_for(
+            lambda: Tracker.objects.filter(transaction_id=txn.id, status=TrackerStatus.REQUEST_COMPLETED).exists(),
+            timeout=90,
+            message=lambda: f"completion; worker log:\n{log.read_text()[-3000:]}",
+        )
+    finally:
+        worker_kill(second)
+
+    assert UploadSlot.objects.filter(transaction_id=txn.id).count() == 1  # one slot request
+    assert UploadSlot.objects.filter(transaction_id=txn.id, uploaded_at__isnull=False).count() == 1  # one upload
+    assert Response.objects.get(transaction_id=txn.id).patch_count == 1  # one PATCH that landed
