@@ -112,7 +112,9 @@ def transactions(request):
         origin=origin,
         request_type=request_part.get("type") or "NEW_REQUEST",
         options=request_part.get("options"),
-        base_url=selectors.sandbox_base_url(request),
+        # The webhook's resourceRef uses the sandbox's configured address, not the
+        # host page's (a browser may reach it as localhost while the partner uses 127.0.0.1).
+        base_url=None,
     )
     return json_response(
         {"transactionId": created.id},

@@ -204,7 +204,7 @@ class WebhookDelivery(TimeStampedModel):
 
     event_id = models.CharField(max_length=64, unique=True, default=new_id)
     product = models.ForeignKey(Product, on_delete=models.CASCADE, related_name="deliveries")
-    url = models.URLField(max_length=500)
+    url = models.CharField(max_length=500)
     resource_type = models.CharField(max_length=200)
     resource_id = models.CharField(max_length=64, db_index=True)
     body = models.BinaryField()

@@ -42,7 +42,11 @@ def origin_get_valid(*, origin_id: str, partner_access_token: str) -> Origin | N
 
 
 def sandbox_base_url(request=None) -> str:
-    """Absolute address of the sandbox ({base_url} of the spec) for resourceRef and upload locations."""
+    """Absolute address of the sandbox ({base_url} of the spec) for resourceRef and upload locations.
+
+    With a request of the partner, the address it called (so the references it
+    gets back work for it); otherwise SANDBOX_BASE_URL, else PUBLIC_BASE_URL/sandbox.
+    """
     if request is not None:
         return request.build_absolute_uri("/sandbox").rstrip("/")
     configured = getattr(settings, "SANDBOX_BASE_URL", "")
