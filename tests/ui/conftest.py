@@ -24,7 +24,12 @@ def demo(service):
     partner_account_set(username="lender.demo", password=DEMO_PASSWORD, company="DEMO01")
     # lender.wrong has an account, but the host holds another password for it.
     partner_account_set(username="lender.wrong", password="the-right-password-2", company="DEMO01")
-    return seed
+    yield seed
+    # Kept-alive connections hold a live-server thread, and its database session, open
+    # until the end of the run; PostgreSQL then refuses to drop the test database.
+    from partner.platform.http import sessions_close
+
+    sessions_close()
 
 
 @pytest.fixture(scope="session")
