@@ -2,7 +2,7 @@
 
 import pytest
 
-from partner.catalog.models import CompanyCredential, CredentialDefinition, PartnerCompany, Product
+from partner.catalog.models import CompanyCredential, CredentialDefinition, Product
 from partner.catalog.services import partner_account_set
 
 USER_PASSWORD = "demo-password-1"
@@ -78,4 +78,12 @@ def staff_client(client, django_user_model):
     return client
 
 
-__all__ = ["PartnerCompany", "product_make"]
+@pytest.fixture(autouse=True)
+def _service_sessions_closed():
+    """Close the client's keep-alive connections after each test: a live-server thread keeps its
+    database connection while a kept-alive HTTP connection is open, and PostgreSQL then refuses to
+    drop the test database."""
+    yield
+    from partner.platform.http import sessions_close
+
+    sessions_close()

@@ -256,11 +256,11 @@ def test_service_refusal_is_shown_not_raised(seeded, client, django_user_model):
     client.force_login(user)
     services.products_pull()
     product = Product.objects.get(name=AV)
-    product.service_created_by = "urn:svc:partner:someone-else"  # managed by the service: refused
+    product.partner_id = "someone-else"  # managed by the service: a change is refused
     product.save()
     response = client.post(
         reverse("admin:catalog_product_push"), {"ids": str(product.pk), "confirm": "yes"}, follow=True
     )
     assert response.status_code == 200
     assert f"Pushing product {AV} failed" in response.content.decode()
-    assert sandbox_product(AV).data["createdBy"] != "urn:svc:partner:someone-else"
+    assert sandbox_product(AV).data["partnerId"] != "someone-else"
