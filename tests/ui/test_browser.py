@@ -269,3 +269,17 @@ def test_narrow_panel_has_no_horizontal_scroll(demo, service, page, shot):
     overflow = frame.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
     assert overflow <= 0
     shot("13-narrow-panel", page.locator("iframe[name=partner-panel]"))
+
+
+def test_host_frames_only_the_partner_ui_origin(demo, service, page):
+    from playwright.sync_api import Error
+
+    host = Host(page, service.url).open()
+    ui = host.launch_new()
+    app_state(ui, "order")
+    # The same page on another origin (127.0.0.1 instead of localhost) may not be loaded in the panel.
+    other = service.url.replace("localhost", "127.0.0.1")
+    assert other != service.url
+    with pytest.raises(Error, match="ERR_BLOCKED_BY_CSP"):
+        page.frame(name="partner-panel").goto(f"{other}/")
+    assert host.log_text().count('"functionName":"getOrigin"') == 1  # nobody else was handed an origin
