@@ -320,3 +320,22 @@ def test_admin_action_leads_to_the_instance_form(staff_client, product):
     )
     assert response.status_code == 302
     assert response["Location"].endswith(f"/access/deny/?ids={product.pk}")
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["catalog_product_add", "catalog_partnercompany_add", "catalog_partneraccount_add", "catalog_product_changelist"],
+)
+def test_admin_pages_render(staff_client, name):
+    assert staff_client.get(reverse(f"admin:{name}")).status_code == 200
+
+
+def test_account_edit_without_password_keeps_it(staff_client, account):
+    url = reverse("admin:catalog_partneraccount_change", args=[account.pk])
+    response = staff_client.post(
+        url,
+        {"username": account.username, "company": account.company_id, "active": "on", "password1": "", "password2": ""},
+    )
+    assert response.status_code == 302
+    account.refresh_from_db()
+    assert account.check_password(USER_PASSWORD)

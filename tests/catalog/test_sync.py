@@ -264,3 +264,13 @@ def test_service_refusal_is_shown_not_raised(seeded, client, django_user_model):
     assert response.status_code == 200
     assert f"Pushing product {AV} failed" in response.content.decode()
     assert sandbox_product(AV).data["partnerId"] != "someone-else"
+
+
+def test_pull_skips_a_product_whose_name_is_taken_locally(seeded):
+    from .conftest import product_make
+
+    product_make(name=AV, service_id="a-local-only-id")
+    result = services.products_pull()
+    assert result.created == [DD]
+    assert len(result.skipped) == 1 and AV in result.skipped[0]
+    assert Product.objects.get(name=AV).service_id == "a-local-only-id"
