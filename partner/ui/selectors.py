@@ -8,7 +8,11 @@ Every UI endpoint that shows lender data goes through it, so only the lender
 in the host, holding a live origin, can read anything.
 """
 
+import json
 from dataclasses import dataclass, field
+
+from django.core.cache import cache
+from django.utils.crypto import salted_hmac
 
 from partner.catalog.credentials import credentials_check
 from partner.catalog.errors import ProductNotFound, ProductSyncError
@@ -133,7 +137,7 @@ def origin_context_get(*, origin_id: str, partner_access_token: str) -> OriginCo
     except (ServiceError, ProductSyncError) as exc:
         raise OriginProblem(502, _service_error_body(exc)) from exc
 
-    check = credentials_check(product=product, credentials=origin.credentials or {})
+    check = _credentials_checked(product=product, credentials=origin.credentials or {})
     if not check.ok:
         # The product's name lets the page say whose credentials to fix; nothing of the values.
         listing = product.listing_name or product.name
@@ -158,6 +162,31 @@ def origin_context_get(*, origin_id: str, partner_access_token: str) -> OriginCo
         fulfiller=product.fulfiller,
         summary=summary,
     )
+
+
+@dataclass(frozen=True)
+class _Accepted:
+    ok: bool = True
+    message: str = ""
+
+
+# The page polls with its origin every few seconds; checking a password hash each time
+# costs a slow hash per poll. An accepted set of credentials is remembered briefly,
+# keyed by a keyed hash (never the values): other credentials from the host are checked
+# at once, a refusal is never remembered, and a partner account disabled meanwhile is
+# refused within CREDENTIALS_ACCEPTED_SECONDS.
+CREDENTIALS_ACCEPTED_SECONDS = 120
+
+
+def _credentials_checked(*, product, credentials: dict):
+    payload = json.dumps([product.service_id, credentials], sort_keys=True, default=str)
+    key = "ui:credentials-accepted:" + salted_hmac("partner.ui.credentials", payload, algorithm="sha256").hexdigest()
+    if cache.get(key):
+        return _Accepted()
+    check = credentials_check(product=product, credentials=credentials)
+    if check.ok:
+        cache.set(key, True, CREDENTIALS_ACCEPTED_SECONDS)
+    return check
 
 
 class TransactionNotShown(Exception):

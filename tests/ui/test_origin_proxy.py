@@ -258,3 +258,16 @@ def test_embed_page_has_no_inline_script_and_no_secret(client, settings):
 def test_other_pages_keep_x_frame_options_deny(client):
     assert client.get("/healthz")["X-Frame-Options"] == "DENY"
     assert client.get("/sandbox/host/")["X-Frame-Options"] == "DENY"
+
+
+def test_changed_credentials_are_checked_again_at_once(demo, client):
+    origin_id, token = launched(demo)
+    assert proxy_get(client, origin_id, token).status_code == 200
+
+    user = demo.users["lender.demo"]
+    user.credentials = {"username": "lender.demo", "password": "changed-password-3", "companyCode": "DEMO01"}
+    user.save()
+    response = proxy_get(client, origin_id, token)
+
+    assert response.status_code == 401
+    assert "changed-password-3" not in response.content.decode()
