@@ -94,7 +94,8 @@ def broker_point(url):
 
     from config.celery import app
 
-    app.conf.broker_url = url
+    # Publishing uses the write URL; CELERY_BROKER_URL in the environment would win over broker_url.
+    app.conf.broker_write_url = url
     if app._pool is not None:
         app._pool.force_close_all()
     app._pool = None
