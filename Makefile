@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PYTHON ?= python3
 
-.PHONY: setup run test lint bench migrate clean
+.PHONY: setup run demo test lint bench migrate clean browser
 
 setup: $(VENV)/.installed .env node_modules/.installed browser migrate
 
@@ -34,8 +34,13 @@ browser:
 migrate: $(VENV)/.installed .env
 	$(PY) manage.py migrate --no-input -v 0
 
-run: setup
+# Demo data: the sandbox's lender, loans and products, and the partner account
+# its demo user signs in with (the same password the sandbox user has configured).
+demo: setup
 	$(PY) manage.py sandbox_seed
+	@printf 'demo-password-1\n' | $(PY) manage.py partner_account lender.demo --company DEMO01
+
+run: demo
 	@echo ""
 	@echo "  Partner application   http://127.0.0.1:8000/"
 	@echo "  Host page (sandbox)   http://127.0.0.1:8000/sandbox/host/"

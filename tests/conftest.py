@@ -39,6 +39,11 @@ def service(live_server, settings):
     cache.clear()
     yield SimpleNamespace(url=base, base_url=settings.SVC_BASE_URL, token_url=settings.SVC_TOKEN_URL)
     cache.clear()
+    # Kept-alive connections hold a live-server thread (and its database connection) open,
+    # which would stop PostgreSQL from dropping the test database at the end.
+    from partner.platform.http import sessions_close
+
+    sessions_close()
 
 
 @pytest.fixture
