@@ -272,3 +272,15 @@ def test_reconciliation_from_two_workers_at_once_opens_one_tracker(demo):
         thread.join()
     assert Tracker.objects.filter(transaction_id=txn.id).count() == 1
     assert len(enqueued) == 1
+
+
+def test_resource_ref_outside_the_service_is_refused(demo, signed_post, celery_worker_live, calls):
+    body = (
+        '{"eventId": "evt-evil", "eventTime": "2026-11-22T10:00:00Z", "eventType": "created", "meta": '
+        '{"resourceType": "urn:svc:platform:transaction", "resourceId": "txn-evil", "instanceId": '
+        '"address-verification", "resourceRef": "http://attacker.example/partner/v2/transactions/txn-evil"}}'
+    ).encode()
+    assert signed_post(body).status_code == 202
+    tracker = tracker_of("txn-evil", TrackerStatus.FAILED)
+    assert tracker.failure_code == FailureCode.RESOURCE_OUTSIDE_SERVICE
+    assert not [call for call in calls if "txn-evil" in call[1]]  # nothing fetched, from anywhere
