@@ -276,10 +276,10 @@ def test_reconciliation_from_two_workers_at_once_opens_one_tracker(demo):
 
 def test_resource_ref_outside_the_service_is_refused(demo, signed_post, celery_worker_live, calls):
     body = (
-        '{"eventId": "evt-evil", "eventTime": "2026-11-22T10:00:00Z", "eventType": "created", "meta": '
-        '{"resourceType": "urn:svc:platform:transaction", "resourceId": "txn-evil", "instanceId": '
-        '"address-verification", "resourceRef": "http://attacker.example/partner/v2/transactions/txn-evil"}}'
-    ).encode()
+        b'{"eventId": "evt-evil", "eventTime": "2026-11-22T10:00:00Z", "eventType": "created", "meta": '
+        b'{"resourceType": "urn:svc:platform:transaction", "resourceId": "txn-evil", "instanceId": '
+        b'"address-verification", "resourceRef": "http://attacker.example/partner/v2/transactions/txn-evil"}}'
+    )
     assert signed_post(body).status_code == 202
     tracker = tracker_of("txn-evil", TrackerStatus.FAILED)
     assert tracker.failure_code == FailureCode.RESOURCE_OUTSIDE_SERVICE
