@@ -271,6 +271,7 @@ CELERY_BEAT_SCHEDULE = {
     "inbox-sweep": {"task": "inbox.sweep", "schedule": INBOX_SWEEP_INTERVAL},
     "trackers-sweep": {"task": "fulfillment.sweep", "schedule": INBOX_SWEEP_INTERVAL},
     "transactions-reconcile": {"task": "fulfillment.reconcile", "schedule": RECONCILE_INTERVAL},
+    "products-pull": {"task": "catalog.pull", "schedule": RECONCILE_INTERVAL},
 }
 
 # REST FRAMEWORK
