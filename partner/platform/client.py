@@ -17,7 +17,7 @@ from django.conf import settings
 
 from partner.core.logging import secret_register
 from partner.platform.errors import ResourceOutsideServiceError, ServiceError
-from partner.platform.http import response_json, send, session_upload
+from partner.platform.http import response_json, retry_allowed, send, session_upload
 from partner.platform.tokens import authorized_send, bearer_refused
 from partner.platform.types import Origin, Page, ResourceRef, Transaction, TransactionEvent, UploadSlot
 
@@ -41,8 +41,9 @@ def _json_body(payload) -> bytes:
     return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def _call(method: str, url: str, *, what: str, retry: bool, empty_ok: bool = False, **kwargs):
-    response = authorized_send(method, url, retry=retry, **kwargs)
+def _call(method: str, url: str, *, what: str, harmless: bool = False, empty_ok: bool = False, **kwargs):
+    """One authorised call; resent on transient failures when the method is idempotent or `harmless`."""
+    response = authorized_send(method, url, retry=retry_allowed(method, harmless=harmless), **kwargs)
     return response_json(response, method=method, what=what, empty_ok=empty_ok)
 
 
@@ -59,7 +60,7 @@ def get_origin(origin_id: str, partner_access_token: str) -> Origin:
     if not partner_access_token:
         raise ValueError("a partner access token is required")
     secret_register(partner_access_token)
-    data = _call("GET", _url("partner", "v2", "origins", origin_id), what="origin retrieval", retry=True,
+    data = _call("GET", _url("partner", "v2", "origins", origin_id), what="origin retrieval",
                  headers={settings.SVC_PAT_HEADER: partner_access_token}, renew_on_401=bearer_refused)
     return Origin.from_json(data)
 
@@ -67,8 +68,7 @@ def get_origin(origin_id: str, partner_access_token: str) -> Origin:
 # 2 ---------------------------------------------------------------------------------------------------------------
 def get_transaction(transaction_id: str) -> Transaction:
     """#2 GET /partner/v2/transactions/{id}: the transaction and its `request`. Retried (GET)."""
-    data = _call("GET", _url("partner", "v2", "transactions", transaction_id), what="transaction retrieval",
-                 retry=True)
+    data = _call("GET", _url("partner", "v2", "transactions", transaction_id), what="transaction retrieval")
     return Transaction.from_json(data, transaction_id=transaction_id)
 
 
@@ -83,7 +83,7 @@ def patch_response(transaction_id: str, payload: dict) -> dict:
     the spec does not show the body).
     """
     data = _call("PATCH", _url("partner", "v2", "transactions", transaction_id, "response"),
-                 what="response delivery", retry=False, empty_ok=True, data=_json_body(payload),
+                 what="response delivery", empty_ok=True, data=_json_body(payload),
                  headers={"Content-Type": JSON})
     return data if isinstance(data, dict) else {}
 
@@ -98,7 +98,7 @@ def request_upload_slots(transaction_id: str, items: list[dict]) -> list[UploadS
     """
     request = [{"name": item["name"], "mimeType": item["mimeType"]} for item in items]
     url = _url("partner", "v2", "transactions", transaction_id, "response", "resources")
-    data = _call("POST", url, what="upload slot request", retry=True, data=_json_body(request),
+    data = _call("POST", url, what="upload slot request", harmless=True, data=_json_body(request),
                  headers={"Content-Type": JSON})
     if not isinstance(data, list) or len(data) != len(request):
         raise ServiceError(f"upload slot request: expected {len(request)} slots", status=200, method="POST", url=url)
@@ -127,7 +127,7 @@ def upload_resource(slot: UploadSlot, data) -> None:
         raise ServiceError("upload slot carries no authorization value", method="PUT", url=slot.location)
     rewind = None
     if isinstance(data, bytes | bytearray | memoryview):
-        body, retry = bytes(data), True
+        body, retry = bytes(data), retry_allowed("PUT")
     elif hasattr(data, "read"):
         try:
             seekable = bool(data.seekable())
@@ -135,7 +135,7 @@ def upload_resource(slot: UploadSlot, data) -> None:
             seekable = False
         if seekable:
             # requests sends a file object in blocks with its Content-Length (size from the current position).
-            body, retry, position = data, True, data.tell()
+            body, retry, position = data, retry_allowed("PUT"), data.tell()
 
             def rewind():
                 data.seek(position)
@@ -154,7 +154,7 @@ def upload_resource(slot: UploadSlot, data) -> None:
 def get_event(transaction_id: str, event_id: str) -> TransactionEvent:
     """#6 GET /partner/v2/transactions/{id}/events/{event_id}. Retried (GET)."""
     data = _call("GET", _url("partner", "v2", "transactions", transaction_id, "events", event_id),
-                 what="event retrieval", retry=True)
+                 what="event retrieval")
     return TransactionEvent.from_json(data, event_id=event_id)
 
 
@@ -165,7 +165,7 @@ def _page_fetch(path: tuple, *, start: int, limit: int, what: str) -> tuple[list
     if not isinstance(limit, int) or isinstance(limit, bool) or not 0 <= limit <= MAX_PAGE_SIZE:
         raise ValueError(f"limit must be an integer from 0 to {MAX_PAGE_SIZE}")
     url = _url(*path)
-    response = authorized_send("GET", url, retry=True, params={"start": start, "limit": limit})
+    response = authorized_send("GET", url, retry=retry_allowed("GET"), params={"start": start, "limit": limit})
     items = response_json(response, method="GET", what=what)
     if not isinstance(items, list):
         raise ServiceError(f"{what}: answer is not a JSON array", status=200, method="GET", url=url)
@@ -216,7 +216,7 @@ def iter_products(page_size: int = MAX_PAGE_SIZE) -> Iterator[dict]:
 # 9, 10 -------------------------------------------------------------------------------------------------------------
 def replace_product(product_id: str, product: dict) -> dict:
     """#9 PUT /partner/v2/products/{id} with the full Product object. Retried (PUT is idempotent)."""
-    data = _call("PUT", _url("partner", "v2", "products", product_id), what="product replacement", retry=True,
+    data = _call("PUT", _url("partner", "v2", "products", product_id), what="product replacement",
                  empty_ok=True, data=_json_body(product), headers={"Content-Type": JSON})
     return data if isinstance(data, dict) else {}
 
@@ -228,7 +228,7 @@ def patch_product(product_id: str, patch: dict) -> dict:
     to the values it gives (or removes them), so applying it twice gives the
     same product as applying it once.
     """
-    data = _call("PATCH", _url("partner", "v2", "products", product_id), what="product update", retry=True,
+    data = _call("PATCH", _url("partner", "v2", "products", product_id), what="product update", harmless=True,
                  empty_ok=True, data=_json_body(patch), headers={"Content-Type": MERGE_PATCH})
     return data if isinstance(data, dict) else {}
 
