@@ -203,6 +203,11 @@ SVC_URN_PREFIX = env.str("SVC_URN_PREFIX", default="urn:svc")
 # (connect, read) seconds for every call to the service.
 SVC_TIMEOUT = (env.float("SVC_CONNECT_TIMEOUT", default=5.0), env.float("SVC_READ_TIMEOUT", default=30.0))
 SVC_MAX_RETRIES = env.int("SVC_MAX_RETRIES", default=3)
+# Transport retries (GET, PUT and harmless POST/PATCH): backoff doubled per attempt up to the
+# maximum, with jitter; a Retry-After longer than SVC_RETRY_AFTER_MAX goes back to the task instead.
+SVC_RETRY_BACKOFF = env.float("SVC_RETRY_BACKOFF", default=0.5)
+SVC_RETRY_BACKOFF_MAX = env.float("SVC_RETRY_BACKOFF_MAX", default=8.0)
+SVC_RETRY_AFTER_MAX = env.float("SVC_RETRY_AFTER_MAX", default=30.0)
 if not DEBUG and SVC_CLIENT_SECRET == "sandbox-partner-client-secret" and not SANDBOX_ENABLED:
     raise ImproperlyConfigured("SVC_CLIENT_SECRET is required when DJANGO_DEBUG is off and the sandbox is not used")
 
@@ -220,11 +225,12 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "data_folder_in": str(VAR_DIR / "broker" / "queue"),
         "data_folder_out": str(VAR_DIR / "broker" / "queue"),
         "processed_folder": str(VAR_DIR / "broker" / "processed"),
+        "control_folder": str(VAR_DIR / "broker" / "control"),
         "store_processed": False,
     }
     _default_results = f"file://{VAR_DIR / 'celery-results'}"
     # The transport needs its folders before the first message.
-    for _folder in ("broker/queue", "broker/processed", "celery-results"):
+    for _folder in ("broker/queue", "broker/processed", "broker/control", "celery-results"):
         (VAR_DIR / _folder).mkdir(parents=True, exist_ok=True)
 else:
     # Stay under the visibility timeout so an unacknowledged task is not

@@ -37,10 +37,11 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(RUN_DIR / "broker"),
         "data_folder_out": str(RUN_DIR / "broker"),
+        "control_folder": str(RUN_DIR / "control"),
         "store_processed": False,
     }
     CELERY_RESULT_BACKEND = f"file://{RUN_DIR / 'results'}"
-    for _folder in ("broker", "results"):
+    for _folder in ("broker", "control", "results"):
         (RUN_DIR / _folder).mkdir(parents=True, exist_ok=True)
 if "CACHE_URL" not in os.environ:
     CACHES = {
