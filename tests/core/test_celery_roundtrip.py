@@ -32,5 +32,11 @@ def test_roundtrip_on_the_default_filesystem_broker(tmp_path):
     folder = str(tmp_path / "queue")
     (tmp_path / "queue").mkdir()
     (tmp_path / "results").mkdir()
-    options = {"data_folder_in": folder, "data_folder_out": folder, "store_processed": False}
+    (tmp_path / "control").mkdir()
+    options = {
+        "data_folder_in": folder,
+        "data_folder_out": folder,
+        "control_folder": str(tmp_path / "control"),
+        "store_processed": False,
+    }
     roundtrip(make_app("filesystem://", f"file://{tmp_path / 'results'}", options))
