@@ -174,9 +174,9 @@
 
   function fetchOriginContext() {
     return withOrigin(function (origin) {
-      var url = cfg.originUrl.replace("ORIGIN_ID", encodeURIComponent(origin.id)) +
-        "?partnerAccessToken=" + encodeURIComponent(origin.partnerAccessToken);
-      return fetch(url, { headers: { "Accept": "application/json" }, credentials: "same-origin", cache: "no-store" });
+      // The token goes in a header, not the address (the proxy takes both), so no access log holds it.
+      var url = cfg.originUrl.replace("ORIGIN_ID", encodeURIComponent(origin.id));
+      return fetch(url, { headers: originHeaders(origin), credentials: "same-origin", cache: "no-store" });
     });
   }
 

@@ -63,6 +63,9 @@ def page(browser):
     page.on("console", lambda message: messages.append(f"{message.type}: {message.text}"))
     page.on("pageerror", lambda error: messages.append(f"pageerror: {error}"))
     page.console_messages = messages
+    requested = []
+    page.on("request", lambda request: requested.append(request.url))
+    page.requested_urls = requested
     yield page
     context.close()
 

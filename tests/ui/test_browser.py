@@ -105,6 +105,8 @@ def test_new_order_reaches_completed_with_the_pdf(demo, service, page, shot):
     log = host.log_text()
     for expected in ("guest:ready", "object:get", "getOrigin", "create"):
         assert expected in log
+    # The partner access token travelled in headers only, never in an address.
+    assert not [url for url in page.requested_urls if "partnerAccessToken" in url]
 
 
 def test_existing_transaction_opens_its_view(demo, service, page, shot):

@@ -111,6 +111,13 @@ def test_missing_loan_gives_the_loan_not_found_error(demo, client):
     assert response.json()["errors"][0]["message"] == "loan object was not found"
 
 
+def test_token_may_come_in_a_header(demo, client):
+    origin_id, token = launched(demo)
+    response = client.get(f"/v1/origins/{origin_id}", HTTP_X_PARTNER_ACCESS_TOKEN=token)
+    assert response.status_code == 200
+    assert response.json()["loan"]["borrower"]
+
+
 def test_missing_token_is_refused_without_calling_the_service(demo, client):
     origin_id, _ = launched(demo)
     response = client.get(f"/v1/origins/{origin_id}")
