@@ -66,6 +66,7 @@ def order_placed(host: Host) -> str:
     return text.rsplit(" ", 1)[-1]
 
 
+@pytest.mark.worker
 @pytest.mark.usefixtures("celery_worker_live")
 def test_new_order_reaches_completed_with_the_pdf(demo, service, page, shot):
     from partner.fulfillment.selectors import tracker_view
