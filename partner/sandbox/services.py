@@ -471,6 +471,7 @@ def product_webhooks_point(*, product, url: str) -> Product:
 
 def product_signing_secret_set(*, product, secret: str) -> Product:
     product = product_lookup(product)
+    secret_register(secret)
     product.signing_secret = secret
     product.save(update_fields=["signing_secret", "updated_at"])
     return product

@@ -165,22 +165,23 @@ def _attempt(delivery_id: int) -> None:
         duration_ms = int((time.monotonic() - clock) * 1000)
         delivered = status_code is not None and 200 <= status_code < 300
         final = delivered or number >= _setting("SANDBOX_WEBHOOK_MAX_ATTEMPTS", 6)
-        WebhookAttempt.objects.create(
-            delivery=delivery,
-            number=number,
-            started_at=started_at,
-            duration_ms=duration_ms,
-            status_code=status_code,
-            error=error,
-            response_excerpt=excerpt,
-        )
         if delivered:
             status = WebhookDelivery.Status.DELIVERED
         else:
             status = WebhookDelivery.Status.FAILED if final else WebhookDelivery.Status.PENDING
-        WebhookDelivery.objects.filter(pk=delivery_id).update(
-            attempt_count=number, last_status_code=status_code, status=status, updated_at=timezone.now()
-        )
+        with transaction.atomic():  # one write transaction per attempt
+            WebhookAttempt.objects.create(
+                delivery=delivery,
+                number=number,
+                started_at=started_at,
+                duration_ms=duration_ms,
+                status_code=status_code,
+                error=error,
+                response_excerpt=excerpt,
+            )
+            WebhookDelivery.objects.filter(pk=delivery_id).update(
+                attempt_count=number, last_status_code=status_code, status=status, updated_at=timezone.now()
+            )
         if not final:
             timer = threading.Timer(_backoff(number), lambda: _executor().submit(_attempt, delivery_id))
             timer.daemon = True

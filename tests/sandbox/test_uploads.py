@@ -94,6 +94,31 @@ def test_upload_refusals(api, sandbox):
     assert ok.status_code == 200
 
 
+def test_upload_larger_than_django_memory_limit(api, sandbox, settings):
+    slot = _slots(api, host_transaction(sandbox)).json()[0]
+    content = b"0123456789abcdef" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 16 + 1024)
+    answer = requests.put(
+        slot["location"],
+        data=content,
+        headers={"Authorization": slot["authorization"], "Content-Type": "application/pdf"},
+        timeout=30,
+    )
+    assert answer.status_code == 200, answer.text
+    assert UploadSlot.objects.get(pk=slot["id"]).size == len(content)
+
+
+def test_chunked_upload_is_refused_with_411(api, sandbox):
+    slot = _slots(api, host_transaction(sandbox)).json()[0]
+    answer = requests.put(
+        slot["location"],
+        data=iter([b"part one", b"part two"]),
+        headers={"Authorization": slot["authorization"], "Content-Type": "application/pdf"},
+        timeout=10,
+    )
+    assert answer.status_code == 411
+    assert UploadSlot.objects.get(pk=slot["id"]).uploaded_at is None
+
+
 def test_upload_size_limit(api, sandbox, settings):
     settings.SANDBOX_UPLOAD_MAX_BYTES = 10
     slot = _slots(api, host_transaction(sandbox)).json()[0]
