@@ -293,3 +293,23 @@ def test_host_frames_only_the_partner_ui_origin(demo, service, page):
     with pytest.raises(Error, match="ERR_BLOCKED_BY_CSP"):
         page.frame(name="partner-panel").goto(f"{other}/")
     assert host.log_text().count('"functionName":"getOrigin"') == 1  # nobody else was handed an origin
+
+
+def test_loan_data_is_shown_as_text_never_as_markup(demo, service, page, shot):
+    from partner.sandbox.models import Loan
+
+    data = dict(demo.loans[0].data)
+    data["loanNumber"] = "XSS-0001"
+    data["borrower"] = {"firstName": '<img src=x onerror="document.body.dataset.pwned=1">', "lastName": "<b>Bold</b>"}
+    data["property"] = dict(data["property"], streetAddress="<script>document.body.dataset.pwned=1</script>1 Main")
+    Loan.objects.create(instance=demo.instance, guid="xss-loan-guid-0001", data=data)
+
+    host = Host(page, service.url).open()
+    ui = host.launch_new(loan="XSS-0001")
+    app_state(ui, "order")
+    summary = ui.locator("#loan-summary")
+    expect(summary).to_contain_text('<img src=x onerror="document.body.dataset.pwned=1"> <b>Bold</b>')
+    expect(summary).to_contain_text("<script>document.body.dataset.pwned=1</script>1 Main")
+    expect(summary.locator("img, b, script")).to_have_count(0)
+    assert page.frame(name="partner-panel").evaluate("() => document.body.dataset.pwned") is None
+    shot("17-loan-data-escaped")
