@@ -1,0 +1,1 @@
+"""Benchmarks and long fault drills of the partner application (`make bench`)."""

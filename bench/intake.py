@@ -1,0 +1,156 @@
+"""Benchmark 1: signed webhooks per second at POST /v1/webhooks under gunicorn, PostgreSQL and Redis.
+
+The application runs as in production (`gunicorn config.wsgi`, DEBUG off,
+PostgreSQL, Redis broker and cache) over plain HTTP. The load generator
+(bench/load.py) runs in its own process and posts distinct, pre-signed
+notifications. Two phases per server: closed loop (the highest rate it
+sustains at a fixed number of connections) and a fixed rate (latency at the
+target rate, counted from when each request was due). Afterwards every
+accepted (202) notification must be stored exactly once, and each one
+enqueued once on the broker.
+"""
+
+import json
+import subprocess
+import tempfile
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+from bench import stack
+from partner.platform.signatures import signature_compute
+
+URN_PREFIX = "urn:svc"
+
+
+def notifications_build(count: int, *, tag: str, secret: str = stack.SIGNING_SECRET) -> list[tuple[str, str, str]]:
+    """`count` distinct notifications as the service sends them: (body, signature, dedupe key)."""
+    built = []
+    for number in range(count):
+        event_id = f"{tag}-{number:07d}-{uuid.uuid4().hex[:8]}"
+        resource_id = uuid.uuid4().hex
+        document = {
+            "eventId": event_id,
+            "eventTime": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+            "eventType": "created",
+            "meta": {
+                "resourceType": f"{URN_PREFIX}:platform:transaction",
+                "resourceId": resource_id,
+                "instanceId": "address-verification",
+                "resourceRef": f"http://127.0.0.1:9/sandbox/partner/v2/transactions/{resource_id}",
+            },
+        }
+        body = json.dumps(document)
+        built.append((body, signature_compute(body.encode(), secret), f"id:{event_id}"))
+    return built
+
+
+def load_run(port: int, items: list[tuple[str, str, str]], *, concurrency: int, rate: float = 0.0) -> dict:
+    """Run the load generator in a second process; returns its per-request results."""
+    with tempfile.TemporaryDirectory() as folder:
+        source, target = Path(folder) / "in.json", Path(folder) / "out.json"
+        source.write_text(json.dumps([[body, sig] for body, sig, _ in items]))
+        subprocess.run(
+            [
+                stack.PYTHON,
+                "-m",
+                "bench.load",
+                "--port",
+                str(port),
+                "--input",
+                str(source),
+                "--output",
+                str(target),
+                "--concurrency",
+                str(concurrency),
+                "--rate",
+                str(rate),
+            ],
+            cwd=stack.ROOT,
+            check=True,
+        )
+        return json.loads(target.read_text())
+
+
+def summarize(result: dict, *, accepted_status: int = 202) -> dict:
+    codes = Counter(result["status"])
+    latencies = result["latency"]
+    accepted = codes.get(accepted_status, 0)
+    return {
+        "requests": len(result["status"]),
+        "accepted": accepted,
+        "status_counts": {str(code): count for code, count in sorted(codes.items())},
+        "elapsed_s": round(result["elapsed"], 3),
+        "accepted_per_s": round(accepted / result["elapsed"], 1) if result["elapsed"] else None,
+        "p50_ms": stack.ms(stack.percentile(latencies, 0.50)),
+        "p99_ms": stack.ms(stack.percentile(latencies, 0.99)),
+        "max_ms": stack.ms(max(latencies) if latencies else None),
+        "connections_opened": result["connections"],
+        "generator_cpu_s": round(result["generator_cpu_seconds"], 2),
+    }
+
+
+def stored_check(database: str, table: str, items, result: dict, *, accepted_status: int = 202) -> dict:
+    """Every accepted notification stored exactly once; what was stored of the others."""
+    import psycopg
+
+    accepted = [key for (_, _, key), code in zip(items, result["status"], strict=True) if code == accepted_status]
+    others = [key for (_, _, key), code in zip(items, result["status"], strict=True) if code != accepted_status]
+    with psycopg.connect(database) as conn:
+        rows = dict(
+            conn.execute(
+                f"SELECT dedupe_key, count(*) FROM {table} WHERE dedupe_key = ANY(%s) GROUP BY dedupe_key",  # noqa: S608
+                [accepted + others],
+            ).fetchall()
+        )
+    accepted_rows = [rows.get(key, 0) for key in accepted]
+    return {
+        "accepted": len(accepted),
+        "accepted_stored_once": sum(1 for count in accepted_rows if count == 1),
+        "accepted_missing": sum(1 for count in accepted_rows if count == 0),
+        "accepted_stored_twice_or_more": sum(1 for count in accepted_rows if count > 1),
+        "not_accepted_but_stored": sum(1 for key in others if rows.get(key, 0)),
+        "ok": all(count == 1 for count in accepted_rows),
+    }
+
+
+def server_cpu(process: stack.Process) -> float:
+    return sum(stack.cpu_seconds(pid) for pid in process.pids())
+
+
+def phases_run(process: stack.Process, *, database: str, table: str, requests: int, concurrency: int, rate: float,
+               tag: str, warmup: int = 1000, check_queue: bool = False) -> dict:
+    """Warm up, then the closed-loop phase and the fixed-rate phase against one server."""
+    load_run(process.port, notifications_build(warmup, tag=f"{tag}-warm"), concurrency=concurrency)
+    phases = {}
+    for phase, phase_rate, count in (("closed_loop", 0.0, requests), ("fixed_rate", rate, int(rate * 10))):
+        if check_queue:
+            stack.redis_flush()
+        items = notifications_build(count, tag=f"{tag}-{phase}")
+        cpu_before = server_cpu(process)
+        result = load_run(process.port, items, concurrency=concurrency if not phase_rate else concurrency * 2,
+                          rate=phase_rate)
+        summary = summarize(result)
+        summary["server_cpu_s"] = round(server_cpu(process) - cpu_before, 2)
+        summary["rate_asked"] = phase_rate or None
+        summary["stored"] = stored_check(database, table, items, result)
+        if check_queue:
+            time.sleep(0.5)  # on_commit enqueues finish with their requests; leave a margin anyway
+            summary["queue_length"] = stack.queue_length()
+            summary["queue_matches_accepted"] = summary["queue_length"] == summary["stored"]["accepted"]
+        phases[phase] = summary
+    return phases
+
+
+def intake_bench(*, database: str, workers: int, threads: int, requests: int, concurrency: int, rate: float) -> dict:
+    env = stack.app_env(database=database, public_base_url="http://127.0.0.1:9", sandbox=False)
+    web = stack.gunicorn_start("intake-web", "config.wsgi", env, workers=workers, threads=threads)
+    try:
+        phases = phases_run(web, database=database, table="inbox_notification", requests=requests,
+                            concurrency=concurrency, rate=rate, tag="intake", check_queue=True)
+        memory = {f"web_worker_{pid}": stack.peak_rss_kib(pid) for pid in stack.web_workers(web)}
+    finally:
+        web.stop()
+    return {"server": f"gunicorn config.wsgi, {workers} workers" + (f" x {threads} threads" if threads > 1 else ""),
+            "concurrency": concurrency, **phases, "peak_rss_kib": memory}

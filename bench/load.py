@@ -1,0 +1,131 @@
+"""The load generator: many concurrent keep-alive HTTP/1.1 connections posting pre-signed webhooks.
+
+Run in its own process (`python -m bench.load ...`) so that it never shares an
+interpreter with the server it measures. It reads a JSON file of
+`[body, signature]` pairs, sends each one exactly once over raw asyncio
+sockets (reusing a connection while the server keeps it open), and writes the
+status and latency of every request to a JSON file.
+
+Two modes: closed loop (`--rate 0`: each connection sends its next request as
+soon as the previous one is answered; measures the highest rate) and fixed
+rate (`--rate R`: request i is due at start + i/R and its latency counts from
+that moment, so a stalled server cannot hide its queue: no coordinated omission).
+"""
+
+import argparse
+import asyncio
+import json
+import time
+from pathlib import Path
+
+
+def request_bytes(*, host: str, path: str, body: bytes, signature: str, header: str) -> bytes:
+    head = (
+        f"POST {path} HTTP/1.1\r\n"
+        f"Host: {host}\r\n"
+        "Content-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        f"{header}: {signature}\r\n"
+        "Connection: keep-alive\r\n"
+        "\r\n"
+    )
+    return head.encode("latin-1") + body
+
+
+async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bool]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ", 2)[1])
+    length, close = 0, lines[0].startswith("HTTP/1.0")
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        name = name.strip().lower()
+        if name == "content-length":
+            length = int(value.strip())
+        elif name == "connection":
+            close = value.strip().lower() == "close"
+    if length:
+        await reader.readexactly(length)
+    return status, close
+
+
+async def run(*, host: str, port: int, requests: list[bytes], concurrency: int, rate: float) -> dict:
+    total = len(requests)
+    status = [0] * total
+    latency = [0.0] * total
+    counter = iter(range(total))
+    stats = {"connections": 0, "retries": 0, "errors": 0}
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    async def connection():
+        reader = writer = None
+        for index in counter:
+            if rate:
+                due = started + index / rate
+                delay = due - loop.time()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                begin = due
+            else:
+                begin = loop.time()
+            for attempt in range(2):
+                reused = writer is not None
+                try:
+                    if writer is None:
+                        reader, writer = await asyncio.open_connection(host, port)
+                        stats["connections"] += 1
+                    writer.write(requests[index])
+                    code, close = await _read_response(reader)
+                except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
+                    if writer is not None:
+                        writer.close()
+                    reader = writer = None
+                    if reused and attempt == 0:  # the server closed an idle connection: send again once
+                        stats["retries"] += 1
+                        continue
+                    stats["errors"] += 1
+                    code, close = 0, True
+                status[index] = code
+                latency[index] = loop.time() - begin
+                if close and writer is not None:
+                    writer.close()
+                    reader = writer = None
+                break
+        if writer is not None:
+            writer.close()
+
+    await asyncio.gather(*(connection() for _ in range(concurrency)))
+    elapsed = loop.time() - started
+    return {"status": status, "latency": latency, "elapsed": elapsed, **stats}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--path", default="/v1/webhooks")
+    parser.add_argument("--header", default="Svc-Signature")
+    parser.add_argument("--input", type=Path, required=True, help="JSON list of [body, signature]")
+    parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--rate", type=float, default=0.0, help="requests per second; 0: as fast as answered")
+    args = parser.parse_args(argv)
+
+    pairs = json.loads(args.input.read_text())
+    requests = [
+        request_bytes(
+            host=f"{args.host}:{args.port}", path=args.path, body=body.encode(), signature=sig, header=args.header
+        )
+        for body, sig in pairs
+    ]
+    clock = time.process_time()
+    result = asyncio.run(
+        run(host=args.host, port=args.port, requests=requests, concurrency=args.concurrency, rate=args.rate)
+    )
+    result["generator_cpu_seconds"] = time.process_time() - clock
+    args.output.write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

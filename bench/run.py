@@ -1,0 +1,167 @@
+"""`make bench`: every benchmark against PostgreSQL and Redis, printed and written as JSON.
+
+Refuses at once when PostgreSQL or Redis does not answer. Creates its own
+database (`bench_partner`, dropped and created again), migrates it, uses
+Redis databases 10 and 11, and writes bench/results/<name>.json.
+
+    .venv/bin/python bench/run.py                      # everything
+    .venv/bin/python bench/run.py --only intake,floor  # some
+"""
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import stack  # noqa: E402
+
+TARGETS = {
+    "intake_per_s": 1000,
+    "intake_p99_ms": 50,
+    "intake_share_of_floor": 0.5,
+    "end_to_end_per_s_2_workers": 30,
+    "service_calls_per_transaction": 5,  # 4 for the order with one attachment + 1 for the callback event
+    "token_requests_per_lifetime": 1,
+}
+
+
+def machine() -> dict:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpus": os.cpu_count(), "cpu_model": model, "python": platform.python_version(),
+            "kernel": platform.release()}
+
+
+def write(name: str, data: dict) -> Path:
+    stack.RESULTS.mkdir(parents=True, exist_ok=True)
+    path = stack.RESULTS / f"{name}.json"
+    path.write_text(json.dumps(data, indent=2, default=str))
+    return path
+
+
+def show(title: str, data, indent: int = 0) -> None:
+    pad = "  " * indent
+    if title:
+        print(f"{pad}{title}")
+    for key, value in data.items():
+        if isinstance(value, dict):
+            show(f"{key}:", value, indent + 1)
+        else:
+            print(f"{pad}  {key}: {value}")
+
+
+def verdict(name: str, measured, target, ok: bool) -> dict:
+    line = {"measured": measured, "target": target, "met": bool(ok)}
+    print(f"  {'MET   ' if ok else 'MISSED'} {name}: {measured} (target {target})")
+    return line
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Benchmarks of the partner application")
+    parser.add_argument("--only", default="intake,floor,end_to_end", help="comma-separated benchmarks")
+    parser.add_argument("--requests", type=int, default=20000, help="intake: notifications in the closed loop")
+    parser.add_argument("--concurrency", type=int, default=32, help="intake: connections of the load generator")
+    parser.add_argument("--rate", type=float, default=1000.0, help="intake: the fixed-rate phase (10 s)")
+    parser.add_argument("--web-workers", type=int, default=int(os.environ.get("BENCH_WEB_WORKERS", 4)))
+    parser.add_argument("--web-threads", type=int, default=int(os.environ.get("BENCH_WEB_THREADS", 1)))
+    parser.add_argument("--transactions", type=int, default=200, help="end to end: transactions per run")
+    args = parser.parse_args(argv)
+    only = {item.strip() for item in args.only.split(",") if item.strip()}
+
+    try:
+        stack.services_check()
+    except stack.NotAnswering as exc:
+        print(exc.code, file=sys.stderr)
+        return 2
+
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    print(f"bench {started} on {machine()}")
+    database = stack.database_recreate()
+    stack.redis_flush()
+    env = stack.app_env(database=database, public_base_url="http://127.0.0.1:9", sandbox=False)
+    stack.manage("migrate", "--no-input", "-v", "0", env=env)
+    print(f"database {stack.DB_NAME} created and migrated; Redis dbs {stack.BROKER_DB}/{stack.CACHE_DB} flushed")
+
+    results = {"started": started, "machine": machine(), "targets": TARGETS}
+    if "intake" in only:
+        from bench.intake import intake_bench
+
+        intake = intake_bench(database=database, workers=args.web_workers, threads=args.web_threads,
+                              requests=args.requests, concurrency=args.concurrency, rate=args.rate)
+        results["intake"] = intake
+        write("intake", intake)
+        show("\n== intake: POST /v1/webhooks (our stack)", intake)
+    if "floor" in only:
+        from bench.floor_bench import floor_bench
+
+        floor = floor_bench(database=database, workers=args.web_workers, threads=args.web_threads,
+                            requests=args.requests, concurrency=args.concurrency, rate=args.rate)
+        results["floor"] = floor
+        write("floor", floor)
+        show("\n== floor: verify + INSERT only (bench/floor.py)", floor)
+    if "end_to_end" in only:
+        from bench.end_to_end import end_to_end_bench
+
+        e2e = end_to_end_bench(database=database, transactions=args.transactions)
+        results["end_to_end"] = e2e
+        write("end_to_end", e2e)
+        show("\n== end to end: sandbox -> webhook -> worker -> sandbox", e2e)
+
+    print("\n== against the targets")
+    results["verdicts"] = verdicts(results)
+    path = write("summary", results)
+    print(f"\nresults written to {path.parent}/")
+    return 0
+
+
+def verdicts(results: dict) -> dict:
+    found = {}
+    intake, floor, e2e = results.get("intake"), results.get("floor"), results.get("end_to_end")
+    if intake:
+        closed, fixed = intake["closed_loop"], intake["fixed_rate"]
+        found["intake_per_s"] = verdict("intake webhooks/s (closed loop)", closed["accepted_per_s"],
+                                        TARGETS["intake_per_s"], closed["accepted_per_s"] >= TARGETS["intake_per_s"])
+        p99 = fixed["p99_ms"]
+        found["intake_p99_ms"] = verdict(f"intake p99 ms at {fixed['rate_asked']:g}/s", p99,
+                                         TARGETS["intake_p99_ms"], p99 is not None and p99 < TARGETS["intake_p99_ms"])
+        lost = sum(phase["stored"]["accepted_missing"] + phase["stored"]["accepted_stored_twice_or_more"]
+                   for phase in (closed, fixed))
+        found["intake_nothing_lost"] = verdict("accepted but not stored exactly once", lost, 0, lost == 0)
+    if intake and floor:
+        share = round(intake["closed_loop"]["accepted_per_s"] / floor["closed_loop"]["accepted_per_s"], 3)
+        found["intake_share_of_floor"] = verdict("intake rate / floor rate", share,
+                                                 TARGETS["intake_share_of_floor"],
+                                                 share >= TARGETS["intake_share_of_floor"])
+    if e2e:
+        runs = e2e["runs"]
+        two = runs.get("2") or runs.get(2)
+        if two:
+            found["end_to_end_per_s_2_workers"] = verdict(
+                "end-to-end transactions/s with 2 workers", two["transactions_per_s"],
+                TARGETS["end_to_end_per_s_2_workers"],
+                two["transactions_per_s"] >= TARGETS["end_to_end_per_s_2_workers"])
+        for key, run in runs.items():
+            calls = run["service_calls_per_transaction"]
+            found[f"service_calls_{key}"] = verdict(
+                f"service calls per transaction ({key} worker(s))", calls,
+                TARGETS["service_calls_per_transaction"], calls == TARGETS["service_calls_per_transaction"])
+            tokens = run["token_requests"]
+            found[f"token_requests_{key}"] = verdict(
+                f"token requests in the run ({key} worker(s), lifetime {run['token_lifetime_s']} s)", tokens,
+                run["token_lifetimes_spanned"], tokens <= run["token_lifetimes_spanned"])
+    return found
+
+
+if __name__ == "__main__":
+    sys.exit(main())

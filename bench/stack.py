@@ -1,0 +1,306 @@
+"""The processes a benchmark runs against: PostgreSQL and Redis checks, the bench database,
+gunicorn and Celery worker processes, and their peak memory.
+
+Everything a run creates is its own: the PostgreSQL database `bench_partner`
+(dropped and created again each run) and Redis databases 10 (broker) and 11
+(cache) on the shared server, which are flushed at the start of a run.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+LOGS = ROOT / "var" / "bench"
+PYTHON = sys.executable
+VENV_BIN = Path(PYTHON).parent
+
+PG_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379")
+DB_NAME = os.environ.get("BENCH_DB_NAME", "bench_partner")
+BROKER_DB, CACHE_DB = 10, 11
+SIGNING_SECRET = "bench-webhook-signing-secret"  # noqa: S105 - a benchmark's own, not a real secret
+
+
+class NotAnswering(SystemExit):
+    """PostgreSQL or Redis is not there: the benchmark cannot run."""
+
+
+def port_answers(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def services_check() -> None:
+    """Refuse clearly unless PostgreSQL and Redis both answer (a real query, not only the port)."""
+    import psycopg
+    import redis
+
+    problems = []
+    try:
+        with psycopg.connect(PG_URL, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except Exception as exc:
+        problems.append(f"PostgreSQL at {_safe(PG_URL)} does not answer: {type(exc).__name__}: {exc}".strip())
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3).ping()
+    except Exception as exc:
+        problems.append(f"Redis at {_safe(REDIS_URL)} does not answer: {type(exc).__name__}: {exc}".strip())
+    if problems:
+        raise NotAnswering(
+            "make bench needs PostgreSQL and Redis:\n  "
+            + "\n  ".join(problems)
+            + "\nSet BENCH_PG_URL / BENCH_REDIS_URL if they live elsewhere."
+        )
+
+
+def _safe(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return f"{parts.scheme}://{host}:{parts.port or ''}{parts.path}"
+
+
+def database_url(name: str = DB_NAME) -> str:
+    parts = urlsplit(PG_URL)
+    return parts._replace(path=f"/{name}").geturl()
+
+
+def database_recreate(name: str = DB_NAME) -> str:
+    """Drop and create the benchmark's database; returns its URL."""
+    import psycopg
+
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return database_url(name)
+
+
+def redis_url(db: int) -> str:
+    return f"{REDIS_URL.rstrip('/')}/{db}"
+
+
+def redis_flush() -> None:
+    import redis
+
+    for db in (BROKER_DB, CACHE_DB):
+        redis.Redis.from_url(redis_url(db)).flushdb()
+
+
+def queue_length(queue: str = "celery", *, broker_url: str | None = None) -> int:
+    import redis
+
+    return int(redis.Redis.from_url(broker_url or redis_url(BROKER_DB)).llen(queue))
+
+
+def app_env(*, database: str, public_base_url: str, sandbox: bool, settings: str = "config.settings.base", **extra):
+    """The environment of a web or worker process: production settings over plain HTTP."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": settings,
+        "DJANGO_READ_DOT_ENV_FILE": "false",
+        "DJANGO_DEBUG": "false",
+        "DJANGO_SECRET_KEY": "bench-secret-key-not-for-production-0123456789abcdef",
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DJANGO_SECURE_SSL_REDIRECT": "false",
+        "FIELD_ENCRYPTION_KEYS": "YmVuY2gtZmllbGQta2V5LW5vdC1mb3ItcHJvZC0wMDA=",
+        "SANDBOX_ENABLED": "true" if sandbox else "false",
+        "DATABASE_URL": database,
+        "CELERY_BROKER_URL": redis_url(BROKER_DB),
+        "CELERY_RESULT_BACKEND": redis_url(BROKER_DB),
+        "CACHE_URL": redis_url(CACHE_DB),
+        "PUBLIC_BASE_URL": public_base_url,
+        "SVC_BASE_URL": f"{public_base_url}/sandbox",
+        "SVC_TOKEN_URL": f"{public_base_url}/sandbox/oauth2/v1/token",
+        "SVC_SIGNING_SECRETS": SIGNING_SECRET,
+        # The sandbox accepts the configured client, so one value serves both sides.
+        "SVC_CLIENT_SECRET": "bench-client-secret-not-for-production",
+        "LOG_LEVEL": "WARNING",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    env.pop("DJANGO_CONFIGURATION", None)
+    env.update({key: str(value) for key, value in extra.items()})
+    return env
+
+
+def manage(*args: str, env: dict) -> None:
+    subprocess.run([PYTHON, "manage.py", *args], cwd=ROOT, env=env, check=True)
+
+
+@dataclass
+class Process:
+    """A process group we started (gunicorn master and workers, or a Celery worker)."""
+
+    name: str
+    popen: subprocess.Popen
+    log: Path
+    port: int | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def pids(self) -> list[int]:
+        """The main process and its descendants."""
+        found, queue = [], [self.popen.pid]
+        while queue:
+            pid = queue.pop()
+            found.append(pid)
+            queue.extend(children(pid))
+        return found
+
+    def stop(self, timeout: float = 20) -> None:
+        if self.popen.poll() is not None:
+            return
+        try:
+            os.killpg(self.popen.pid, signal.SIGTERM)
+            self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait(timeout=10)
+        except ProcessLookupError:
+            pass
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+
+def children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(item) for item in text.split()]
+
+
+def peak_rss_kib(pid: int) -> int | None:
+    """VmHWM: the peak resident set size of a process, in KiB (None when it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _spawn(name: str, argv: list[str], env: dict) -> tuple[subprocess.Popen, Path]:
+    LOGS.mkdir(parents=True, exist_ok=True)
+    log = LOGS / f"{name}.log"
+    handle = log.open("wb")
+    popen = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+    handle.close()
+    return popen, log
+
+
+def wait_port(process: Process, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.popen.poll() is not None:
+            raise RuntimeError(f"{process.name} exited ({process.popen.returncode}):\n{process.log_tail()}")
+        if port_answers("127.0.0.1", process.port):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"{process.name} did not listen on {process.port} within {timeout:g}s:\n{process.log_tail()}")
+
+
+def gunicorn_start(
+    name: str,
+    app: str,
+    env: dict,
+    *,
+    workers: int,
+    threads: int = 1,
+    port: int | None = None,
+    access_log: Path | None = None,
+) -> Process:
+    """gunicorn on 127.0.0.1 with `workers` processes (gthread with `threads` > 1)."""
+    port = port or free_port()
+    argv = [
+        str(VENV_BIN / "gunicorn"),
+        app,
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        "--backlog",
+        "2048",
+        "--keep-alive",
+        "30",
+        "--log-level",
+        "warning",
+    ]
+    if threads > 1:
+        argv += ["--worker-class", "gthread", "--threads", str(threads)]
+    if access_log is not None:
+        argv += ["--access-logfile", str(access_log), "--access-logformat", '%(m)s %(U)s %(s)s']
+    popen, log = _spawn(name, argv, env)
+    process = Process(name=name, popen=popen, log=log, port=port, extra={"workers": workers, "threads": threads})
+    wait_port(process)
+    return process
+
+
+def web_workers(process: Process) -> list[int]:
+    """The gunicorn worker processes (children of the master)."""
+    return children(process.popen.pid)
+
+
+def celery_start(name: str, env: dict, *, concurrency: int, beat: bool = False) -> Process:
+    argv = [
+        PYTHON,
+        "-m",
+        "celery",
+        "-A",
+        "config",
+        "worker",
+        "--pool=prefork",
+        f"--concurrency={concurrency}",
+        "--loglevel=WARNING",
+        "--without-gossip",
+        "--without-mingle",
+        f"--hostname={name}@%h",
+    ]
+    if beat:
+        argv.append("-B")
+    popen, log = _spawn(name, argv, env)
+    return Process(name=name, popen=popen, log=log, extra={"concurrency": concurrency})
+
+
+def percentile(values: list[float], fraction: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 2)
