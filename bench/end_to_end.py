@@ -63,11 +63,27 @@ def django_setup(env: dict) -> None:
     """Configure this process like the servers (same database, cache, broker, sandbox address)."""
     import django
 
-    for key in ("DJANGO_SETTINGS_MODULE", "DJANGO_READ_DOT_ENV_FILE", "DJANGO_DEBUG", "DJANGO_SECRET_KEY",
-                "DJANGO_ALLOWED_HOSTS", "DJANGO_SECURE_SSL_REDIRECT", "FIELD_ENCRYPTION_KEYS", "SANDBOX_ENABLED",
-                "DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "CACHE_URL", "PUBLIC_BASE_URL",
-                "SVC_BASE_URL", "SVC_TOKEN_URL", "SVC_SIGNING_SECRETS", "SVC_CLIENT_SECRET", "LOG_LEVEL",
-                "SANDBOX_TOKEN_LIFETIME"):
+    for key in (
+        "DJANGO_SETTINGS_MODULE",
+        "DJANGO_READ_DOT_ENV_FILE",
+        "DJANGO_DEBUG",
+        "DJANGO_SECRET_KEY",
+        "DJANGO_ALLOWED_HOSTS",
+        "DJANGO_SECURE_SSL_REDIRECT",
+        "FIELD_ENCRYPTION_KEYS",
+        "SANDBOX_ENABLED",
+        "DATABASE_URL",
+        "CELERY_BROKER_URL",
+        "CELERY_RESULT_BACKEND",
+        "CACHE_URL",
+        "PUBLIC_BASE_URL",
+        "SVC_BASE_URL",
+        "SVC_TOKEN_URL",
+        "SVC_SIGNING_SECRETS",
+        "SVC_CLIENT_SECRET",
+        "LOG_LEVEL",
+        "SANDBOX_TOKEN_LIFETIME",
+    ):
         if key in env:
             os.environ[key] = env[key]
     django.setup()
@@ -123,8 +139,9 @@ def latencies(ids: list[str]) -> dict:
     }
 
 
-def run_once(*, seed, web: stack.Process, access_log, env: dict, concurrency: int, transactions: int,
-             lifetime: int) -> dict:
+def run_once(
+    *, seed, web: stack.Process, access_log, env: dict, concurrency: int, transactions: int, lifetime: int
+) -> dict:
     from django.core.cache import cache
 
     from config.celery import app
@@ -179,12 +196,18 @@ def run_once(*, seed, web: stack.Process, access_log, env: dict, concurrency: in
     }
 
 
-def end_to_end_bench(*, database: str, transactions: int, worker_counts=(1, 2), web_workers: int = 4,
-                     lifetime: int = 3600) -> dict:
+def end_to_end_bench(
+    *, database: str, transactions: int, worker_counts=(1, 2), web_workers: int = 4, lifetime: int = 3600
+) -> dict:
     port = stack.free_port()
     base = f"http://127.0.0.1:{port}"
-    env = stack.app_env(database=database, public_base_url=base, sandbox=True, settings="bench.settings",
-                        SANDBOX_TOKEN_LIFETIME=lifetime)
+    env = stack.app_env(
+        database=database,
+        public_base_url=base,
+        sandbox=True,
+        settings="bench.settings",
+        SANDBOX_TOKEN_LIFETIME=lifetime,
+    )
     django_setup(env)
     from partner.catalog.services import partner_account_set, products_pull
     from partner.sandbox import services as sandbox
@@ -199,8 +222,15 @@ def end_to_end_bench(*, database: str, transactions: int, worker_counts=(1, 2), 
         products_pull()
         runs = {}
         for count in worker_counts:
-            runs[str(count)] = run_once(seed=seed, web=web, access_log=access_log, env=env, concurrency=count,
-                                        transactions=transactions, lifetime=lifetime)
+            runs[str(count)] = run_once(
+                seed=seed,
+                web=web,
+                access_log=access_log,
+                env=env,
+                concurrency=count,
+                transactions=transactions,
+                lifetime=lifetime,
+            )
     finally:
         web.stop()
     return {"server": f"gunicorn config.wsgi (sandbox mounted), {web_workers} workers", "runs": runs}

@@ -119,8 +119,18 @@ def server_cpu(process: stack.Process) -> float:
     return sum(stack.cpu_seconds(pid) for pid in process.pids())
 
 
-def phases_run(process: stack.Process, *, database: str, table: str, requests: int, concurrency: int, rate: float,
-               tag: str, warmup: int = 1000, check_queue: bool = False) -> dict:
+def phases_run(
+    process: stack.Process,
+    *,
+    database: str,
+    table: str,
+    requests: int,
+    concurrency: int,
+    rate: float,
+    tag: str,
+    warmup: int = 1000,
+    check_queue: bool = False,
+) -> dict:
     """Warm up, then the closed-loop phase and the fixed-rate phase against one server."""
     load_run(process.port, notifications_build(warmup, tag=f"{tag}-warm"), concurrency=concurrency)
     phases = {}
@@ -129,8 +139,9 @@ def phases_run(process: stack.Process, *, database: str, table: str, requests: i
             stack.redis_flush()
         items = notifications_build(count, tag=f"{tag}-{phase}")
         cpu_before = server_cpu(process)
-        result = load_run(process.port, items, concurrency=concurrency if not phase_rate else concurrency * 2,
-                          rate=phase_rate)
+        result = load_run(
+            process.port, items, concurrency=concurrency if not phase_rate else concurrency * 2, rate=phase_rate
+        )
         summary = summarize(result)
         summary["server_cpu_s"] = round(server_cpu(process) - cpu_before, 2)
         summary["rate_asked"] = phase_rate or None
@@ -147,10 +158,22 @@ def intake_bench(*, database: str, workers: int, threads: int, requests: int, co
     env = stack.app_env(database=database, public_base_url="http://127.0.0.1:9", sandbox=False)
     web = stack.gunicorn_start("intake-web", "config.wsgi", env, workers=workers, threads=threads)
     try:
-        phases = phases_run(web, database=database, table="inbox_notification", requests=requests,
-                            concurrency=concurrency, rate=rate, tag="intake", check_queue=True)
+        phases = phases_run(
+            web,
+            database=database,
+            table="inbox_notification",
+            requests=requests,
+            concurrency=concurrency,
+            rate=rate,
+            tag="intake",
+            check_queue=True,
+        )
         memory = {f"web_worker_{pid}": stack.peak_rss_kib(pid) for pid in stack.web_workers(web)}
     finally:
         web.stop()
-    return {"server": f"gunicorn config.wsgi, {workers} workers" + (f" x {threads} threads" if threads > 1 else ""),
-            "concurrency": concurrency, **phases, "peak_rss_kib": memory}
+    return {
+        "server": f"gunicorn config.wsgi, {workers} workers" + (f" x {threads} threads" if threads > 1 else ""),
+        "concurrency": concurrency,
+        **phases,
+        "peak_rss_kib": memory,
+    }

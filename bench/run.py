@@ -39,8 +39,12 @@ def machine() -> dict:
                 break
     except OSError:
         pass
-    return {"cpus": os.cpu_count(), "cpu_model": model, "python": platform.python_version(),
-            "kernel": platform.release()}
+    return {
+        "cpus": os.cpu_count(),
+        "cpu_model": model,
+        "python": platform.python_version(),
+        "kernel": platform.release(),
+    }
 
 
 def write(name: str, data: dict) -> Path:
@@ -97,16 +101,28 @@ def main(argv=None) -> int:
     if "intake" in only:
         from bench.intake import intake_bench
 
-        intake = intake_bench(database=database, workers=args.web_workers, threads=args.web_threads,
-                              requests=args.requests, concurrency=args.concurrency, rate=args.rate)
+        intake = intake_bench(
+            database=database,
+            workers=args.web_workers,
+            threads=args.web_threads,
+            requests=args.requests,
+            concurrency=args.concurrency,
+            rate=args.rate,
+        )
         results["intake"] = intake
         write("intake", intake)
         show("\n== intake: POST /v1/webhooks (our stack)", intake)
     if "floor" in only:
         from bench.floor_bench import floor_bench
 
-        floor = floor_bench(database=database, workers=args.web_workers, threads=args.web_threads,
-                            requests=args.requests, concurrency=args.concurrency, rate=args.rate)
+        floor = floor_bench(
+            database=database,
+            workers=args.web_workers,
+            threads=args.web_threads,
+            requests=args.requests,
+            concurrency=args.concurrency,
+            rate=args.rate,
+        )
         results["floor"] = floor
         write("floor", floor)
         show("\n== floor: verify + INSERT only (bench/floor.py)", floor)
@@ -130,36 +146,57 @@ def verdicts(results: dict) -> dict:
     intake, floor, e2e = results.get("intake"), results.get("floor"), results.get("end_to_end")
     if intake:
         closed, fixed = intake["closed_loop"], intake["fixed_rate"]
-        found["intake_per_s"] = verdict("intake webhooks/s (closed loop)", closed["accepted_per_s"],
-                                        TARGETS["intake_per_s"], closed["accepted_per_s"] >= TARGETS["intake_per_s"])
+        found["intake_per_s"] = verdict(
+            "intake webhooks/s (closed loop)",
+            closed["accepted_per_s"],
+            TARGETS["intake_per_s"],
+            closed["accepted_per_s"] >= TARGETS["intake_per_s"],
+        )
         p99 = fixed["p99_ms"]
-        found["intake_p99_ms"] = verdict(f"intake p99 ms at {fixed['rate_asked']:g}/s", p99,
-                                         TARGETS["intake_p99_ms"], p99 is not None and p99 < TARGETS["intake_p99_ms"])
-        lost = sum(phase["stored"]["accepted_missing"] + phase["stored"]["accepted_stored_twice_or_more"]
-                   for phase in (closed, fixed))
+        found["intake_p99_ms"] = verdict(
+            f"intake p99 ms at {fixed['rate_asked']:g}/s",
+            p99,
+            TARGETS["intake_p99_ms"],
+            p99 is not None and p99 < TARGETS["intake_p99_ms"],
+        )
+        lost = sum(
+            phase["stored"]["accepted_missing"] + phase["stored"]["accepted_stored_twice_or_more"]
+            for phase in (closed, fixed)
+        )
         found["intake_nothing_lost"] = verdict("accepted but not stored exactly once", lost, 0, lost == 0)
     if intake and floor:
         share = round(intake["closed_loop"]["accepted_per_s"] / floor["closed_loop"]["accepted_per_s"], 3)
-        found["intake_share_of_floor"] = verdict("intake rate / floor rate", share,
-                                                 TARGETS["intake_share_of_floor"],
-                                                 share >= TARGETS["intake_share_of_floor"])
+        found["intake_share_of_floor"] = verdict(
+            "intake rate / floor rate",
+            share,
+            TARGETS["intake_share_of_floor"],
+            share >= TARGETS["intake_share_of_floor"],
+        )
     if e2e:
         runs = e2e["runs"]
         two = runs.get("2") or runs.get(2)
         if two:
             found["end_to_end_per_s_2_workers"] = verdict(
-                "end-to-end transactions/s with 2 workers", two["transactions_per_s"],
+                "end-to-end transactions/s with 2 workers",
+                two["transactions_per_s"],
                 TARGETS["end_to_end_per_s_2_workers"],
-                two["transactions_per_s"] >= TARGETS["end_to_end_per_s_2_workers"])
+                two["transactions_per_s"] >= TARGETS["end_to_end_per_s_2_workers"],
+            )
         for key, run in runs.items():
             calls = run["service_calls_per_transaction"]
             found[f"service_calls_{key}"] = verdict(
-                f"service calls per transaction ({key} worker(s))", calls,
-                TARGETS["service_calls_per_transaction"], calls == TARGETS["service_calls_per_transaction"])
+                f"service calls per transaction ({key} worker(s))",
+                calls,
+                TARGETS["service_calls_per_transaction"],
+                calls == TARGETS["service_calls_per_transaction"],
+            )
             tokens = run["token_requests"]
             found[f"token_requests_{key}"] = verdict(
-                f"token requests in the run ({key} worker(s), lifetime {run['token_lifetime_s']} s)", tokens,
-                run["token_lifetimes_spanned"], tokens <= run["token_lifetimes_spanned"])
+                f"token requests in the run ({key} worker(s), lifetime {run['token_lifetime_s']} s)",
+                tokens,
+                run["token_lifetimes_spanned"],
+                tokens <= run["token_lifetimes_spanned"],
+            )
     return found
 
 

@@ -261,7 +261,7 @@ def gunicorn_start(
     if threads > 1:
         argv += ["--worker-class", "gthread", "--threads", str(threads)]
     if access_log is not None:
-        argv += ["--access-logfile", str(access_log), "--access-logformat", '%(m)s %(U)s %(s)s']
+        argv += ["--access-logfile", str(access_log), "--access-logformat", "%(m)s %(U)s %(s)s"]
     popen, log = _spawn(name, argv, env)
     process = Process(name=name, popen=popen, log=log, port=port, extra={"workers": workers, "threads": threads})
     wait_port(process)
