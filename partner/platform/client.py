@@ -60,8 +60,13 @@ def get_origin(origin_id: str, partner_access_token: str) -> Origin:
     if not partner_access_token:
         raise ValueError("a partner access token is required")
     secret_register(partner_access_token)
-    data = _call("GET", _url("partner", "v2", "origins", origin_id), what="origin retrieval",
-                 headers={settings.SVC_PAT_HEADER: partner_access_token}, renew_on_401=bearer_refused)
+    data = _call(
+        "GET",
+        _url("partner", "v2", "origins", origin_id),
+        what="origin retrieval",
+        headers={settings.SVC_PAT_HEADER: partner_access_token},
+        renew_on_401=bearer_refused,
+    )
     return Origin.from_json(data)
 
 
@@ -82,9 +87,14 @@ def patch_response(transaction_id: str, payload: dict) -> dict:
     its attempts) decides. Returns the service's JSON answer ({} when empty:
     the spec does not show the body).
     """
-    data = _call("PATCH", _url("partner", "v2", "transactions", transaction_id, "response"),
-                 what="response delivery", empty_ok=True, data=_json_body(payload),
-                 headers={"Content-Type": JSON})
+    data = _call(
+        "PATCH",
+        _url("partner", "v2", "transactions", transaction_id, "response"),
+        what="response delivery",
+        empty_ok=True,
+        data=_json_body(payload),
+        headers={"Content-Type": JSON},
+    )
     return data if isinstance(data, dict) else {}
 
 
@@ -98,16 +108,16 @@ def request_upload_slots(transaction_id: str, items: list[dict]) -> list[UploadS
     """
     request = [{"name": item["name"], "mimeType": item["mimeType"]} for item in items]
     url = _url("partner", "v2", "transactions", transaction_id, "response", "resources")
-    data = _call("POST", url, what="upload slot request", harmless=True, data=_json_body(request),
-                 headers={"Content-Type": JSON})
+    data = _call(
+        "POST", url, what="upload slot request", harmless=True, data=_json_body(request), headers={"Content-Type": JSON}
+    )
     if not isinstance(data, list) or len(data) != len(request):
         raise ServiceError(f"upload slot request: expected {len(request)} slots", status=200, method="POST", url=url)
     slots = [UploadSlot.from_json(item) for item in data]
     for slot in slots:
         secret_register(slot.authorization)
         if not slot.id or not slot.location:
-            raise ServiceError("upload slot request: a slot has no id or location", status=200, method="POST",
-                               url=url)
+            raise ServiceError("upload slot request: a slot has no id or location", status=200, method="POST", url=url)
     return slots
 
 
@@ -145,16 +155,24 @@ def upload_resource(slot: UploadSlot, data) -> None:
             body, retry = iter(lambda: data.read(UPLOAD_BLOCK), b""), False
     else:
         raise TypeError("upload data must be bytes or a binary file-like object")
-    response = send("PUT", slot.location, session=session_upload(), retry=retry, rewind=rewind, data=body,
-                    headers={"Authorization": slot.authorization, "Content-Type": slot.mime_type})
+    response = send(
+        "PUT",
+        slot.location,
+        session=session_upload(),
+        retry=retry,
+        rewind=rewind,
+        data=body,
+        headers={"Authorization": slot.authorization, "Content-Type": slot.mime_type},
+    )
     response_json(response, method="PUT", what="upload", empty_ok=True)
 
 
 # 6 ---------------------------------------------------------------------------------------------------------------
 def get_event(transaction_id: str, event_id: str) -> TransactionEvent:
     """#6 GET /partner/v2/transactions/{id}/events/{event_id}. Retried (GET)."""
-    data = _call("GET", _url("partner", "v2", "transactions", transaction_id, "events", event_id),
-                 what="event retrieval")
+    data = _call(
+        "GET", _url("partner", "v2", "transactions", transaction_id, "events", event_id), what="event retrieval"
+    )
     return TransactionEvent.from_json(data, event_id=event_id)
 
 
@@ -192,8 +210,7 @@ def _iterate(page_function, page_size: int) -> Iterator:
 
 def list_transactions_page(start: int = 0, limit: int = MAX_PAGE_SIZE) -> Page:
     """#7 GET /partner/v2/transactions?start=&limit=: one page of Transaction objects and the total. Retried (GET)."""
-    items, total = _page_fetch(("partner", "v2", "transactions"), start=start, limit=limit,
-                               what="transaction listing")
+    items, total = _page_fetch(("partner", "v2", "transactions"), start=start, limit=limit, what="transaction listing")
     return Page(items=[Transaction.from_json(item) for item in items], total=total, start=start, limit=limit)
 
 
@@ -216,8 +233,14 @@ def iter_products(page_size: int = MAX_PAGE_SIZE) -> Iterator[dict]:
 # 9, 10 -------------------------------------------------------------------------------------------------------------
 def replace_product(product_id: str, product: dict) -> dict:
     """#9 PUT /partner/v2/products/{id} with the full Product object. Retried (PUT is idempotent)."""
-    data = _call("PUT", _url("partner", "v2", "products", product_id), what="product replacement",
-                 empty_ok=True, data=_json_body(product), headers={"Content-Type": JSON})
+    data = _call(
+        "PUT",
+        _url("partner", "v2", "products", product_id),
+        what="product replacement",
+        empty_ok=True,
+        data=_json_body(product),
+        headers={"Content-Type": JSON},
+    )
     return data if isinstance(data, dict) else {}
 
 
@@ -228,8 +251,15 @@ def patch_product(product_id: str, patch: dict) -> dict:
     to the values it gives (or removes them), so applying it twice gives the
     same product as applying it once.
     """
-    data = _call("PATCH", _url("partner", "v2", "products", product_id), what="product update", harmless=True,
-                 empty_ok=True, data=_json_body(patch), headers={"Content-Type": MERGE_PATCH})
+    data = _call(
+        "PATCH",
+        _url("partner", "v2", "products", product_id),
+        what="product update",
+        harmless=True,
+        empty_ok=True,
+        data=_json_body(patch),
+        headers={"Content-Type": MERGE_PATCH},
+    )
     return data if isinstance(data, dict) else {}
 
 
@@ -262,7 +292,9 @@ def resource_ref_parse(url: str) -> ResourceRef:
     except ValueError as err:
         raise refuse("not a URL") from err
     if (ref.scheme.lower(), (ref.hostname or "").lower(), ref_port) != (
-        base.scheme.lower(), (base.hostname or "").lower(), base_port
+        base.scheme.lower(),
+        (base.hostname or "").lower(),
+        base_port,
     ):
         raise refuse("not on the service's host")
     if ref.username is not None or ref.password is not None:
@@ -272,7 +304,7 @@ def resource_ref_parse(url: str) -> ResourceRef:
     base_path = base.path.rstrip("/")
     if not ref.path.startswith(base_path + "/"):
         raise refuse("not under the service's base path")
-    segments = ref.path[len(base_path) + 1:].split("/")
+    segments = ref.path[len(base_path) + 1 :].split("/")
     if any(not _SEGMENT.match(s) or s in (".", "..") for s in segments):
         raise refuse("unexpected characters in the path")
     if segments[:3] == ["partner", "v2", "transactions"]:

@@ -73,8 +73,15 @@ class ServiceError(Exception):
 
     transient = False
 
-    def __init__(self, message: str, *, status: int | None = None, method: str | None = None,
-                 url: str | None = None, excerpt: str = ""):
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        method: str | None = None,
+        url: str | None = None,
+        excerpt: str = "",
+    ):
         super().__init__(message)
         self.message = message
         self.status = status

@@ -126,8 +126,16 @@ def _transport_retryable(err: requests.RequestException) -> bool:
     return isinstance(err, requests.ConnectionError | requests.Timeout | requests.exceptions.ChunkedEncodingError)
 
 
-def send(method: str, url: str, *, session: requests.Session, retry: bool, signal=service_call_finished,
-         rewind=None, **kwargs) -> requests.Response:
+def send(
+    method: str,
+    url: str,
+    *,
+    session: requests.Session,
+    retry: bool,
+    signal=service_call_finished,
+    rewind=None,
+    **kwargs,
+) -> requests.Response:
     """Send one request (plus retries when `retry`), and return the last response, whatever its status.
 
     Raises ServiceUnavailableError when no answer came (connection error or
@@ -151,22 +159,30 @@ def send(method: str, url: str, *, session: requests.Session, retry: bool, signa
             response = session.request(method, url, timeout=settings.SVC_TIMEOUT, allow_redirects=False, **kwargs)
         except requests.RequestException as err:
             duration = time.monotonic() - started
-            signal.send(sender=send, method=method, url=shown, status=None, duration=duration, attempt=attempt,
-                        error=type(err).__name__)
+            signal.send(
+                sender=send,
+                method=method,
+                url=shown,
+                status=None,
+                duration=duration,
+                attempt=attempt,
+                error=type(err).__name__,
+            )
             if not _transport_retryable(err):
-                raise ServiceError(f"request could not be sent ({type(err).__name__})", method=method,
-                                   url=url) from err
+                raise ServiceError(f"request could not be sent ({type(err).__name__})", method=method, url=url) from err
             if attempt < attempts:
                 delay = backoff_delay(attempt)
-                logger.warning("%s %s failed (%s), retry %d in %.2fs", method, shown, type(err).__name__,
-                               attempt, delay)
+                logger.warning(
+                    "%s %s failed (%s), retry %d in %.2fs", method, shown, type(err).__name__, attempt, delay
+                )
                 time.sleep(delay)
                 continue
             raise ServiceUnavailableError(f"no answer ({type(err).__name__})", method=method, url=url) from err
         duration = time.monotonic() - started
         status = response.status_code
-        signal.send(sender=send, method=method, url=shown, status=status, duration=duration, attempt=attempt,
-                    error=None)
+        signal.send(
+            sender=send, method=method, url=shown, status=status, duration=duration, attempt=attempt, error=None
+        )
         logger.info("%s %s -> %s in %.3fs (attempt %d)", method, shown, status, duration, attempt)
         if attempt < attempts and status_retryable(status):
             retry_after = retry_after_parse(response.headers.get("Retry-After"))
@@ -194,5 +210,6 @@ def response_json(response: requests.Response, *, method: str, what: str, empty_
     try:
         return response.json()
     except (ValueError, json.JSONDecodeError) as err:
-        raise ServiceError(f"{what}: answer is not JSON", status=200, method=method, url=response.url,
-                           excerpt="") from err
+        raise ServiceError(
+            f"{what}: answer is not JSON", status=200, method=method, url=response.url, excerpt=""
+        ) from err

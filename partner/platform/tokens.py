@@ -100,12 +100,24 @@ def token_fetch() -> dict:
     if settings.SVC_SCOPE:
         data["scope"] = settings.SVC_SCOPE
     url = settings.SVC_TOKEN_URL
-    response = send("POST", url, session=session_api(), retry=True, signal=token_requested, data=data,
-                    auth=(settings.SVC_CLIENT_ID, settings.SVC_CLIENT_SECRET))
+    response = send(
+        "POST",
+        url,
+        session=session_api(),
+        retry=True,
+        signal=token_requested,
+        data=data,
+        auth=(settings.SVC_CLIENT_ID, settings.SVC_CLIENT_SECRET),
+    )
     if response.status_code in (400, 401, 403):
         error = error_from_response(response, method="POST", what="token request")
-        raise ServiceAuthenticationError("token request refused (client credentials or scope)",
-                                         status=error.status, method="POST", url=url, excerpt=error.excerpt)
+        raise ServiceAuthenticationError(
+            "token request refused (client credentials or scope)",
+            status=error.status,
+            method="POST",
+            url=url,
+            excerpt=error.excerpt,
+        )
     if response.status_code != 200:
         raise error_from_response(response, method="POST", what="token request")
     try:
@@ -169,21 +181,32 @@ def bearer_refused(response) -> bool:
     return response.headers.get("WWW-Authenticate", "").strip().lower().startswith("bearer")
 
 
-def authorized_send(method: str, url: str, *, retry: bool, headers: dict | None = None,
-                    renew_on_401=None, **kwargs):
+def authorized_send(method: str, url: str, *, retry: bool, headers: dict | None = None, renew_on_401=None, **kwargs):
     """Send a call to the service with the bearer token; on a 401 renew the token and send once more.
 
     `renew_on_401(response) -> bool` narrows which 401s are blamed on the
     token (default: every 401), for endpoints that also check another secret.
     """
     token = token_get()
-    response = send(method, url, session=session_api(), retry=retry,
-                    headers={**(headers or {}), "Authorization": f"Bearer {token}"}, **kwargs)
+    response = send(
+        method,
+        url,
+        session=session_api(),
+        retry=retry,
+        headers={**(headers or {}), "Authorization": f"Bearer {token}"},
+        **kwargs,
+    )
     if response.status_code != 401 or (renew_on_401 is not None and not renew_on_401(response)):
         return response
     response.close()
     logger.info("%s %s -> 401: renewing the access token and sending once more", method, url)
     token_drop(token)
     token = token_get()
-    return send(method, url, session=session_api(), retry=retry,
-                headers={**(headers or {}), "Authorization": f"Bearer {token}"}, **kwargs)
+    return send(
+        method,
+        url,
+        session=session_api(),
+        retry=retry,
+        headers={**(headers or {}), "Authorization": f"Bearer {token}"},
+        **kwargs,
+    )

@@ -77,8 +77,10 @@ def test_worker_killed_mid_fulfilment_resumes_without_a_second_upload_or_patch(s
             product=seed.products["address-verification"], user=seed.users["lender.demo"], loan=seed.loans[2]
         )
         wait_for(
-            lambda: TrackerAttachment.objects.filter(tracker__transaction_id=txn.id, uploaded_at__isnull=False).exists()
-            and Tracker.objects.filter(transaction_id=txn.id, next_attempt_at__isnull=False).exists(),
+            lambda: (
+                TrackerAttachment.objects.filter(tracker__transaction_id=txn.id, uploaded_at__isnull=False).exists()
+                and Tracker.objects.filter(transaction_id=txn.id, next_attempt_at__isnull=False).exists()
+            ),
             timeout=90,
             message=lambda: f"upload done and PATCH retry scheduled; worker log:\n{log.read_text()[-3000:]}",
         )

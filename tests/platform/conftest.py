@@ -126,8 +126,11 @@ def fake_service(fake, settings):
     settings.SVC_RETRY_BACKOFF_MAX = 0.01
     settings.SVC_MAX_RETRIES = 3
     settings.SVC_TIMEOUT = (2.0, 5.0)
-    fake.route("POST", TOKEN_PATH, Reply(200, {"access_token": "fake-access-token-1", "token_type": "Bearer",
-                                              "expires_in": 3600}))
+    fake.route(
+        "POST",
+        TOKEN_PATH,
+        Reply(200, {"access_token": "fake-access-token-1", "token_type": "Bearer", "expires_in": 3600}),
+    )
     cache.clear()
     sessions_close()
     yield fake
@@ -182,8 +185,14 @@ def token_race_with_another_process(*, threads: int = 4) -> dict:
     }
     if not env["TEST_RUN_ID"]:
         env.pop("TEST_RUN_ID")
-    other = subprocess.Popen([sys.executable, "-c", TOKEN_SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             env=env, text=True, cwd=str(settings.BASE_DIR))
+    other = subprocess.Popen(
+        [sys.executable, "-c", TOKEN_SCRIPT],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
+        cwd=str(settings.BASE_DIR),
+    )
     try:
         assert other.stdout.readline().strip() == "ready"
         requested, got = [], []

@@ -25,14 +25,17 @@ DISCLOSURE = "disclosure-delivery"
 
 def new_transaction(sandbox, *, product=ADDRESS, user="lender.demo", loan=0, webhook=False):
     return sandbox_services.transaction_create(
-        product=sandbox.seed.products[product], user=sandbox.seed.users[user], loan=sandbox.seed.loans[loan],
+        product=sandbox.seed.products[product],
+        user=sandbox.seed.users[user],
+        loan=sandbox.seed.loans[loan],
         send_webhook=webhook,
     )
 
 
 def test_get_origin_with_the_partner_access_token(sandbox, service_calls):
-    origin = sandbox_services.origin_create(user=sandbox.seed.users["lender.demo"], loan=sandbox.seed.loans[0],
-                                            product=sandbox.seed.products[ADDRESS])
+    origin = sandbox_services.origin_create(
+        user=sandbox.seed.users["lender.demo"], loan=sandbox.seed.loans[0], product=sandbox.seed.products[ADDRESS]
+    )
     found = client.get_origin(origin.origin_id, origin.partner_access_token)
     assert found.id == origin.origin_id
     assert found.entity_id == urns.loan_urn("BE11223344", sandbox.seed.loans[0].guid)
@@ -46,8 +49,9 @@ def test_get_origin_with_the_partner_access_token(sandbox, service_calls):
 
 
 def test_get_origin_refused_with_a_wrong_or_expired_token(sandbox):
-    origin = sandbox_services.origin_create(user=sandbox.seed.users["lender.nocreds"], loan=sandbox.seed.loans[0],
-                                            product=sandbox.seed.products[ADDRESS])
+    origin = sandbox_services.origin_create(
+        user=sandbox.seed.users["lender.nocreds"], loan=sandbox.seed.loans[0], product=sandbox.seed.products[ADDRESS]
+    )
     assert client.get_origin(origin.origin_id, origin.partner_access_token).credentials == {}
     with pytest.raises(ServiceAuthenticationError):
         client.get_origin(origin.origin_id, "not-the-partner-access-token")
@@ -70,14 +74,20 @@ def test_get_transaction(sandbox):
 
 def test_response_slots_upload_and_processed_event(sandbox, tmp_path):
     created = new_transaction(sandbox)
-    answer = client.patch_response(created.id, {"status": "processing", "loanFormat": LOAN_FORMAT,
-                                                "partnerStatus": "Validating", "referenceNumber": "REF-1"})
+    answer = client.patch_response(
+        created.id,
+        {"status": "processing", "loanFormat": LOAN_FORMAT, "partnerStatus": "Validating", "referenceNumber": "REF-1"},
+    )
     assert isinstance(answer, dict)
 
-    slots = client.request_upload_slots(created.id, [{"name": "report.pdf", "mimeType": "application/pdf"},
-                                                     {"name": "data.json", "mimeType": "application/json"}])
-    assert [(s.name, s.mime_type) for s in slots] == [("report.pdf", "application/pdf"),
-                                                      ("data.json", "application/json")]
+    slots = client.request_upload_slots(
+        created.id,
+        [{"name": "report.pdf", "mimeType": "application/pdf"}, {"name": "data.json", "mimeType": "application/json"}],
+    )
+    assert [(s.name, s.mime_type) for s in slots] == [
+        ("report.pdf", "application/pdf"),
+        ("data.json", "application/json"),
+    ]
     pdf = tmp_path / "report.pdf"
     pdf.write_bytes(b"%PDF-1.4\n" + bytes(range(256)) * 400)
     with pdf.open("rb") as handle:
@@ -86,8 +96,9 @@ def test_response_slots_upload_and_processed_event(sandbox, tmp_path):
     stored = {slot.id: bytes(slot.content) for slot in UploadSlot.objects.filter(transaction_id=created.id)}
     assert stored == {slots[0].id: pdf.read_bytes(), slots[1].id: b'{"ok": true}'}
 
-    client.patch_response(created.id, {"status": "completed", "loanFormat": LOAN_FORMAT,
-                                       "resources": [s.resource() for s in slots]})
+    client.patch_response(
+        created.id, {"status": "completed", "loanFormat": LOAN_FORMAT, "resources": [s.resource() for s in slots]}
+    )
     assert webhook_deliveries_wait(20)
     notifications = [json.loads(s.body) for s in sandbox.receiver.requests_to("POST", "/v1/webhooks")]
     [notification] = [n for n in notifications if n["meta"]["resourceType"] == urns.event_resource_type()]
@@ -114,29 +125,50 @@ def test_rejected_responses_carry_the_sandbox_problems(sandbox):
         client.patch_response(created.id, {"status": "processing", "loanFormat": "application/json"})
     assert caught.value.status == 400 and caught.value.body["problems"]
     with pytest.raises(ServiceValidationError) as caught:
-        client.patch_response(created.id, {"status": "completed", "loanFormat": LOAN_FORMAT,
-                                           "resources": [{"id": "never-requested", "name": "x", "mimeType": "a/b"}]})
+        client.patch_response(
+            created.id,
+            {
+                "status": "completed",
+                "loanFormat": LOAN_FORMAT,
+                "resources": [{"id": "never-requested", "name": "x", "mimeType": "a/b"}],
+            },
+        )
     assert caught.value.status == 409
 
 
 def test_disclosure_status_update_through_the_response(sandbox):
     created = new_transaction(sandbox, product=DISCLOSURE)
-    client.patch_response(created.id, {
-        "status": "processing", "loanFormat": LOAN_FORMAT,
-        "result": {"format": DISCLOSURE_FORMAT, "action": DISCLOSURE_ACTION,
-                   "details": {"status": "active", "comments": "delivered"}},
-    })
+    client.patch_response(
+        created.id,
+        {
+            "status": "processing",
+            "loanFormat": LOAN_FORMAT,
+            "result": {
+                "format": DISCLOSURE_FORMAT,
+                "action": DISCLOSURE_ACTION,
+                "details": {"status": "active", "comments": "delivered"},
+            },
+        },
+    )
     with pytest.raises(ServiceValidationError):
-        client.patch_response(created.id, {
-            "status": "processing", "loanFormat": LOAN_FORMAT,
-            "result": {"format": DISCLOSURE_FORMAT, "action": DISCLOSURE_ACTION, "details": {"status": "closed"}},
-        })
+        client.patch_response(
+            created.id,
+            {
+                "status": "processing",
+                "loanFormat": LOAN_FORMAT,
+                "result": {"format": DISCLOSURE_FORMAT, "action": DISCLOSURE_ACTION, "details": {"status": "closed"}},
+            },
+        )
     elsewhere = new_transaction(sandbox, product=ADDRESS)  # no action entitlement: the sandbox answers 403
     with pytest.raises(ServiceAuthenticationError) as caught:
-        client.patch_response(elsewhere.id, {
-            "status": "processing", "loanFormat": LOAN_FORMAT,
-            "result": {"format": DISCLOSURE_FORMAT, "action": DISCLOSURE_ACTION, "details": {"status": "active"}},
-        })
+        client.patch_response(
+            elsewhere.id,
+            {
+                "status": "processing",
+                "loanFormat": LOAN_FORMAT,
+                "result": {"format": DISCLOSURE_FORMAT, "action": DISCLOSURE_ACTION, "details": {"status": "active"}},
+            },
+        )
     assert caught.value.status == 403 and "not_entitled" in caught.value.excerpt and not caught.value.transient
 
 

@@ -55,8 +55,11 @@ def test_status_maps_to_class(status, cls, transient):
 
 
 def test_validation_error_keeps_the_parsed_body_and_says_it_all():
-    error = error_from_response(response(400, b'{"message": "loanFormat is wrong", "field": "loanFormat"}'),
-                                method="PATCH", what="response delivery")
+    error = error_from_response(
+        response(400, b'{"message": "loanFormat is wrong", "field": "loanFormat"}'),
+        method="PATCH",
+        what="response delivery",
+    )
     assert error.body == {"message": "loanFormat is wrong", "field": "loanFormat"}
     text = str(error)
     assert "response delivery rejected" in text and "PATCH" in text and "HTTP 400" in text

@@ -53,7 +53,10 @@ def test_each_rule_is_reported(value, field):
 def test_every_violation_is_reported_at_once():
     bad = {"format": "x", "action": "y", "details": {"status": "done", "extra": 1}}
     assert fields(disclosure_result_violations(bad)) == [
-        "result.action", "result.details.extra", "result.details.status", "result.format",
+        "result.action",
+        "result.details.extra",
+        "result.details.status",
+        "result.format",
     ]
 
 
@@ -74,8 +77,7 @@ PRODUCT = {
 
 def test_action_entitlement_is_per_request_type_action_and_format():
     assert action_entitled(PRODUCT, request_type="NEW_REQUEST", action=DISCLOSURE_ACTION, fmt=DISCLOSURE_FORMAT)
-    assert not action_entitled(PRODUCT, request_type="ACCEPTED_ORDER", action=DISCLOSURE_ACTION,
-                               fmt=DISCLOSURE_FORMAT)
+    assert not action_entitled(PRODUCT, request_type="ACCEPTED_ORDER", action=DISCLOSURE_ACTION, fmt=DISCLOSURE_FORMAT)
     assert not action_entitled(PRODUCT, request_type="NEW_REQUEST", action="OTHER", fmt=DISCLOSURE_FORMAT)
     assert not action_entitled(PRODUCT, request_type="NEW_REQUEST", action=DISCLOSURE_ACTION, fmt="application/json")
     assert not action_entitled({}, request_type="NEW_REQUEST", action=DISCLOSURE_ACTION, fmt=DISCLOSURE_FORMAT)

@@ -167,8 +167,14 @@ def test_redirects_are_errors_and_not_followed(fake_service, status):
 
 # upload ----------------------------------------------------------------------------------------------------------
 def slot(fake, **kwargs):
-    return UploadSlot(id="r1", name="report.pdf", mime_type="application/pdf", location=f"{fake.url}/upload/r1",
-                      authorization=kwargs.get("authorization", "Upload one-time-auth-value"), raw={})
+    return UploadSlot(
+        id="r1",
+        name="report.pdf",
+        mime_type="application/pdf",
+        location=f"{fake.url}/upload/r1",
+        authorization=kwargs.get("authorization", "Upload one-time-auth-value"),
+        raw={},
+    )
 
 
 def test_upload_sends_exactly_the_slot_authorization_and_type_never_the_bearer(fake_service):

@@ -17,17 +17,21 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def transactions_create(sandbox, count):
     seed = sandbox.seed
     return [
-        sandbox_services.transaction_create(product=seed.products["address-verification"],
-                                            user=seed.users["lender.demo"], loan=seed.loans[i % len(seed.loans)],
-                                            send_webhook=False).id
+        sandbox_services.transaction_create(
+            product=seed.products["address-verification"],
+            user=seed.users["lender.demo"],
+            loan=seed.loans[i % len(seed.loans)],
+            send_webhook=False,
+        ).id
         for i in range(count)
     ]
 
 
 def raw_page(start, limit):
     """#7 without the client's own argument checks, to see what the service answers."""
-    response = authorized_send("GET", f"{settings.SVC_BASE_URL}/partner/v2/transactions", retry=True,
-                               params={"start": start, "limit": limit})
+    response = authorized_send(
+        "GET", f"{settings.SVC_BASE_URL}/partner/v2/transactions", retry=True, params={"start": start, "limit": limit}
+    )
     return response_json(response, method="GET", what="transaction listing"), response.headers["X-Total-Count"]
 
 

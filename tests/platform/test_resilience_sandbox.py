@@ -15,8 +15,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def new_transaction(sandbox):
     seed = sandbox.seed
-    return sandbox_services.transaction_create(product=seed.products["address-verification"],
-                                               user=seed.users["lender.demo"], loan=seed.loans[0], send_webhook=False)
+    return sandbox_services.transaction_create(
+        product=seed.products["address-verification"],
+        user=seed.users["lender.demo"],
+        loan=seed.loans[0],
+        send_webhook=False,
+    )
 
 
 def calls_to(calls, suffix, method="GET"):
@@ -101,8 +105,9 @@ def test_product_merge_patch_is_retried(sandbox, service_calls):
 
 def test_an_expired_origin_does_not_cost_a_token_request(sandbox, token_requests, service_calls):
     seed = sandbox.seed
-    origin = sandbox_services.origin_create(user=seed.users["lender.demo"], loan=seed.loans[0],
-                                            product=seed.products["address-verification"])
+    origin = sandbox_services.origin_create(
+        user=seed.users["lender.demo"], loan=seed.loans[0], product=seed.products["address-verification"]
+    )
     client.get_origin(origin.origin_id, origin.partner_access_token)
     sandbox_services.origin_expire(origin=origin)
     with pytest.raises(ServiceAuthenticationError):

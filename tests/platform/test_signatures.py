@@ -39,8 +39,16 @@ def test_empty_secrets_never_verify():
 
 @pytest.mark.parametrize(
     "signature",
-    [None, "", "   ", "not base64!!", "@@@@", base64.b64encode(b"short").decode(),
-     base64.b64encode(b"x" * 33).decode(), base64.b64encode(b"x" * 64).decode()],
+    [
+        None,
+        "",
+        "   ",
+        "not base64!!",
+        "@@@@",
+        base64.b64encode(b"short").decode(),
+        base64.b64encode(b"x" * 33).decode(),
+        base64.b64encode(b"x" * 64).decode(),
+    ],
     ids=["none", "empty", "blank", "bad-base64", "bad-chars", "too-short", "too-long", "sha512-length"],
 )
 def test_malformed_signatures_are_refused(signature):

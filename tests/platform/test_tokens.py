@@ -91,7 +91,9 @@ def test_a_401_renews_the_token_and_retries_once(fake_service):
     client.get_transaction("t1")
     client.get_transaction("t1")
     assert [s.headers["Authorization"] for s in fake_service.requests_to("GET", TX)] == [
-        "Bearer stale-token-abc", "Bearer stale-token-abc", "Bearer fresh-token-abc",
+        "Bearer stale-token-abc",
+        "Bearer stale-token-abc",
+        "Bearer fresh-token-abc",
     ]
     assert cache.get(tokens._key("access"))["access_token"] == "fresh-token-abc"
 
@@ -153,8 +155,9 @@ def test_origin_401_renews_only_when_the_bearer_scheme_is_named(fake_service):
     with pytest.raises(ServiceAuthenticationError):
         client.get_origin("o1", "partner-access-token-1")
     assert len(fake_service.requests_to("GET", path)) == 1
-    fake_service.route("GET", path, Reply(401, {}, {"WWW-Authenticate": 'Bearer error="invalid_token"'}),
-                       Reply(200, {"id": "o1"}))
+    fake_service.route(
+        "GET", path, Reply(401, {}, {"WWW-Authenticate": 'Bearer error="invalid_token"'}), Reply(200, {"id": "o1"})
+    )
     assert client.get_origin("o1", "partner-access-token-1").id == "o1"
     assert len(fake_service.requests_to("POST", TOKEN_PATH)) == 2
     assert {s.headers["X-Svc-PAT"] for s in fake_service.requests_to("GET", path)} == {"partner-access-token-1"}
