@@ -186,6 +186,8 @@ def _attempt(delivery_id: int) -> None:
             timer = threading.Timer(_backoff(number), lambda: _executor().submit(_attempt, delivery_id))
             timer.daemon = True
             timer.start()
+    except WebhookDelivery.DoesNotExist:
+        final = True  # deleted meanwhile (a test database flushed between retries): nothing to send
     except Exception:
         final = True
         logger.exception("sandbox: webhook delivery %s broke", delivery_id)
