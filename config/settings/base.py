@@ -191,6 +191,11 @@ if not FIELD_ENCRYPTION_KEYS:
 # THE SERVICE (the platform we integrate with)
 # ------------------------------------------------------------------------------
 SANDBOX_ENABLED = _read("SANDBOX_ENABLED", env.bool, default=DEBUG)
+# The sandbox's own knobs (see partner/sandbox/__init__.py): access token lifetime,
+# webhook sender threads and attempts.
+SANDBOX_TOKEN_LIFETIME = env.int("SANDBOX_TOKEN_LIFETIME", default=3600)
+SANDBOX_WEBHOOK_WORKERS = env.int("SANDBOX_WEBHOOK_WORKERS", default=8)
+SANDBOX_WEBHOOK_MAX_ATTEMPTS = env.int("SANDBOX_WEBHOOK_MAX_ATTEMPTS", default=6)
 SVC_BASE_URL = env.str("SVC_BASE_URL", default=f"{PUBLIC_BASE_URL}/sandbox").rstrip("/")
 SVC_TOKEN_URL = env.str("SVC_TOKEN_URL", default=f"{SVC_BASE_URL}/oauth2/v1/token")
 SVC_CLIENT_ID = env.str("SVC_CLIENT_ID", default="sandbox-partner-client")
