@@ -11,6 +11,7 @@ enqueued once on the broker.
 """
 
 import json
+import os
 import subprocess
 import tempfile
 import time
@@ -130,11 +131,19 @@ def phases_run(
     tag: str,
     warmup: int = 1000,
     check_queue: bool = False,
+    phases=("closed_loop", "fixed_rate", "half_capacity"),
 ) -> dict:
     """Warm up, then the closed-loop phase and the fixed-rate phase against one server."""
     load_run(process.port, notifications_build(warmup, tag=f"{tag}-warm"), concurrency=concurrency)
-    phases = {}
-    for phase, phase_rate, count in (("closed_loop", 0.0, requests), ("fixed_rate", rate, int(rate * 10))):
+    results = {}
+    for phase in phases:
+        if phase == "closed_loop":
+            phase_rate, count = 0.0, requests
+        elif phase == "fixed_rate":
+            phase_rate, count = rate, int(rate * 10)
+        else:  # half of what the closed loop sustained: the latency of a server that keeps up
+            phase_rate = max(10.0, round(results["closed_loop"]["accepted_per_s"] / 2))
+            count = int(phase_rate * 10)
         if check_queue:
             stack.redis_flush()
         items = notifications_build(count, tag=f"{tag}-{phase}")
@@ -144,14 +153,17 @@ def phases_run(
         )
         summary = summarize(result)
         summary["server_cpu_s"] = round(server_cpu(process) - cpu_before, 2)
+        summary["server_cpu_ms_per_request"] = round(summary["server_cpu_s"] * 1000 / max(1, count), 2)
         summary["rate_asked"] = phase_rate or None
+        # Other work on the machine skews every figure: keep the load next to them.
+        summary["loadavg_1m_after"] = round(os.getloadavg()[0], 2)
         summary["stored"] = stored_check(database, table, items, result)
         if check_queue:
             time.sleep(0.5)  # on_commit enqueues finish with their requests; leave a margin anyway
             summary["queue_length"] = stack.queue_length()
             summary["queue_matches_accepted"] = summary["queue_length"] == summary["stored"]["accepted"]
-        phases[phase] = summary
-    return phases
+        results[phase] = summary
+    return results
 
 
 def intake_bench(*, database: str, workers: int, threads: int, requests: int, concurrency: int, rate: float) -> dict:

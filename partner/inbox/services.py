@@ -10,6 +10,7 @@ once the row is committed. If the broker is down the row stays `received` and
 for its resource and event type, and records the outcome.
 """
 
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -89,6 +90,19 @@ def notification_handled(resource_type: str, event_type: str) -> bool:
     }
 
 
+def _single_insert():
+    """The transaction around the one INSERT of a notification.
+
+    In autocommit mode (a request: the view is non-atomic) a single INSERT is
+    atomic and committed when it returns, so no BEGIN/COMMIT round trips are
+    spent on it (the profile of the intake showed them). Inside a caller's
+    transaction a savepoint keeps a duplicate key from spoiling that transaction.
+    """
+    if transaction.get_connection().in_atomic_block:
+        return transaction.atomic()
+    return contextlib.nullcontext()
+
+
 def webhook_receive(*, body: bytes, signature: str | None, headers, remote_addr: str | None) -> Receipt:
     if not signature_verify(body, signature, signing_secrets()):
         # A product secret changed in the last seconds? Read them again once before refusing.
@@ -102,7 +116,7 @@ def webhook_receive(*, body: bytes, signature: str | None, headers, remote_addr:
 
     handled = notification_handled(parsed.resource_type, parsed.event_type)
     try:
-        with transaction.atomic():
+        with _single_insert():
             notification = Notification.objects.create(
                 dedupe_key=parsed.dedupe_key,
                 event_id=parsed.event_id,
