@@ -6,7 +6,7 @@ any request-wide transaction, so what was stored stays stored.
 """
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import BaseParser
 from rest_framework.response import Response
@@ -58,21 +58,30 @@ def _read_body(request) -> bytes | None:
     return None if len(body) > settings.WEBHOOK_MAX_BYTES else body
 
 
-@extend_schema(
-    operation_id="webhook_receive",
-    request=NotificationSerializer,
-    responses={
-        202: OpenApiResponse(description="Accepted (also a duplicate delivery or an event we ignore)"),
-        400: MessageSerializer,
-        401: MessageSerializer,
-        413: MessageSerializer,
-    },
-)
 class WebhookReceiveApi(APIView):
     authentication_classes = []
     permission_classes = []
     parser_classes = [RawBodyParser]
 
+    # On the method, not the class: an operation_id on an APIView class breaks the schema (drf-spectacular).
+    @extend_schema(
+        operation_id="webhook_receive",
+        request=NotificationSerializer,
+        parameters=[
+            OpenApiParameter(
+                name=settings.SVC_SIGNATURE_HEADER,
+                location=OpenApiParameter.HEADER,
+                required=True,
+                description="Base64 of HMAC-SHA256 over the raw body with the product's signing secret.",
+            )
+        ],
+        responses={
+            202: OpenApiResponse(description="Accepted (also a duplicate delivery or an event we ignore)"),
+            400: MessageSerializer,
+            401: MessageSerializer,
+            413: MessageSerializer,
+        },
+    )
     def post(self, request):
         body = _read_body(request._request)
         if body is None:
