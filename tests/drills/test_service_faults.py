@@ -1,0 +1,109 @@
+"""Fault drill: the sandbox answers 429, 5xx and slowly, and the access token expires mid-run.
+
+Several orders go through the whole pipeline (real HTTP, a real worker)
+while the sandbox misbehaves. Every order must complete with exactly one
+upload and one PATCH landed; the drill prints what it injected and counted.
+"""
+
+import time
+
+import pytest
+
+from partner.fulfillment.models import Tracker, TrackerStatus
+from partner.platform.tokens import early_renewal
+from partner.sandbox import services as sandbox
+from partner.sandbox.models import AccessToken, FaultRule, Response, UploadSlot
+from tests.conftest import wait_for
+from tests.drills.conftest import order
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
+
+
+def all_completed(ids, timeout=120):
+    def state():
+        return sorted(Tracker.objects.filter(transaction_id__in=ids).values_list("status", "last_error"))
+
+    wait_for(
+        lambda: (
+            Tracker.objects.filter(transaction_id__in=ids, status=TrackerStatus.REQUEST_COMPLETED).count() == len(ids)
+        ),
+        timeout=timeout,
+        message=lambda: f"every order completed (now {state()})",
+    )
+
+
+def once_each(ids) -> None:
+    for txn in ids:
+        assert Response.objects.get(transaction_id=txn).patch_count == 1
+        assert UploadSlot.objects.filter(transaction_id=txn).count() == 1
+        assert UploadSlot.objects.filter(transaction_id=txn, uploaded_at__isnull=False).count() == 1
+
+
+def test_429_5xx_slow_answers_and_a_timeout_still_complete_every_order_once(
+    counted, demo, celery_worker_live, settings
+):
+    settings.SVC_TIMEOUT = (5.0, 1.0)  # a read timeout the slow answer below exceeds
+    rules = [
+        sandbox.fault_set(endpoint="transaction", status=429, count=3, retry_after=1),
+        sandbox.fault_set(endpoint="resources", status=503, count=2),
+        sandbox.fault_set(endpoint="response", status=502, count=2),
+        sandbox.fault_set(endpoint="upload", latency=0.3, count=3),  # slow, within the timeout
+        sandbox.fault_set(endpoint="event", latency=1.5, count=1),  # slower than the read timeout
+    ]
+    ids = order(demo, 5)
+    all_completed(ids)
+    once_each(ids)
+
+    left = {rule.pk: FaultRule.objects.get(pk=rule.pk).remaining for rule in rules}
+    calls = {str(status): count for (kind, status), count in counted.items() if kind == "call"}
+    print(f"\nservice faults drill: {len(ids)} orders completed, one PATCH and one upload each")
+    print(f"  injected: {[(r.endpoint, r.status, r.latency, r.remaining) for r in rules]}; left unused: {left}")
+    print(f"  service calls by answer: {calls}; token requests: {counted[('token', 200)]}")
+    assert all(value == 0 for value in left.values())  # every fault was really hit
+    assert counted[("call", 429)] == 3 and counted[("call", 503)] == 2 and counted[("call", 502)] == 2
+    assert counted[("call", None)] == 1  # the timeout: no answer, then a retry
+    assert counted[("token", 200)] == 1  # one token for all of it
+
+
+def test_access_token_expiring_mid_run_costs_one_token_request_per_expiry(counted, demo, celery_worker_live, settings):
+    settings.SANDBOX_TOKEN_LIFETIME = 3600
+    first = order(demo, 3)
+    all_completed(first)
+    tokens_before = counted[("token", 200)]
+
+    # The service ends every token early (as after a key rotation): the next call gets a 401.
+    revoked = sandbox.token_revoke_all()
+    second = order(demo, 3)
+    all_completed(second)
+    after_revoke = counted[("token", 200)] - tokens_before
+
+    # Then a short lifetime: tokens expire by themselves while orders keep coming.
+    lifetime = 5
+    settings.SANDBOX_TOKEN_LIFETIME = lifetime
+    sandbox.token_revoke_all()
+    third = order(demo, 2)
+    all_completed(third)
+    before_pause = counted[("token", 200)]
+    time.sleep(lifetime + 0.5)  # the cached token is past its lifetime now
+    started = time.monotonic()
+    fourth = order(demo, 2)
+    all_completed(fourth)
+    duration = time.monotonic() - started
+    after_expiry = counted[("token", 200)] - before_pause
+    # A token is renewed a tenth of its life early: one request per (lifetime - lifetime/10) of the batch.
+    lifetimes_spanned = 1 + int(duration / (lifetime - early_renewal(lifetime)))
+
+    once_each(first + second + third + fourth)
+    print(f"\ntoken drill: {len(first + second + third + fourth)} orders completed, one PATCH and one upload each")
+    print(
+        f"  tokens revoked mid-run: {revoked}; token requests: before {tokens_before}, after the revocation "
+        f"{after_revoke}, after a natural expiry {after_expiry}; 401 answers: {counted[('call', 401)]}"
+    )
+    print(
+        f"  sandbox tokens issued in all: {AccessToken.objects.count()}; last batch {duration:.1f}s with a "
+        f"{lifetime}s lifetime: {after_expiry} token request(s) for {lifetimes_spanned} lifetime(s)"
+    )
+    assert tokens_before == 1  # one token for the first orders
+    assert after_revoke == 1  # one renewal after the 401, not one per worker thread or call
+    assert counted[("call", 401)] >= 1
+    assert 1 <= after_expiry <= lifetimes_spanned  # renewed once per lifetime, not per call or worker
