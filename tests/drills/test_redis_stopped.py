@@ -1,0 +1,137 @@
+"""Fault drill: Redis (the broker) stopped during intake, then started again.
+
+The drill runs its own redis-server on a free port (never the shared one),
+with an append-only file as a production Redis would have. Orders arrive
+while it runs, while it is stopped, and the pipeline resumes after it is
+back: every notification answered 202 is stored, and every order is
+fulfilled in the end (the sweeper enqueues what the broker refused).
+"""
+
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from partner.fulfillment.models import Tracker, TrackerStatus
+from partner.inbox.models import Notification, NotificationState
+from partner.inbox.services import notifications_sweep
+from partner.sandbox.models import WebhookDelivery
+from partner.sandbox.webhooks import webhook_deliveries_wait
+from tests.conftest import broker_point, port_answers, wait_for
+from tests.drills.conftest import order
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.worker,
+    pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed"),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class OwnRedis:
+    def __init__(self, folder, port):
+        self.folder, self.port, self.process = folder, port, None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(self.folder),
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+                "--daemonize",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for(lambda: port_answers(self.port), timeout=20, message=f"redis-server on {self.port}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(timeout=20)
+
+
+def broker_use(url) -> None:
+    from config.celery import app
+
+    app.conf.broker_read_url = url  # the worker consumes here; publishing follows broker_write_url
+    broker_point(url)
+
+
+@pytest.fixture
+def own_redis(tmp_path, settings):
+    from config.celery import app
+
+    redis = OwnRedis(tmp_path, free_port())
+    redis.start()
+    broker_use(redis.url)
+    yield redis
+    redis.stop()
+    app.conf.broker_read_url = None
+    broker_point(settings.CELERY_BROKER_URL)
+
+
+def test_every_order_accepted_while_redis_was_stopped_is_fulfilled_after_it_returns(demo, own_redis, settings):
+    from celery.contrib.testing.worker import start_worker
+
+    from config.celery import app
+
+    before = order(demo, 3)  # Redis up, no worker yet: the messages wait in Redis
+    assert webhook_deliveries_wait(timeout=30)
+
+    own_redis.stop()
+    during = order(demo, 3)  # Redis down: stored, answered 202, left for the sweeper
+    assert webhook_deliveries_wait(timeout=60)
+    delivered = WebhookDelivery.objects.filter(resource_id__in=during, status=WebhookDelivery.Status.DELIVERED)
+    assert delivered.count() == len(during)  # every one answered 2xx at the first attempt or a retry
+    assert set(delivered.values_list("last_status_code", flat=True)) == {202}
+    left = Notification.objects.filter(resource_id__in=during, state=NotificationState.RECEIVED).count()
+    assert left == len(during)
+
+    own_redis.start()
+    broker_use(own_redis.url)  # drop the connections to the stopped server
+    time.sleep(5.5)  # the sweeper leaves a just-received row to its request for 5 s
+    swept = notifications_sweep()
+    with start_worker(
+        app, pool="threads", concurrency=4, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30
+    ):
+        ids = before + during
+        wait_for(
+            lambda: (
+                Tracker.objects.filter(transaction_id__in=ids, status=TrackerStatus.REQUEST_COMPLETED).count()
+                == len(ids)
+            ),
+            timeout=120,
+            message=lambda: f"every order completed (now {list(Tracker.objects.values_list('status', flat=True))})",
+        )
+    stored = Notification.objects.filter(resource_id__in=before + during).count()
+    print(
+        f"\nredis drill: {len(before)} orders before the stop (kept in Redis's append-only file), "
+        f"{len(during)} while stopped: {delivered.count()} answered 202, {left} stored as 'received'; "
+        f"sweeper re-enqueued {swept}; {stored} notifications stored once each; all {len(ids)} completed"
+    )
+    assert swept == len(during)
+    assert stored == len(ids)
