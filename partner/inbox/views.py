@@ -5,7 +5,10 @@ accepted notification is stored before the 202 goes out. The view is outside
 any request-wide transaction, so what was stored stays stored.
 """
 
+import logging
+
 from django.conf import settings
+from django.db import DatabaseError
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import BaseParser
@@ -13,6 +16,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from partner.inbox.services import WebhookNotANotification, WebhookSignatureInvalid, webhook_receive
+
+logger = logging.getLogger(__name__)
 
 
 class RawBodyParser(BaseParser):
@@ -80,6 +85,7 @@ class WebhookReceiveApi(APIView):
             400: MessageSerializer,
             401: MessageSerializer,
             413: MessageSerializer,
+            503: MessageSerializer,
         },
     )
     def post(self, request):
@@ -97,4 +103,13 @@ class WebhookReceiveApi(APIView):
             return Response({"message": "Invalid or missing signature"}, status=status.HTTP_401_UNAUTHORIZED)
         except WebhookNotANotification as exc:
             return Response({"message": f"Not a webhook notification: {exc}"}, status=status.HTTP_400_BAD_REQUEST)
+        except DatabaseError as exc:
+            # The database is away (restart, failover): nothing was stored, so say "retry later"
+            # (the service redelivers on any non-2xx) rather than an unhandled 500.
+            logger.warning("webhook not stored, database unavailable (%s)", type(exc).__name__)
+            return Response(
+                {"message": "Temporarily unavailable, retry later"},
+                status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                headers={"Retry-After": "5"},
+            )
         return Response(status=status.HTTP_202_ACCEPTED, headers={"X-Notification-Id": str(receipt.notification_id)})
