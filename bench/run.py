@@ -80,7 +80,17 @@ def main(argv=None) -> int:
     parser.add_argument("--web-workers", type=int, default=int(os.environ.get("BENCH_WEB_WORKERS", 4)))
     parser.add_argument("--web-threads", type=int, default=int(os.environ.get("BENCH_WEB_THREADS", 1)))
     parser.add_argument("--transactions", type=int, default=200, help="end to end: transactions per run")
+    parser.add_argument(
+        "--what-if-cheap-credentials",
+        action="store_true",
+        help="end to end with a cheap password hasher: what the pipeline does once the credential check "
+        "no longer costs a PBKDF2 hash per transaction (written as end_to_end_what_if.json)",
+    )
     args = parser.parse_args(argv)
+    suffix = ""
+    if args.what_if_cheap_credentials:
+        os.environ["BENCH_CHEAP_PASSWORD_HASH"] = "1"
+        suffix = "_what_if"
     only = {item.strip() for item in args.only.split(",") if item.strip()}
 
     try:
@@ -130,13 +140,17 @@ def main(argv=None) -> int:
         from bench.end_to_end import end_to_end_bench
 
         e2e = end_to_end_bench(database=database, transactions=args.transactions)
+        e2e["what_if_cheap_credentials"] = args.what_if_cheap_credentials
         results["end_to_end"] = e2e
-        write("end_to_end", e2e)
-        show("\n== end to end: sandbox -> webhook -> worker -> sandbox", e2e)
+        write("end_to_end" + suffix, e2e)
+        show(
+            "\n== end to end: sandbox -> webhook -> worker -> sandbox" + (" (WHAT-IF: cheap hash)" if suffix else ""),
+            e2e,
+        )
 
     print("\n== against the targets")
     results["verdicts"] = verdicts(results)
-    path = write("summary", results)
+    path = write("summary" + suffix, results)
     print(f"\nresults written to {path.parent}/")
     return 0
 
