@@ -26,3 +26,15 @@ def _task_log_id_clear(**kwargs):
     from partner.core.logging import request_id_var
 
     request_id_var.set("-")
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _task_connections_tidied(**kwargs):
+    """What Django does around a request: close connections that are too old or broken.
+
+    Celery's own fix-up would close them all around every task (see CELERY_DB_REUSE_MAX).
+    """
+    from django.db import close_old_connections
+
+    close_old_connections()

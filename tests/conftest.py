@@ -39,11 +39,46 @@ def service(live_server, settings):
     cache.clear()
     yield SimpleNamespace(url=base, base_url=settings.SVC_BASE_URL, token_url=settings.SVC_TOKEN_URL)
     cache.clear()
-    # Kept-alive connections hold a live-server thread (and its database connection) open,
-    # which would stop PostgreSQL from dropping the test database at the end.
+
+
+@pytest.fixture(autouse=True)
+def _kept_alive_connections_closed():
+    """After each test, close our client's and the sandbox sender's kept-alive connections.
+
+    Each holds a live-server thread, and with it a database connection, open; PostgreSQL
+    would then refuse to drop the test database at the end of the run.
+    """
+    yield
     from partner.platform.http import sessions_close
+    from partner.sandbox import webhooks
 
     sessions_close()
+    webhooks.sessions_close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _test_database_released(django_db_setup, django_db_blocker):
+    """Before the test database is dropped, end the sessions that threads of the run left open
+    (live-server and embedded-worker threads): PostgreSQL refuses to drop a database in use."""
+    yield
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+
+
+@pytest.fixture(autouse=True)
+def _runtime_secrets_forgotten():
+    """A value one test registered as secret (a fuzzed token, say) must not mask another test's text."""
+    yield
+    from partner.core.logging import secrets_registered_clear
+
+    secrets_registered_clear()
 
 
 @pytest.fixture
@@ -54,14 +89,25 @@ def celery_worker_live(service):
     server uses. Messages left by an earlier run are purged first.
     """
     from celery.contrib.testing.worker import start_worker
+    from celery.signals import task_postrun
+    from django.db import connections
 
     from config.celery import app
 
+    def close_thread_connections(**kwargs):
+        # A worker thread's connection would outlive the test and keep PostgreSQL from
+        # dropping the test database at the end of the run.
+        connections.close_all()
+
+    task_postrun.connect(close_thread_connections, weak=False)
     app.control.purge()
-    with start_worker(
-        app, pool="threads", concurrency=4, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30
-    ) as worker:
-        yield worker
+    try:
+        with start_worker(
+            app, pool="threads", concurrency=4, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30
+        ) as worker:
+            yield worker
+    finally:
+        task_postrun.disconnect(close_thread_connections)
 
 
 def wait_for(predicate, *, timeout=60.0, interval=0.2, message="condition"):
@@ -115,14 +161,3 @@ def broker_down(settings):
     restore = lambda: broker_point(settings.CELERY_BROKER_URL)  # noqa: E731
     yield restore
     restore()
-
-
-def pytest_sessionfinish(session, exitstatus):
-    """Remove this run's folder (broker files, cache) unless a worker process still needs it."""
-    import shutil
-
-    from django.conf import settings
-
-    run_dir = getattr(settings, "RUN_DIR", None)
-    if run_dir is not None and not hasattr(session.config, "workerinput"):
-        shutil.rmtree(run_dir, ignore_errors=True)

@@ -268,6 +268,11 @@ CELERY_TASK_RETRY_BACKOFF = 2  # seconds, doubled per attempt
 CELERY_TASK_RETRY_BACKOFF_MAX = 300  # never wait longer than this between attempts
 CELERY_TASK_RETRY_JITTER = True  # spread retries so that workers do not stampede the service
 # Our logging configuration stays in charge of the root logger.
+# Celery's Django fix-up closes every database connection before and after each task unless
+# this is set: a new PostgreSQL connection (and backend process) per task. With it, a task's
+# connections live like a request's: closed when older than DATABASE_CONN_MAX_AGE or unusable
+# (config/celery.py), and by the fix-up after this many tasks.
+CELERY_DB_REUSE_MAX = 1000
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_WORKER_SEND_TASK_EVENTS = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
@@ -321,6 +326,9 @@ LOGGING = {
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
+        # runserver's request lines hold query strings (the origin page's partner access
+        # token): through our handler and its filter, not Django's default one.
+        "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "django.db.backends": {"level": "WARNING"},
         "urllib3": {"level": "WARNING"},
     },

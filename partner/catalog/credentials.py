@@ -21,7 +21,9 @@ import re
 from dataclasses import dataclass, field
 
 from django.contrib.auth.hashers import make_password
+from django.core.cache import cache
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 
 from partner.core.logging import secret_register
 
@@ -135,7 +137,7 @@ def credentials_check(*, product: Product, credentials: dict | None) -> Credenti
         if account is None:
             _dummy_check(password)
             return _refused(product, "unknown_account", username_def, password_def)
-        if password_def is not None and not account.check_password(password):
+        if password_def is not None and not _password_accepted(account, password):
             return _refused(product, "wrong_password", username_def, password_def)
         if not account.active:
             return CredentialCheck(
@@ -163,6 +165,26 @@ def credentials_check(*, product: Product, credentials: dict | None) -> Credenti
     if account is not None:
         PartnerAccount.objects.filter(pk=account.pk).update(last_checked_at=timezone.now())
     return CredentialCheck(True, account, "The credentials are valid.")
+
+
+# The slow password hash is the dearest step of the check, and the same lender's values
+# come back with every order and every page poll. A password accepted is remembered
+# briefly under a keyed hash of the account, its stored hash and the password (never the
+# value itself): a changed password misses at once, a refusal is never remembered, and
+# the disabled-account and company checks above and below still run every time.
+PASSWORD_ACCEPTED_SECONDS = 120
+
+
+def _password_accepted(account: PartnerAccount, password: str) -> bool:
+    payload = f"{account.pk}\x00{account.password}\x00{password}"
+    digest = salted_hmac("partner.catalog.password", payload, algorithm="sha256").hexdigest()
+    key = f"catalog:password-accepted:{digest}"
+    if cache.get(key):
+        return True
+    if not account.check_password(password):
+        return False
+    cache.set(key, True, PASSWORD_ACCEPTED_SECONDS)
+    return True
 
 
 def _refused(product, code, username_def, password_def) -> CredentialCheck:

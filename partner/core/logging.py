@@ -46,6 +46,12 @@ def secret_register(value):
             _registered.popitem(last=False)
 
 
+def secrets_registered_clear():
+    """Forget the secrets registered at run time (tests: one test's values must not mask the next's text)."""
+    with _registered_lock:
+        _registered.clear()
+
+
 def _configured_secrets():
     from django.conf import settings
 

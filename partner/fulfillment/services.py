@@ -23,7 +23,8 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import DateTimeField, F, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from partner.catalog.credentials import credentials_check
@@ -218,7 +219,9 @@ def _slots_request(tracker: Tracker, attachments: list[TrackerAttachment]) -> No
             attachment.upload_authorization = slot.authorization or ""
             attachment.save(update_fields=["resource_id", "upload_location", "upload_authorization"])
         tracker.slots_requested_at = timezone.now()
-        tracker.save(update_fields=["slots_requested_at", "updated_at"])
+        # Known from here on: the processed callback may complete the tracker before the PATCH returns.
+        tracker.resource_id = attachments[0].resource_id if attachments else ""
+        tracker.save(update_fields=["slots_requested_at", "resource_id", "updated_at"])
         step_record(tracker, "slots_requested", ", ".join(a.resource_id for a in attachments))
 
 
@@ -247,11 +250,19 @@ def _deliver(tracker: Tracker, attachments: list[TrackerAttachment]) -> None:
     client.patch_response(tracker.transaction_id, response_payload(tracker, attachments))
     now = timezone.now()
     resource_id = attachments[0].resource_id if attachments else ""
-    # The processed callback may have completed the tracker already: never move it back.
-    Tracker.objects.filter(pk=tracker.pk).update(delivered_at=now, resource_id=resource_id, updated_at=now)
+    # The processed callback may have completed the tracker already (and set delivered_at):
+    # never move it back.
+    Tracker.objects.filter(pk=tracker.pk).update(
+        delivered_at=_first_time("delivered_at", now), resource_id=resource_id, updated_at=now
+    )
     Tracker.objects.filter(pk=tracker.pk, status__in=ACTIVE_STATUSES).update(status=TrackerStatus.RESPONSE_DELIVERED)
     step_record(tracker, "delivered", f"{len(attachments)} resource(s)")
     logger.info("transaction %s: response delivered", tracker.transaction_id)
+
+
+def _first_time(field: str, now):
+    """An update expression that keeps an earlier time in `field` and sets `now` otherwise."""
+    return Coalesce(F(field), Value(now, output_field=DateTimeField()))
 
 
 def tracker_fail(*, tracker: Tracker, code: str, reason: str, tell_lender: bool = False) -> None:
@@ -288,7 +299,15 @@ def tracker_complete(*, transaction_id: str, event_id: str) -> Tracker | None:
     done = (
         Tracker.objects.filter(transaction_id=transaction_id)
         .exclude(status=TrackerStatus.FAILED)
-        .update(status=TrackerStatus.REQUEST_COMPLETED, completed_at=now, event_id=event_id, updated_at=now)
+        .update(
+            status=TrackerStatus.REQUEST_COMPLETED,
+            completed_at=now,
+            # The service processed our response, so it was delivered, even if the worker
+            # that sent the PATCH has not recorded it yet.
+            delivered_at=_first_time("delivered_at", now),
+            event_id=event_id,
+            updated_at=now,
+        )
     )
     tracker = Tracker.objects.filter(transaction_id=transaction_id).first()
     if done and tracker is not None:

@@ -68,7 +68,10 @@ def notification_parse(body: bytes) -> ParsedNotification:
         raise NotANotification("meta is required and must be an object")
 
     raw_time = _text(data.get("eventTime"), "eventTime", limit=64)
-    event_time = parse_datetime(raw_time)
+    try:
+        event_time = parse_datetime(raw_time)
+    except ValueError:  # well formed but not a date, such as month 13
+        event_time = None
     if event_time is None:
         raise NotANotification("eventTime must be an ISO 8601 timestamp")
 

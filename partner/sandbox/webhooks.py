@@ -51,13 +51,26 @@ def _executor() -> ThreadPoolExecutor:
         return _pool[1]
 
 
+_sessions: list[requests.Session] = []
+_sessions_lock = threading.Lock()
+
+
 def _session() -> requests.Session:
     session = getattr(_local, "session", None)
     if session is None:
         session = requests.Session()
         session.trust_env = False  # no proxy or netrc from the environment
         _local.session = session
+        with _sessions_lock:
+            _sessions.append(session)
     return session
+
+
+def sessions_close() -> None:
+    """Close the sender threads' kept-alive connections (tests: each holds a server thread open)."""
+    with _sessions_lock:
+        for session in _sessions:
+            session.close()
 
 
 def subscription_url(product: Product, resource_type: str, event_type: str = WEBHOOK_EVENT_CREATED) -> str | None:

@@ -8,11 +8,8 @@ Every UI endpoint that shows lender data goes through it, so only the lender
 in the host, holding a live origin, can read anything.
 """
 
-import json
+import re
 from dataclasses import dataclass, field
-
-from django.core.cache import cache
-from django.utils.crypto import salted_hmac
 
 from partner.catalog.credentials import credentials_check
 from partner.catalog.errors import ProductNotFound, ProductSyncError
@@ -27,6 +24,10 @@ LOAN_NOT_FOUND = "loan object was not found"
 # Statuses of endpoint #1 that mean "this origin id / token is no longer good":
 # the page renews the origin through the host and asks again.
 _ORIGIN_GONE = {401, 403, 404, 410}
+
+
+_TOKEN_SHAPE = re.compile(r"[\x21-\x7e]{1,4096}")
+_MAX_ID_LENGTH = 200
 
 
 class OriginProblem(Exception):
@@ -115,6 +116,9 @@ def origin_context_get(*, origin_id: str, partner_access_token: str) -> OriginCo
     """Read and check the origin; raise OriginProblem with the proxy's answer when it cannot be shown."""
     if not origin_id or not partner_access_token:
         raise OriginProblem(400, _errors("origin_missing", "An origin id and partner access token are required."))
+    if not _TOKEN_SHAPE.fullmatch(partner_access_token) or len(origin_id) > _MAX_ID_LENGTH:
+        # The token travels on as an HTTP header: only visible ASCII can be one.
+        raise OriginProblem(400, _errors("origin_malformed", "The origin id or partner access token is malformed."))
     try:
         origin = platform.get_origin(origin_id, partner_access_token)
     except ServiceError as exc:
@@ -137,7 +141,7 @@ def origin_context_get(*, origin_id: str, partner_access_token: str) -> OriginCo
     except (ServiceError, ProductSyncError) as exc:
         raise OriginProblem(502, _service_error_body(exc)) from exc
 
-    check = _credentials_checked(product=product, credentials=origin.credentials or {})
+    check = credentials_check(product=product, credentials=origin.credentials or {})
     if not check.ok:
         # The product's name lets the page say whose credentials to fix; nothing of the values.
         listing = product.listing_name or product.name
@@ -162,31 +166,6 @@ def origin_context_get(*, origin_id: str, partner_access_token: str) -> OriginCo
         fulfiller=product.fulfiller,
         summary=summary,
     )
-
-
-@dataclass(frozen=True)
-class _Accepted:
-    ok: bool = True
-    message: str = ""
-
-
-# The page polls with its origin every few seconds; checking a password hash each time
-# costs a slow hash per poll. An accepted set of credentials is remembered briefly,
-# keyed by a keyed hash (never the values): other credentials from the host are checked
-# at once, a refusal is never remembered, and a partner account disabled meanwhile is
-# refused within CREDENTIALS_ACCEPTED_SECONDS.
-CREDENTIALS_ACCEPTED_SECONDS = 120
-
-
-def _credentials_checked(*, product, credentials: dict):
-    payload = json.dumps([product.service_id, credentials], sort_keys=True, default=str)
-    key = "ui:credentials-accepted:" + salted_hmac("partner.ui.credentials", payload, algorithm="sha256").hexdigest()
-    if cache.get(key):
-        return _Accepted()
-    check = credentials_check(product=product, credentials=credentials)
-    if check.ok:
-        cache.set(key, True, CREDENTIALS_ACCEPTED_SECONDS)
-    return check
 
 
 class TransactionNotShown(Exception):

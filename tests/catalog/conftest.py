@@ -76,14 +76,3 @@ def staff_client(client, django_user_model):
     user = django_user_model.objects.create_superuser("staff", "staff@example.com", "staff-password-1")
     client.force_login(user)
     return client
-
-
-@pytest.fixture(autouse=True)
-def _service_sessions_closed():
-    """Close the client's keep-alive connections after each test: a live-server thread keeps its
-    database connection while a kept-alive HTTP connection is open, and PostgreSQL then refuses to
-    drop the test database."""
-    yield
-    from partner.platform.http import sessions_close
-
-    sessions_close()

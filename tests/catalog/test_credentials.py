@@ -170,3 +170,56 @@ def test_secret_values_are_masked_in_later_logs(product, account, caplog):
     finally:
         caplog.handler.removeFilter(handler_filter)
     assert secret not in caplog.text
+
+
+class TestAcceptedPasswordRemembered:
+    """The slow hash runs once per account and password for a while, never at the cost of a rule."""
+
+    @pytest.fixture
+    def hashes(self, monkeypatch):
+        from partner.catalog.models import PartnerAccount
+
+        calls = []
+        original = PartnerAccount.check_password
+
+        def counted(self, raw_password):
+            calls.append(self.username)
+            return original(self, raw_password)
+
+        monkeypatch.setattr(PartnerAccount, "check_password", counted)
+        return calls
+
+    def test_second_check_skips_the_hash_and_still_gives_the_account(self, product, account, hashes):
+        assert credentials_check(product=product, credentials=creds()).ok
+        again = credentials_check(product=product, credentials=creds())
+        assert again.ok and again.account == account
+        assert hashes == ["lender.demo"]
+
+    def test_nothing_of_the_password_is_in_the_cache_key(self, product, account, monkeypatch):
+        from django.core.cache import cache
+
+        keys = []
+        original_set = cache.set
+        monkeypatch.setattr(cache, "set", lambda key, *a, **k: keys.append(key) or original_set(key, *a, **k))
+        credentials_check(product=product, credentials=creds())
+        assert keys and all(USER_PASSWORD not in key for key in keys)
+
+    def test_a_refusal_is_not_remembered(self, product, account, hashes):
+        assert not credentials_check(product=product, credentials=creds(password="wrong-password-1")).ok
+        assert not credentials_check(product=product, credentials=creds(password="wrong-password-1")).ok
+        assert hashes == ["lender.demo", "lender.demo"]
+
+    def test_a_changed_password_is_refused_at_once(self, product, account):
+        assert credentials_check(product=product, credentials=creds()).ok
+        account.set_password("another-password-2")
+        account.save()
+        assert not credentials_check(product=product, credentials=creds()).ok
+        assert credentials_check(product=product, credentials=creds(password="another-password-2")).ok
+
+    def test_a_disabled_account_is_refused_at_once(self, product, account):
+        assert credentials_check(product=product, credentials=creds()).ok
+        account.active = False
+        account.save()
+        check = credentials_check(product=product, credentials=creds())
+        assert not check.ok
+        assert ("username", "inactive") in codes(check)

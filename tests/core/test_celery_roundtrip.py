@@ -2,6 +2,7 @@
 
 import uuid
 
+import pytest
 from celery import Celery
 from celery.contrib.testing.worker import start_worker
 
@@ -14,6 +15,17 @@ def make_app(broker_url, backend_url, transport_options=None):
     app.conf.update(broker_url=broker_url, result_backend=backend_url, broker_transport_options=transport_options or {})
     app.autodiscover_tasks(["partner.core"], force=True)
     return app
+
+
+@pytest.fixture(autouse=True)
+def _project_app_current_again():
+    """An embedded worker makes its app the current one, and `shared_task`s publish through the
+    current app: give that role back to the project's app, whose pools are still open."""
+    yield
+    from config.celery import app
+
+    app.set_current()
+    app.set_default()
 
 
 def roundtrip(app):
@@ -40,3 +52,20 @@ def test_roundtrip_on_the_default_filesystem_broker(tmp_path):
         "store_processed": False,
     }
     roundtrip(make_app("filesystem://", f"file://{tmp_path / 'results'}", options))
+
+
+def test_a_worker_keeps_its_database_connection_between_tasks(redis_url, db):
+    """Celery's Django fix-up would open a new connection for every task (CELERY_DB_REUSE_MAX)."""
+    app = make_app(redis_url, redis_url)
+
+    @app.task(name="tests.connection_identity", ignore_result=False)
+    def connection_identity():
+        from django.db import connection
+
+        connection.ensure_connection()
+        return id(connection.connection)
+
+    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
+        first = app.send_task("tests.connection_identity").get(timeout=30)
+        second = app.send_task("tests.connection_identity").get(timeout=30)
+    assert first == second

@@ -95,3 +95,22 @@ def test_unsafe_request_id_is_replaced(db):
     response = Client().get("/healthz", HTTP_X_REQUEST_ID="bad id\nwith newline")
     assert response["X-Request-ID"] != "bad id\nwith newline"
     assert len(response["X-Request-ID"]) == 32
+
+
+def test_runserver_request_lines_go_through_the_redaction_filter():
+    """Django's own `django.server` handler has no filter: ours must carry those lines."""
+    token = "pat-query-token-value-1234"  # noqa: S105
+    record = logging.LogRecord(
+        "django.server",
+        logging.INFO,
+        __file__,
+        1,
+        '"%s" %s %s',
+        (f"GET /?partnerAccessToken={token} HTTP/1.1", 200, 5),
+        None,
+    )
+    handlers = logging.getLogger("django.server").handlers
+    assert handlers
+    for handler in handlers:
+        assert handler.filter(record)
+        assert token not in handler.format(record)

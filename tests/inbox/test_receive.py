@@ -110,6 +110,9 @@ def test_rotation_accepts_every_configured_secret(signed_post, settings):
         (b"[1, 2, 3]", "not a JSON object"),
         (b'{"eventType": "created"}', "meta"),
         (json.dumps({**notification(), "eventTime": "yesterday"}).encode(), "eventTime"),
+        # Well formed, not a date (found by the fuzz test: these raised a 500).
+        (json.dumps({**notification(), "eventTime": "2026-13-01T00:00:00Z"}).encode(), "eventTime"),
+        (json.dumps({**notification(), "eventTime": "0100-3-46T0:0:9"}).encode(), "eventTime"),
         (b"\xff\xfe\x00", "not JSON"),
     ],
 )

@@ -1,0 +1,31 @@
+"""The processed callback may land before the worker that sent the PATCH has recorded it."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from partner.fulfillment.models import Tracker, TrackerStatus
+from partner.fulfillment.services import tracker_complete
+
+pytestmark = pytest.mark.django_db
+
+
+def test_callback_before_the_delivery_is_recorded_marks_it_delivered():
+    Tracker.objects.create(transaction_id="t-race", status=TrackerStatus.IN_PROGRESS, resource_id="r-1")
+
+    tracker = tracker_complete(transaction_id="t-race", event_id="e-1")
+
+    assert tracker.status == TrackerStatus.REQUEST_COMPLETED
+    assert tracker.delivered_at is not None and tracker.completed_at is not None
+    assert tracker.resource_id == "r-1"
+
+
+def test_callback_keeps_the_recorded_delivery_time():
+    delivered = timezone.now() - timedelta(seconds=5)
+    Tracker.objects.create(transaction_id="t-in-order", status=TrackerStatus.RESPONSE_DELIVERED, delivered_at=delivered)
+
+    tracker = tracker_complete(transaction_id="t-in-order", event_id="e-2")
+
+    assert tracker.delivered_at == delivered
+    assert tracker.completed_at > delivered
