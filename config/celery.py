@@ -38,3 +38,12 @@ def _task_connections_tidied(**kwargs):
     from django.db import close_old_connections
 
     close_old_connections()
+
+
+def _inbox_relay_add():
+    from partner.inbox.relay import InboxRelay
+
+    app.steps["worker"].add(InboxRelay)
+
+
+_inbox_relay_add()

@@ -277,6 +277,9 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_WORKER_SEND_TASK_EVENTS = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# The inbox relay in each worker hands stored notifications to the broker; it looks again after
+# this many seconds when there was nothing to hand over (0: no relay, the sweep alone enqueues).
+INBOX_RELAY_INTERVAL = env.float("INBOX_RELAY_INTERVAL", default=0.2)
 # How often the periodic jobs run (seconds).
 INBOX_SWEEP_INTERVAL = env.int("INBOX_SWEEP_INTERVAL", default=30)
 RECONCILE_INTERVAL = env.int("RECONCILE_INTERVAL", default=300)

@@ -58,7 +58,8 @@ def _text(value, name, *, required=True, limit=2000):
 
 def notification_parse(body: bytes) -> ParsedNotification:
     try:
-        data = json.loads(body)
+        # UTF-8 only: json.loads would also take UTF-16 or UTF-32 bytes, which we could not store as text.
+        data = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise NotANotification("the body is not JSON") from None
     if not isinstance(data, dict):

@@ -1,10 +1,16 @@
-"""Webhook intake: verify, store, enqueue after commit; then dispatch each notification once.
+"""Webhook intake: verify and store; relay the stored rows to the broker; dispatch each once.
 
 `webhook_receive` is called by the view with the raw bytes. It verifies the
-signature before parsing anything, stores the notification (a duplicate
-delivery hits the unique key and is only counted), and enqueues processing
-once the row is committed. If the broker is down the row stays `received` and
-`notifications_sweep` enqueues it later: nothing accepted is lost.
+signature before parsing anything and stores the notification as `received`
+(a duplicate delivery hits the unique key and is only counted). That single
+INSERT is all the request does: the broker is not on the webhook's path, so a
+broker outage never slows or fails an answer, and what was answered 202 is
+committed.
+
+`notifications_relay` (the outbox relay: a loop in every Celery worker, see
+`partner/inbox/relay.py`) hands committed `received` rows to the broker in
+batches and marks them `queued`. `notifications_sweep` (periodic) also
+enqueues again what was queued or taken by a worker and then stalled.
 
 `notification_process` runs in a worker: it claims the row, calls the handler
 for its resource and event type, and records the outcome.
@@ -129,9 +135,8 @@ def webhook_receive(*, body: bytes, signature: str | None, headers, remote_addr:
                 body=body.decode("utf-8"),
                 headers=headers_storable(headers),
                 remote_addr=remote_addr,
-                # Queued at once: the enqueue right after commit nearly always works, and
-                # marking the rare failure is cheaper than marking every success.
-                state=NotificationState.QUEUED if handled else NotificationState.IGNORED,
+                # `received` waits for the relay; nothing else happens in the request.
+                state=NotificationState.RECEIVED if handled else NotificationState.IGNORED,
             )
     except IntegrityError:
         # The same notification again (or two copies at once): count it, process it once.
@@ -139,28 +144,73 @@ def webhook_receive(*, body: bytes, signature: str | None, headers, remote_addr:
         existing = Notification.objects.only("pk").get(dedupe_key=parsed.dedupe_key)
         return Receipt(notification_id=existing.pk, duplicate=True)
 
-    if handled:
-        transaction.on_commit(lambda: notification_enqueue(notification_id=notification.pk))
-    else:
+    if not handled:
         logger.info("ignored notification %s: %s %s", notification.pk, parsed.resource_type, parsed.event_type)
     return Receipt(notification_id=notification.pk, duplicate=False)
 
 
-def notification_enqueue(*, notification_id: int) -> bool:
-    """Hand a stored notification to the broker; when the broker is down the sweeper retries later."""
+def _publish(notification_ids: list[int]) -> list[int]:
+    """Send one processing task per id, through one producer; the ids sent before the broker failed."""
     from partner.inbox.tasks import process_notification
 
+    sent: list[int] = []
     try:
-        process_notification.apply_async(kwargs={"notification_id": notification_id})
-    except Exception as exc:  # kombu/redis raise several types; the row is safe either way
+        with process_notification.app.producer_or_acquire() as producer:
+            for notification_id in notification_ids:
+                process_notification.apply_async(kwargs={"notification_id": notification_id}, producer=producer)
+                sent.append(notification_id)
+    except Exception as exc:  # kombu/redis raise several types; the rows stay for the next round
         logger.warning(
-            "broker unavailable, notification %s left for the sweeper (%s)", notification_id, type(exc).__name__
+            "broker unavailable: %d of %d notification(s) enqueued, the rest wait (%s)",
+            len(sent),
+            len(notification_ids),
+            type(exc).__name__,
         )
-        Notification.objects.filter(pk=notification_id, state=NotificationState.QUEUED).update(
-            state=NotificationState.RECEIVED, updated_at=timezone.now()
+    return sent
+
+
+def notifications_relay(*, limit: int = 200) -> int:
+    """Hand up to `limit` stored `received` notifications to the broker, oldest first; how many went.
+
+    The rows are locked while their tasks are published (SKIP LOCKED: relays in
+    several workers share the work without waiting on each other) and marked
+    `queued` in the same transaction. A relay that dies after publishing and
+    before committing leaves them `received`, and they are published again:
+    a second message for a notification is harmless, `_claim` lets one through.
+    """
+    with transaction.atomic():
+        ids = list(
+            Notification.objects.select_for_update(skip_locked=True)
+            .filter(state=NotificationState.RECEIVED)
+            .order_by("pk")
+            .values_list("pk", flat=True)[:limit]
         )
-        return False
-    return True
+        if not ids:
+            return 0
+        sent = _publish(ids)
+        now = timezone.now()
+        Notification.objects.filter(pk__in=sent, state=NotificationState.RECEIVED).update(
+            state=NotificationState.QUEUED, enqueued_at=now, updated_at=now
+        )
+    return len(sent)
+
+
+def notification_enqueue(*, notification_id: int) -> bool:
+    """Hand one notification to the broker now; False when the broker refused it.
+
+    Marked `queued` before the publish (a worker may claim it the moment it is
+    sent); put back to `received` for the relay when the broker refuses it.
+    """
+    now = timezone.now()
+    Notification.objects.filter(pk=notification_id).update(
+        state=NotificationState.QUEUED, enqueued_at=now, updated_at=now
+    )
+    if _publish([notification_id]):
+        return True
+    Notification.objects.filter(pk=notification_id, state=NotificationState.QUEUED).update(
+        state=NotificationState.RECEIVED, updated_at=timezone.now()
+    )
+    return False
 
 
 def _claim(notification_id: int) -> Notification | None:
@@ -186,6 +236,9 @@ def notification_process(*, notification_id: int) -> str | None:
     notification = _claim(notification_id)
     if notification is None:
         return None  # processed already, or another worker has it
+    if not notification_handled(notification.resource_type, notification.event_type):
+        _finish(notification, NotificationState.IGNORED)  # an ignored notification replayed from the admin
+        return NotificationState.IGNORED
     try:
         if notification.resource_type == transaction_resource_type():
             tracker, _ = tracker_open(
@@ -212,32 +265,25 @@ def notification_process(*, notification_id: int) -> str | None:
 
 
 def notifications_sweep(*, limit: int = 500) -> int:
-    """Enqueue notifications the broker never took, or whose message or processing was lost."""
-    now = timezone.now()
-    settled = now - timedelta(seconds=5)  # leave the receiving request time to enqueue
-    stalled = now - timedelta(seconds=settings.INBOX_STALL_SECONDS)
+    """Enqueue what is waiting: `received` rows (when no relay runs, or it fell behind) and
+    notifications whose message or processing was lost (queued or processing, untouched
+    for INBOX_STALL_SECONDS). Returns how many were enqueued."""
+    stalled = timezone.now() - timedelta(seconds=settings.INBOX_STALL_SECONDS)
+    relayed = notifications_relay(limit=limit)
     ids = list(
         Notification.objects.filter(
-            Q(state=NotificationState.RECEIVED, updated_at__lt=settled)
-            | Q(state__in=[NotificationState.QUEUED, NotificationState.PROCESSING], updated_at__lt=stalled)
+            state__in=[NotificationState.QUEUED, NotificationState.PROCESSING], updated_at__lt=stalled
         )
         .order_by("received_at")
         .values_list("pk", flat=True)[:limit]
     )
-    sent = 0
-    for notification_id in ids:
-        # Mark it queued first (a failed enqueue puts it back to received), and touch
-        # the row so the next sweep leaves it alone while it waits in the queue.
-        Notification.objects.filter(pk=notification_id).exclude(state=NotificationState.PROCESSED).update(
-            state=NotificationState.QUEUED, enqueued_at=timezone.now(), updated_at=timezone.now()
-        )
-        sent += notification_enqueue(notification_id=notification_id)
-    if ids:
-        logger.info("inbox sweep: %d notification(s) waiting, %d enqueued", len(ids), sent)
-    return sent
+    # Touched when enqueued again, so the next sweep leaves them alone while they wait in the queue.
+    again = sum(notification_enqueue(notification_id=notification_id) for notification_id in ids)
+    if relayed or ids:
+        logger.info("inbox sweep: %d received enqueued; %d of %d stalled enqueued again", relayed, again, len(ids))
+    return relayed + again
 
 
 def notification_replay(*, notification: Notification) -> bool:
     """Admin action: process a notification again, whatever happened to it before."""
-    Notification.objects.filter(pk=notification.pk).update(state=NotificationState.QUEUED, updated_at=timezone.now())
     return notification_enqueue(notification_id=notification.pk)

@@ -12,7 +12,14 @@ from partner.core import tasks  # noqa: F401  (registers the task on every app)
 def make_app(broker_url, backend_url, transport_options=None):
     app = Celery("roundtrip", set_as_current=False)
     app.config_from_object("django.conf:settings", namespace="CELERY")
-    app.conf.update(broker_url=broker_url, result_backend=backend_url, broker_transport_options=transport_options or {})
+    # The read and write URLs too: CELERY_BROKER_URL in the environment would win over broker_url.
+    app.conf.update(
+        broker_url=broker_url,
+        broker_read_url=broker_url,
+        broker_write_url=broker_url,
+        result_backend=backend_url,
+        broker_transport_options=transport_options or {},
+    )
     app.autodiscover_tasks(["partner.core"], force=True)
     return app
 

@@ -42,8 +42,8 @@ def test_accepted_notification_is_stored_before_the_answer(signed_post, django_c
     assert stored.resource_id == "txn-1"
     assert stored.event_type == "created"
     assert stored.instance_id == "address-verification"
-    assert stored.state == NotificationState.QUEUED
-    assert len(callbacks) == 1  # processing is enqueued only once the row is committed
+    assert stored.state == NotificationState.RECEIVED  # for the relay: the request never touches the broker
+    assert callbacks == []
 
 
 def test_signature_header_is_not_stored(signed_post, settings):
@@ -114,6 +114,8 @@ def test_rotation_accepts_every_configured_secret(signed_post, settings):
         (json.dumps({**notification(), "eventTime": "2026-13-01T00:00:00Z"}).encode(), "eventTime"),
         (json.dumps({**notification(), "eventTime": "0100-3-46T0:0:9"}).encode(), "eventTime"),
         (b"\xff\xfe\x00", "not JSON"),
+        # JSON, but UTF-16: json.loads takes it, the stored text could not (was a 500).
+        (json.dumps(notification()).encode("utf-16"), "not JSON"),
     ],
 )
 def test_signed_but_not_a_notification_is_400_and_stores_nothing(signed_post, body, reason):
@@ -188,4 +190,4 @@ def test_broker_down_at_receipt_still_stores_and_answers_202(signed_post, broker
     response = signed_post(raw(notification("txn-broker-down")))
     assert response.status_code == 202
     stored = Notification.objects.get()
-    assert stored.state == NotificationState.RECEIVED  # left for the sweeper
+    assert stored.state == NotificationState.RECEIVED  # left for the relay

@@ -1,0 +1,74 @@
+"""The outbox relay's loop: in every Celery worker, or alone with `manage.py inbox_relay`.
+
+The webhook request only stores the notification; this loop hands stored rows
+to the broker (`services.notifications_relay`) a moment later. It runs as a
+thread of each worker's main process (the `InboxRelay` boot step, added to
+the app in `config/celery.py`), so a deployment needs no extra process: relays
+in several workers share the rows without waiting on each other. It sleeps
+INBOX_RELAY_INTERVAL seconds when there is nothing to hand over, and goes
+again at once while there is; 0 turns it off (the periodic sweep still
+enqueues what waits, only later).
+"""
+
+import logging
+import threading
+
+from celery import bootsteps
+from django.conf import settings
+from django.db import close_old_connections, connection
+
+logger = logging.getLogger(__name__)
+
+BATCH = 200
+
+
+def relay_loop(stop: threading.Event, *, interval: float) -> None:
+    """Relay until `stop` is set. A failure (database or broker away) is logged and retried later."""
+    from partner.inbox.services import notifications_relay
+
+    failing = False
+    while not stop.is_set():
+        moved = 0
+        try:
+            close_old_connections()  # as around a request: drop a connection the database closed
+            moved = notifications_relay(limit=BATCH)
+            if failing:
+                logger.info("inbox relay: working again")
+            failing = False
+        except Exception as exc:
+            if not failing:
+                logger.warning("inbox relay: %s; trying again every %ss", type(exc).__name__, interval)
+            failing = True
+            connection.close()
+        if moved < BATCH:
+            stop.wait(interval if not failing else max(interval, 1.0))
+    connection.close()
+
+
+class InboxRelay(bootsteps.StartStopStep):
+    """Worker boot step: the relay loop in a daemon thread of the worker's main process."""
+
+    label = "inbox relay"
+
+    def __init__(self, parent, **kwargs):
+        super().__init__(parent, **kwargs)
+        self.stop_event = threading.Event()
+        self.thread = None
+
+    def start(self, parent):
+        interval = settings.INBOX_RELAY_INTERVAL
+        if interval <= 0:
+            return
+        self.stop_event.clear()
+        self.thread = threading.Thread(
+            target=relay_loop, args=(self.stop_event,), kwargs={"interval": interval}, name="inbox-relay", daemon=True
+        )
+        self.thread.start()
+
+    def stop(self, parent):
+        self.stop_event.set()
+        if self.thread is not None:
+            self.thread.join(timeout=10)
+            self.thread = None
+
+    terminate = stop
