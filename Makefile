@@ -6,9 +6,9 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PYTHON ?= python3
 
-.PHONY: setup run demo test lint bench migrate clean browser
+.PHONY: setup run demo test lint bench migrate static clean browser
 
-setup: $(VENV)/.installed .env node_modules/.installed browser migrate
+setup: $(VENV)/.installed .env node_modules/.installed browser migrate static
 
 $(VENV)/.installed: requirements/base.txt requirements/dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ browser:
 
 migrate: $(VENV)/.installed .env
 	$(PY) manage.py migrate --no-input -v 0
+
+# The static files gathered into staticfiles/, as a production image would (WhiteNoise serves them).
+static: $(VENV)/.installed .env node_modules/.installed
+	$(PY) manage.py collectstatic --no-input -v 0
 
 # Demo data: the sandbox's lender, loans and products, and the partner account
 # its demo user signs in with (the same password the sandbox user has configured).

@@ -120,6 +120,20 @@ def server_cpu(process: stack.Process) -> float:
     return sum(stack.cpu_seconds(pid) for pid in process.pids())
 
 
+def relay_drained(database: str, *, timeout: float = 120) -> float | None:
+    """Seconds until no notification waits for the relay (None: still waiting after `timeout`)."""
+    import psycopg
+
+    started = time.monotonic()
+    with psycopg.connect(database, autocommit=True) as conn:
+        while time.monotonic() - started < timeout:
+            (waiting,) = conn.execute("SELECT count(*) FROM inbox_notification WHERE state = 'received'").fetchone()
+            if not waiting:
+                return round(time.monotonic() - started, 2)
+            time.sleep(0.05)
+    return None
+
+
 def phases_run(
     process: stack.Process,
     *,
@@ -131,6 +145,7 @@ def phases_run(
     tag: str,
     warmup: int = 1000,
     check_queue: bool = False,
+    relay: stack.Process | None = None,
     phases=("closed_loop", "fixed_rate", "half_capacity"),
 ) -> dict:
     """Warm up, then the closed-loop phase and the fixed-rate phase against one server."""
@@ -148,6 +163,7 @@ def phases_run(
             stack.redis_flush()
         items = notifications_build(count, tag=f"{tag}-{phase}")
         cpu_before = server_cpu(process)
+        relay_cpu_before = server_cpu(relay) if relay else 0.0
         result = load_run(
             process.port, items, concurrency=concurrency if not phase_rate else concurrency * 2, rate=phase_rate
         )
@@ -158,8 +174,12 @@ def phases_run(
         # Other work on the machine skews every figure: keep the load next to them.
         summary["loadavg_1m_after"] = round(os.getloadavg()[0], 2)
         summary["stored"] = stored_check(database, table, items, result)
+        if relay is not None:
+            # The relay publishes while the load runs; what it had left when the load ended:
+            summary["relay_drained_after_s"] = relay_drained(database)
+            relay_cpu = server_cpu(relay) - relay_cpu_before
+            summary["relay_cpu_ms_per_request"] = round(relay_cpu * 1000 / max(1, count), 2)
         if check_queue:
-            time.sleep(0.5)  # on_commit enqueues finish with their requests; leave a margin anyway
             summary["queue_length"] = stack.queue_length()
             summary["queue_matches_accepted"] = summary["queue_length"] == summary["stored"]["accepted"]
         results[phase] = summary
@@ -169,6 +189,9 @@ def phases_run(
 def intake_bench(*, database: str, workers: int, threads: int, requests: int, concurrency: int, rate: float) -> dict:
     env = stack.app_env(database=database, public_base_url="http://127.0.0.1:9", sandbox=False)
     web = stack.gunicorn_start("intake-web", "config.wsgi", env, workers=workers, threads=threads)
+    # No worker runs here (nothing would answer its calls): the relay runs on its own and is
+    # counted, since it shares the cores; every accepted notification must reach the queue.
+    relay = stack.relay_start("intake-relay", env)
     try:
         phases = phases_run(
             web,
@@ -179,9 +202,12 @@ def intake_bench(*, database: str, workers: int, threads: int, requests: int, co
             rate=rate,
             tag="intake",
             check_queue=True,
+            relay=relay,
         )
         memory = {f"web_worker_{pid}": stack.peak_rss_kib(pid) for pid in stack.web_workers(web)}
+        memory["relay"] = stack.peak_rss_kib(relay.popen.pid)
     finally:
+        relay.stop()
         web.stop()
     return {
         "server": f"gunicorn config.wsgi, {workers} workers" + (f" x {threads} threads" if threads > 1 else ""),

@@ -178,6 +178,14 @@ def verdicts(results: dict) -> dict:
             for phase in (closed, fixed)
         )
         found["intake_nothing_lost"] = verdict("accepted but not stored exactly once", lost, 0, lost == 0)
+        off_queue = sum(
+            abs(phase["queue_length"] - phase["stored"]["accepted"])
+            for phase in (closed, fixed)
+            if "queue_length" in phase
+        )
+        found["intake_all_relayed"] = verdict(
+            "accepted but not handed to the broker by the relay (or handed twice)", off_queue, 0, off_queue == 0
+        )
     if intake and floor:
         share = round(intake["closed_loop"]["accepted_per_s"] / floor["closed_loop"]["accepted_per_s"], 3)
         found["intake_share_of_floor"] = verdict(

@@ -294,6 +294,12 @@ def celery_start(name: str, env: dict, *, concurrency: int, beat: bool = False) 
     return Process(name=name, popen=popen, log=log, extra={"concurrency": concurrency})
 
 
+def relay_start(name: str, env: dict) -> Process:
+    """The inbox relay on its own (`manage.py inbox_relay`), as the intake bench runs no worker."""
+    popen, log = _spawn(name, [PYTHON, "manage.py", "inbox_relay"], env)
+    return Process(name=name, popen=popen, log=log)
+
+
 def percentile(values: list[float], fraction: float) -> float | None:
     if not values:
         return None

@@ -111,6 +111,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "partner.core.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Static files (the page's script and style, the host's guest library) from gunicorn too.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -153,6 +155,10 @@ STATICFILES_DIRS = [
     ("vendor/em-ssf-guest", BASE_DIR / "node_modules" / "@elliemae" / "em-ssf-guest" / "dist"),
 ]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# WhiteNoise serves the files above straight from their folders, so `gunicorn config.wsgi`
+# needs no collectstatic step and no other server; `collectstatic` still fills STATIC_ROOT
+# for a CDN or a web server in front.
+WHITENOISE_USE_FINDERS = True
 
 # SECURITY
 # ------------------------------------------------------------------------------

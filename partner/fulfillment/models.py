@@ -36,6 +36,14 @@ class Tracker(TimeStampedModel):
     transaction_id = models.CharField(max_length=200, unique=True)
     resource_ref = models.URLField(max_length=2000, blank=True)
     product_name = models.CharField(max_length=200, blank=True, db_index=True)
+    ordered_by = models.ForeignKey(
+        "catalog.PartnerAccount",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The partner account the initiating user's credentials matched: who may see the order.",
+    )
     request_type = models.CharField(max_length=50, blank=True)
     status = models.CharField(
         max_length=30, choices=TrackerStatus, default=TrackerStatus.VALIDATION_REQUESTED, db_index=True

@@ -189,6 +189,7 @@ def _prepare(tracker: Tracker) -> None:
         tracker.response = fulfilment.response
         tracker.reference_number = str(fulfilment.response.get("referenceNumber", ""))[:100]
         tracker.product_name = product.name
+        tracker.ordered_by = check.account
         tracker.request_type = str(request.get("type", ""))[:50]
         tracker.prepared_at = timezone.now()
         tracker.status = TrackerStatus.IN_PROGRESS
@@ -197,6 +198,7 @@ def _prepare(tracker: Tracker) -> None:
                 "response",
                 "reference_number",
                 "product_name",
+                "ordered_by",
                 "request_type",
                 "prepared_at",
                 "status",

@@ -48,6 +48,9 @@ class OriginContext:
     product_name: str
     fulfiller: str
     summary: dict = field(default_factory=dict)
+    # Who the lender is to us (the partner account their credentials matched), for what they may see.
+    account_id: int | None = None
+    company_id: int | None = None
 
 
 def _text(value) -> str:
@@ -165,17 +168,34 @@ def origin_context_get(*, origin_id: str, partner_access_token: str) -> OriginCo
         product_name=product.name,
         fulfiller=product.fulfiller,
         summary=summary,
+        account_id=check.account.pk if check.account else None,
+        company_id=check.account.company_id if check.account else None,
     )
 
 
 class TransactionNotShown(Exception):
-    """The transaction belongs to another product than the origin's: not for this lender's page."""
+    """The transaction is another product's or another lender's: not for this lender's page."""
 
 
-def transaction_progress_get(*, transaction_id: str, product_name: str) -> dict:
+def lender_may_see(*, tracker, account_id: int | None, company_id: int | None) -> bool:
+    """The order's own user, or a user of the same lender company; anyone with the product's origin
+    when the order was placed without partner credentials (a product that defines none)."""
+    owner = tracker.ordered_by
+    if owner is None:
+        return True
+    if account_id is not None and owner.pk == account_id:
+        return True
+    return company_id is not None and owner.company_id == company_id
+
+
+def transaction_progress_get(
+    *, transaction_id: str, product_name: str, account_id: int | None = None, company_id: int | None = None
+) -> dict:
     """The tracker's view of a transaction, or the 'requested' view before the webhook has landed."""
     tracker = tracker_get(transaction_id=transaction_id)
     if tracker is not None and tracker.product_name and tracker.product_name != product_name:
+        raise TransactionNotShown(transaction_id)
+    if tracker is not None and not lender_may_see(tracker=tracker, account_id=account_id, company_id=company_id):
         raise TransactionNotShown(transaction_id)
     view = tracker_view(transaction_id)
     if view is None:

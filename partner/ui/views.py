@@ -146,7 +146,12 @@ class TransactionProgressApi(APIView):
         except OriginProblem as problem:
             return Response(problem.body, status=problem.http_status)
         try:
-            progress = transaction_progress_get(transaction_id=transaction_id, product_name=context.product_name)
+            progress = transaction_progress_get(
+                transaction_id=transaction_id,
+                product_name=context.product_name,
+                account_id=context.account_id,
+                company_id=context.company_id,
+            )
         except TransactionNotShown:
             return Response(
                 {

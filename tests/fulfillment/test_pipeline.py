@@ -104,6 +104,7 @@ def test_typical_sequence_from_webhook_to_request_completed(demo, calls, celery_
 
     assert tracker.resource_id
     assert tracker.delivered_at and tracker.completed_at and tracker.event_id
+    assert tracker.ordered_by.username == "lender.demo"  # whose page may show the order
     response = Response.objects.get(transaction_id=txn.id)
     assert response.patch_count == 1  # status, loan data and resources in one PATCH
     assert response.data["status"] == "completed"

@@ -186,6 +186,43 @@ def test_progress_of_another_products_transaction_is_not_shown(demo, client):
     assert response.status_code == 404
 
 
+def account_of(username: str, company: str):
+    from partner.catalog.models import PartnerAccount
+    from partner.catalog.services import partner_account_set
+
+    if PartnerAccount.objects.filter(username=username).exists():
+        return partner_account_set(username=username, company=company)[0]  # the password stays as it is
+    return partner_account_set(username=username, password="someone-elses-password-3", company=company)[0]
+
+
+@pytest.mark.parametrize(
+    "owner, shown",
+    [
+        (("lender.demo", "DEMO01"), True),  # the lender's own order
+        (("colleague.demo", "DEMO01"), True),  # a colleague's order at the same lender
+        (("lender.other", "OTHER01"), False),  # another lender's order, even with a valid origin
+    ],
+)
+def test_progress_is_shown_to_the_ordering_lender_only(demo, client, owner, shown):
+    from partner.fulfillment.models import Tracker, TrackerStatus
+
+    Tracker.objects.create(
+        transaction_id="tx-owned-1",
+        product_name="address-verification",
+        status=TrackerStatus.FAILED,
+        failure_reason="Subject property ZIP code 99999 is unknown",
+        ordered_by=account_of(*owner),
+    )
+    origin_id, token = launched(demo)
+    response = client.get("/ui/transactions/tx-owned-1", **origin_headers(origin_id, token))
+    if shown:
+        assert response.status_code == 200
+        assert response.json()["reason"] == "Subject property ZIP code 99999 is unknown"
+    else:
+        assert response.status_code == 404
+        assert "99999" not in response.content.decode()
+
+
 # ---- the order check -------------------------------------------------------------------------
 
 
