@@ -150,6 +150,8 @@ def phases_run(
 ) -> dict:
     """Warm up, then the closed-loop phase and the fixed-rate phase against one server."""
     load_run(process.port, notifications_build(warmup, tag=f"{tag}-warm"), concurrency=concurrency)
+    if relay is not None:
+        relay_drained(database)  # the warm-up's messages are on the queue before it is emptied
     results = {}
     for phase in phases:
         if phase == "closed_loop":

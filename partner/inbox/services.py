@@ -150,23 +150,24 @@ def webhook_receive(*, body: bytes, signature: str | None, headers, remote_addr:
 
 
 def _publish(notification_ids: list[int]) -> list[int]:
-    """Send one processing task per id, through one producer; the ids sent before the broker failed."""
+    """Send one processing task per id, as one batch where the transport can (a Redis pipeline);
+    returns the ids sent: all of them, or none when the broker failed (a message that went out
+    anyway is sent again later, which is harmless: `_claim` lets one through)."""
     from partner.inbox.tasks import process_notification
 
-    sent: list[int] = []
     try:
-        with process_notification.app.producer_or_acquire() as producer:
+        with (
+            process_notification.app.producer_or_acquire() as producer,
+            producer.batch(max_size=max(1, len(notification_ids))),
+        ):
             for notification_id in notification_ids:
                 process_notification.apply_async(kwargs={"notification_id": notification_id}, producer=producer)
-                sent.append(notification_id)
     except Exception as exc:  # kombu/redis raise several types; the rows stay for the next round
         logger.warning(
-            "broker unavailable: %d of %d notification(s) enqueued, the rest wait (%s)",
-            len(sent),
-            len(notification_ids),
-            type(exc).__name__,
+            "broker unavailable: %d notification(s) left waiting (%s)", len(notification_ids), type(exc).__name__
         )
-    return sent
+        return []
+    return list(notification_ids)
 
 
 def notifications_relay(*, limit: int = 200) -> int:
