@@ -18,6 +18,7 @@ from django.utils.html import format_html
 from partner.core.errors import ApplicationError
 
 from . import services, validation
+from .mapping import product_to_service
 from .models import CompanyCredential, CredentialDefinition, PartnerAccount, PartnerCompany, Product, fulfiller_choices
 
 SET = "set (hidden)"
@@ -129,10 +130,19 @@ class ProductAdmin(admin.ModelAdmin):
         "signing_secret_state",
         "pulled_at",
         "pushed_at",
+        "unpushed_changes",
     ]
-    list_filter = ["environment", "status", "integration_type", "fulfiller"]
+    list_filter = ["environment", "status", "integration_type", "fulfiller", "unpushed_changes"]
     search_fields = ["name", "listing_name", "service_id", "partner_id"]
-    readonly_fields = ["signing_secret_state", "raw_pretty", "pulled_at", "pushed_at", "created_at", "updated_at"]
+    readonly_fields = [
+        "signing_secret_state",
+        "raw_pretty",
+        "pulled_at",
+        "pushed_at",
+        "unpushed_changes",
+        "created_at",
+        "updated_at",
+    ]
     actions = ["pull_from_service", "push_to_service", "allow_instance", "deny_instance"]
     fieldsets = [
         (None, {"fields": ["service_id", "partner_id", "name", "listing_name", "environment", "status"]}),
@@ -154,6 +164,7 @@ class ProductAdmin(admin.ModelAdmin):
                     "service_created_by",
                     "pulled_at",
                     "pushed_at",
+                    "unpushed_changes",
                     "raw_pretty",
                     "created_at",
                     "updated_at",
@@ -173,6 +184,20 @@ class ProductAdmin(admin.ModelAdmin):
         return format_html("<pre>{}</pre>", json.dumps(obj.raw, indent=2, sort_keys=True)) if obj else ""
 
     # -- extra pages ---------------------------------------------------------
+
+    # Service fields edited here wait for a push, and the periodic pull must not undo them: a
+    # save that changes what a push would send marks the product. The copy before the save
+    # travels on the instance (the admin object is shared between requests).
+    def save_model(self, request, obj, form, change):
+        obj._service_copy_before = product_to_service(Product.objects.get(pk=obj.pk)) if change else None
+        super().save_model(request, obj, form, change)
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        product = form.instance
+        before = getattr(product, "_service_copy_before", None)
+        if before is None or product_to_service(product) != before:  # credential definitions included
+            Product.objects.filter(pk=product.pk).update(unpushed_changes=True)
 
     def get_urls(self):
         wrap = self.admin_site.admin_view

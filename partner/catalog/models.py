@@ -71,6 +71,11 @@ class Product(TimeStampedModel):
     raw = models.JSONField(default=dict, blank=True, help_text="The last copy the service gave us.")
     pulled_at = models.DateTimeField(null=True, blank=True)
     pushed_at = models.DateTimeField(null=True, blank=True)
+    unpushed_changes = models.BooleanField(
+        default=False,
+        help_text="Service fields edited here since the last push or pull: the periodic pull leaves the "
+        "product alone until it is pushed (a pull by hand takes the service's copy).",
+    )
 
     fulfiller = models.CharField(
         max_length=100, default=FULFILLER_ADDRESS_VERIFICATION, help_text="Which of our fulfillers does its work."

@@ -129,16 +129,16 @@ def _definitions_replace(product: Product, definitions: list[dict]) -> None:
     product.credential_definitions.exclude(key__in=keep).delete()
 
 
-def _product_upsert(data: dict) -> tuple[Product | None, str]:
+def _product_upsert(data: dict, *, keep_unpushed: bool) -> tuple[Product | None, str]:
     """Store one service product; returns (product, "created"|"updated") or (None, reason)."""
     try:
-        return _product_upsert_once(data)
+        return _product_upsert_once(data, keep_unpushed=keep_unpushed)
     except IntegrityError:
         # Another worker stored the same product a moment ago: now it is an update.
-        return _product_upsert_once(data)
+        return _product_upsert_once(data, keep_unpushed=keep_unpushed)
 
 
-def _product_upsert_once(data: dict) -> tuple[Product | None, str]:
+def _product_upsert_once(data: dict, *, keep_unpushed: bool) -> tuple[Product | None, str]:
     fields = product_fields_from_service(data)
     if not fields["service_id"] or not fields["name"]:
         return None, "a product without id or name"
@@ -147,6 +147,8 @@ def _product_upsert_once(data: dict) -> tuple[Product | None, str]:
         clash = Product.objects.filter(name=fields["name"]).exclude(service_id=fields["service_id"]).first()
         if clash is not None:
             return None, f"{fields['name']}: the name is taken by local product id {clash.service_id}"
+        if product is not None and product.unpushed_changes and keep_unpushed:
+            return None, f"{product.name}: edited here and not pushed yet, left as it is"
         outcome = "updated"
         if product is None:
             product = Product(fulfiller=fulfiller_default(data))
@@ -154,6 +156,7 @@ def _product_upsert_once(data: dict) -> tuple[Product | None, str]:
         for name, value in fields.items():
             setattr(product, name, value)
         product.pulled_at = timezone.now()
+        product.unpushed_changes = False
         product.save()
         definitions = credential_definitions_from_service(data)
         if definitions is not None:
@@ -161,13 +164,18 @@ def _product_upsert_once(data: dict) -> tuple[Product | None, str]:
     return product, outcome
 
 
-def products_pull() -> PullResult:
-    """Read every page of the service's product listing (#8) and upsert each product."""
+def products_pull(*, keep_unpushed: bool = False) -> PullResult:
+    """Read every page of the service's product listing (#8) and upsert each product.
+
+    `keep_unpushed` (the periodic pull) skips products with service fields edited here and
+    not pushed yet, so staff edits are never overwritten behind their backs; a pull asked
+    for by hand takes the service's copy.
+    """
     result = PullResult()
 
     def pull():
         for data in _client().iter_products(page_size=PAGE_SIZE):
-            product, outcome = _product_upsert(data)
+            product, outcome = _product_upsert(data, keep_unpushed=keep_unpushed)
             if product is None:
                 result.skipped.append(outcome)
             else:
@@ -202,7 +210,7 @@ def product_ensure(*, name: str | None = None, service_id: str | None = None) ->
     data = service_product_find(service_id=service_id, name=name)
     if data is None:
         raise ProductNotFound(f"The service lists no product {service_id or name!r}.")
-    product, outcome = _product_upsert(data)
+    product, outcome = _product_upsert(data, keep_unpushed=False)
     if product is None:
         raise ProductSyncError(f"The product could not be stored: {outcome}.")
     return product
@@ -243,6 +251,7 @@ def product_push(product: Product) -> Product:
         for name, value in fields.items():
             setattr(product, name, value)
         product.pushed_at = timezone.now()
+        product.unpushed_changes = False
         product.save()
     logger.info("catalog: product %s pushed to the service", product.name)
     return product

@@ -7,4 +7,4 @@ from partner.catalog.services import products_pull
 
 @shared_task(name="catalog.pull")
 def pull():
-    return str(products_pull())
+    return str(products_pull(keep_unpushed=True))
