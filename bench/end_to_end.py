@@ -154,6 +154,7 @@ def run_once(
     try:
         worker_ready()
         offset = access_log.stat().st_size
+        cpu_before = _cpu(web, worker)
         started = time.monotonic()
         ids = [
             sandbox.transaction_create(
@@ -164,6 +165,7 @@ def run_once(
         created_s = time.monotonic() - started
         statuses = wait_all_done(ids, timeout=max(120, transactions * 2))
         webhook_deliveries_wait(timeout=30)
+        cpu_after = _cpu(web, worker)
         time.sleep(1.0)  # the access log is written after each answer
         with access_log.open() as handle:
             handle.seek(offset)
@@ -193,6 +195,21 @@ def run_once(
         "token_lifetime_s": lifetime,
         "token_lifetimes_spanned": max(1, math.ceil((span or 0) / lifetime)),
         "peak_rss_kib": memory,
+        # Where the machine's CPU went, per fulfilled transaction: our workers; the gunicorn that
+        # serves both our intake and the emulated platform; the bench process, which creates the
+        # transactions and sends the platform's webhooks; PostgreSQL.
+        "cpu_ms_per_transaction": {
+            part: round((cpu_after[part] - cpu_before[part]) * 1000 / transactions, 1) for part in cpu_before
+        },
+    }
+
+
+def _cpu(web: stack.Process, worker: stack.Process) -> dict:
+    return {
+        "celery_worker": sum(stack.cpu_seconds(pid) for pid in worker.pids()),
+        "web_and_emulated_platform": sum(stack.cpu_seconds(pid) for pid in web.pids()),
+        "bench_process_platform_side": time.process_time(),
+        "postgresql": stack.cpu_seconds_of_command("postgres"),
     }
 
 

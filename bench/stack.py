@@ -212,6 +212,21 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def cpu_seconds_of_command(command: str) -> float:
+    """CPU time so far of every process whose name is `command` (PostgreSQL's backends, say)."""
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "comm").read_text().strip() != command:
+                continue
+        except OSError:
+            continue
+        total += cpu_seconds(int(entry.name))
+    return total
+
+
 def _spawn(name: str, argv: list[str], env: dict) -> tuple[subprocess.Popen, Path]:
     LOGS.mkdir(parents=True, exist_ok=True)
     log = LOGS / f"{name}.log"
