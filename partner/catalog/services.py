@@ -174,8 +174,8 @@ def products_pull(*, keep_unpushed: bool = False) -> PullResult:
     result = PullResult()
 
     def pull():
-        for data in _client().iter_products(page_size=PAGE_SIZE):
-            product, outcome = _product_upsert(data, keep_unpushed=keep_unpushed)
+        for listed in _client().iter_products(page_size=PAGE_SIZE):
+            product, outcome = _product_upsert(listed.raw, keep_unpushed=keep_unpushed)
             if product is None:
                 result.skipped.append(outcome)
             else:
@@ -190,9 +190,9 @@ def service_product_find(*, service_id: str | None = None, name: str | None = No
     """The service's current copy of one product, found by paging through the listing."""
 
     def find():
-        for data in _client().iter_products(page_size=PAGE_SIZE):
-            if (service_id and str(data.get("id")) == service_id) or (name and data.get("name") == name):
-                return data
+        for listed in _client().iter_products(page_size=PAGE_SIZE):
+            if (service_id and listed.id == service_id) or (name and listed.name == name):
+                return listed.raw
         return None
 
     return _service_call("Reading the product listing", find)
@@ -245,7 +245,7 @@ def product_push(product: Product) -> Product:
     _validated(product)
     body = product_to_service(product, point_at_public_url=True)
     answer = _service_call(f"Pushing product {product.name}", _client().replace_product, product.service_id, body)
-    stored = answer if isinstance(answer, dict) and str(answer.get("id", "")) == product.service_id else body
+    stored = answer.raw if answer is not None and answer.id == product.service_id else body
     fields = product_fields_from_service(stored)
     with transaction.atomic():
         for name, value in fields.items():

@@ -19,7 +19,7 @@ from partner.core.logging import secret_register
 from partner.platform.errors import ResourceOutsideServiceError, ServiceError
 from partner.platform.http import response_json, retry_allowed, send, session_upload
 from partner.platform.tokens import authorized_send, bearer_refused
-from partner.platform.types import Origin, Page, ResourceRef, Transaction, TransactionEvent, UploadSlot
+from partner.platform.types import Origin, Page, Product, ResourceRef, Transaction, TransactionEvent, UploadSlot
 
 MAX_PAGE_SIZE = 50  # spec, Limits: `limit` is at most 50
 MERGE_PATCH = "application/merge-patch+json"
@@ -220,18 +220,23 @@ def iter_transactions(page_size: int = MAX_PAGE_SIZE) -> Iterator[Transaction]:
 
 
 def list_products_page(start: int = 0, limit: int = MAX_PAGE_SIZE) -> Page:
-    """#8 GET /partner/v2/products?start=&limit=: one page of Product dicts and the total. Retried (GET)."""
+    """#8 GET /partner/v2/products?start=&limit=: one page of Product objects and the total. Retried (GET)."""
     items, total = _page_fetch(("partner", "v2", "products"), start=start, limit=limit, what="product listing")
-    return Page(items=items, total=total, start=start, limit=limit)
+    return Page(items=[Product.from_json(item) for item in items], total=total, start=start, limit=limit)
 
 
-def iter_products(page_size: int = MAX_PAGE_SIZE) -> Iterator[dict]:
-    """Every product of #8 (service JSON dicts), page by page, stopping exactly at X-Total-Count."""
+def iter_products(page_size: int = MAX_PAGE_SIZE) -> Iterator[Product]:
+    """Every product of #8, page by page, stopping exactly at X-Total-Count."""
     return _iterate(list_products_page, page_size)
 
 
+def _product_answer(data) -> Product | None:
+    # The spec does not show the bodies of #9 and #10: a product when the service sends one back.
+    return Product.from_json(data) if isinstance(data, dict) and data.get("id") else None
+
+
 # 9, 10 -------------------------------------------------------------------------------------------------------------
-def replace_product(product_id: str, product: dict) -> dict:
+def replace_product(product_id: str, product: dict) -> Product | None:
     """#9 PUT /partner/v2/products/{id} with the full Product object. Retried (PUT is idempotent)."""
     data = _call(
         "PUT",
@@ -241,10 +246,10 @@ def replace_product(product_id: str, product: dict) -> dict:
         data=_json_body(product),
         headers={"Content-Type": JSON},
     )
-    return data if isinstance(data, dict) else {}
+    return _product_answer(data)
 
 
-def patch_product(product_id: str, patch: dict) -> dict:
+def patch_product(product_id: str, patch: dict) -> Product | None:
     """#10 PATCH /partner/v2/products/{id} with a JSON merge patch (application/merge-patch+json).
 
     Retried although PATCH: an RFC 7396 merge patch sets the members it names
@@ -260,7 +265,7 @@ def patch_product(product_id: str, patch: dict) -> dict:
         data=_json_body(patch),
         headers={"Content-Type": MERGE_PATCH},
     )
-    return data if isinstance(data, dict) else {}
+    return _product_answer(data)
 
 
 # resourceRef -------------------------------------------------------------------------------------------------------

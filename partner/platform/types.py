@@ -2,7 +2,8 @@
 
 Frozen dataclasses holding the fields we use, plus `.raw`, the service's JSON
 as received (the spec leaves most shapes open, so nothing is dropped).
-Products stay plain dicts. Fields that hold secrets (credentials, the upload
+A Product keeps the service's whole object in `.raw`, since a PUT (#9) must send
+it back whole. Fields that hold secrets (credentials, the upload
 authorization) are kept out of `repr`, so a logged object does not leak them.
 """
 
@@ -101,6 +102,32 @@ class TransactionEvent:
     def from_json(cls, data: dict, *, event_id: str = "") -> "TransactionEvent":
         data = _dict(data)
         return cls(id=str(data.get("id") or event_id), type=str(data.get("type", "")), raw=data)
+
+
+@dataclass(frozen=True)
+class Product:
+    """A Product object of #8 (or the answer of #9 and #10 when the service sends one back)."""
+
+    id: str
+    partner_id: str
+    name: str
+    listing_name: str
+    environment: str
+    status: str
+    raw: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Product":
+        data = _dict(data)
+        return cls(
+            id=str(data.get("id", "")),
+            partner_id=str(data.get("partnerId", "")),
+            name=str(data.get("name", "")),
+            listing_name=str(data.get("listingName", "")),
+            environment=str(data.get("environment", "")),
+            status=str(data.get("status", "")),
+            raw=data,
+        )
 
 
 @dataclass(frozen=True)

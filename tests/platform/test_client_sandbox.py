@@ -174,21 +174,22 @@ def test_disclosure_status_update_through_the_response(sandbox):
 
 def test_products_list_replace_and_merge_patch(sandbox, service_calls):
     products = list(client.iter_products(page_size=1))
-    assert sorted(p["name"] for p in products) == [ADDRESS, DISCLOSURE]
+    assert sorted(p.name for p in products) == [ADDRESS, DISCLOSURE]
     assert len([c for c in service_calls if "/partner/v2/products?" in c["url"]]) == 2  # stops exactly
 
-    product = next(p for p in products if p["name"] == ADDRESS)
-    replaced = client.replace_product(product["id"], {**product, "listingName": "Address check (renamed)"})
-    assert replaced["listingName"] == "Address check (renamed)"
+    product = next(p for p in products if p.name == ADDRESS)
+    assert product.id and product.raw["id"] == product.id  # the whole object travels in .raw
+    replaced = client.replace_product(product.id, {**product.raw, "listingName": "Address check (renamed)"})
+    assert replaced.listing_name == "Address check (renamed)"
 
-    allow = [*product["entitlements"]["access"]["allow"], urns.instance_urn("TEST998877")]
-    patched = client.patch_product(product["id"], {"entitlements": {"access": {"allow": allow, "deny": []}}})
-    assert patched["entitlements"]["access"]["allow"] == allow
-    assert patched["listingName"] == "Address check (renamed)"  # a merge patch keeps what it does not name
-    assert patched["entitlements"]["data"] == product["entitlements"]["data"]
+    allow = [*product.raw["entitlements"]["access"]["allow"], urns.instance_urn("TEST998877")]
+    patched = client.patch_product(product.id, {"entitlements": {"access": {"allow": allow, "deny": []}}})
+    assert patched.raw["entitlements"]["access"]["allow"] == allow
+    assert patched.listing_name == "Address check (renamed)"  # a merge patch keeps what it does not name
+    assert patched.raw["entitlements"]["data"] == product.raw["entitlements"]["data"]
     page = client.list_products_page(start=0, limit=50)
     assert page.total == 2
-    assert next(p for p in page.items if p["id"] == product["id"])["entitlements"]["access"]["allow"] == allow
+    assert next(p for p in page.items if p.id == product.id).raw["entitlements"]["access"]["allow"] == allow
     with pytest.raises(ServiceNotFoundError):
         client.patch_product("no-such-product", {"listingName": "x"})
 

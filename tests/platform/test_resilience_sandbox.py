@@ -99,7 +99,7 @@ def test_slot_request_and_upload_are_retried(sandbox, service_calls):
 def test_product_merge_patch_is_retried(sandbox, service_calls):
     product_id = sandbox.seed.products["address-verification"].service_id
     sandbox_services.fault_set(endpoint="product", status=503, count=1, retry_after=0)
-    assert client.patch_product(product_id, {"listingName": "Retried"})["listingName"] == "Retried"
+    assert client.patch_product(product_id, {"listingName": "Retried"}).listing_name == "Retried"
     assert [c["status"] for c in calls_to(service_calls, product_id, method="PATCH")] == [503, 200]
 
 
