@@ -11,6 +11,7 @@ enqueues what waits, only later).
 """
 
 import logging
+import os
 import threading
 
 from celery import bootsteps
@@ -21,6 +22,31 @@ logger = logging.getLogger(__name__)
 
 BATCH = 200
 
+# A prefork worker forks pool processes from the main process, where the relay thread runs.
+# A fork waits for the relay's round to end, so no child starts with a half-done round in its
+# copy of memory (a transaction, a producer taken from kombu's pool, SQLite's lock state).
+# (A round stuck on a hung call does not hold a fork up for more than 10 s.)
+_round = threading.Lock()
+_held_for_fork = False
+
+
+def _fork_before() -> None:
+    global _held_for_fork
+    _held_for_fork = _round.acquire(timeout=10)
+
+
+def _fork_after_in_parent() -> None:
+    if _held_for_fork:
+        _round.release()
+
+
+def _fork_after_in_child() -> None:
+    global _round, _held_for_fork
+    _round, _held_for_fork = threading.Lock(), False
+
+
+os.register_at_fork(before=_fork_before, after_in_parent=_fork_after_in_parent, after_in_child=_fork_after_in_child)
+
 
 def relay_loop(stop: threading.Event, *, interval: float) -> None:
     """Relay until `stop` is set. A failure (database or broker away) is logged and retried later."""
@@ -30,8 +56,12 @@ def relay_loop(stop: threading.Event, *, interval: float) -> None:
     while not stop.is_set():
         moved = 0
         try:
-            close_old_connections()  # as around a request: drop a connection the database closed
-            moved = notifications_relay(limit=BATCH)
+            with _round:
+                close_old_connections()  # as around a request: drop a connection the database closed
+                moved = notifications_relay(limit=BATCH)
+                if connection.vendor == "sqlite":
+                    # SQLite's file locks are per process: no open handle goes into a forked child.
+                    connection.close()
             if failing:
                 logger.info("inbox relay: working again")
             failing = False
