@@ -50,7 +50,7 @@ def published(monkeypatch):
 
 
 def on_the_broker() -> list[int]:
-    """Take every message off the default queue; the notification ids they carry, in order."""
+    """Take every message off the default queue; the notification ids they carry."""
     from config.celery import app
 
     ids = []
@@ -76,7 +76,7 @@ def test_relay_hands_received_rows_to_the_broker_once_oldest_first(published):
 
     assert services.notifications_relay() == 3
     assert published == waiting
-    assert on_the_broker() == waiting  # the batch was flushed
+    assert sorted(on_the_broker()) == waiting  # the batch was flushed (the filesystem broker keeps no order)
     rows = Notification.objects.filter(pk__in=waiting)
     assert {row.state for row in rows} == {NotificationState.QUEUED}
     assert all(row.enqueued_at for row in rows)
