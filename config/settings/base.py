@@ -328,7 +328,10 @@ LOGGING = {
         "redact": {"()": "partner.core.logging.RedactSecretsFilter"},
     },
     "formatters": {
-        "line": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "line": {
+            "()": "partner.core.logging.OneLineFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s",
+        },
     },
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": "line", "filters": ["request_id", "redact"]},

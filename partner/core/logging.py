@@ -106,6 +106,17 @@ class RedactSecretsFilter(logging.Filter):
         return True
 
 
+class OneLineFormatter(logging.Formatter):
+    """One line per event: line breaks in a message or a traceback are written as `\\n`.
+
+    A log collector then keeps an event (with its traceback) together, and text from a
+    request cannot start a line of its own that looks like another event.
+    """
+
+    def format(self, record):
+        return super().format(record).replace("\r", "\\r").replace("\n", "\\n")
+
+
 class SecretsExceptionReporterFilter(SafeExceptionReporterFilter):
     """Django's error reports, also hiding URLs with credentials, PATs and auth headers."""
 

@@ -114,3 +114,24 @@ def test_runserver_request_lines_go_through_the_redaction_filter():
     for handler in handlers:
         assert handler.filter(record)
         assert token not in handler.format(record)
+
+
+def test_an_event_with_a_traceback_or_line_breaks_is_one_line():
+    """The project's formatter: one line per event, so no text can forge a second one."""
+    from django.conf import settings
+
+    from partner.core.logging import OneLineFormatter
+
+    spec = settings.LOGGING["formatters"]["line"]
+    assert spec["()"] == "partner.core.logging.OneLineFormatter"
+    formatter = OneLineFormatter("%(levelname)s %(message)s")
+    try:
+        raise ValueError("first\nsecond")
+    except ValueError:
+        import sys
+
+        record = logging.LogRecord("x", logging.ERROR, __file__, 1, "failed\nINFO forged line", None, sys.exc_info())
+    line = formatter.format(record)
+    assert "\n" not in line and "\r" not in line
+    assert line.startswith("ERROR failed\\nINFO forged line")
+    assert "Traceback (most recent call last):\\n" in line and "ValueError: first\\nsecond" in line
