@@ -120,21 +120,27 @@ def delivery_create(*, product: Product, resource_type: str, resource_id: str, r
         product_name=product.name,
         resource_ref=resource_ref,
     )
-    if fault_for(FaultRule.Endpoint.WEBHOOK).drop:
+    fault = fault_for(FaultRule.Endpoint.WEBHOOK)
+    if fault.drop:
         delivery.status = WebhookDelivery.Status.DROPPED
         delivery.save()
         return delivery
     delivery.save()
-    transaction.on_commit(lambda: delivery_schedule(delivery_id=delivery.pk))
+    transaction.on_commit(lambda: delivery_schedule(delivery_id=delivery.pk, delay=fault.latency))
     return delivery
 
 
-def delivery_schedule(*, delivery_id: int) -> None:
-    """Start sending a recorded delivery in the background."""
+def delivery_schedule(*, delivery_id: int, delay: float = 0.0) -> None:
+    """Start sending a recorded delivery in the background, after `delay` seconds (a latency fault)."""
     global _outstanding
     with _outstanding_changed:
         _outstanding += 1
-    _executor().submit(_attempt, delivery_id)
+    if delay > 0:
+        timer = threading.Timer(delay, lambda: _executor().submit(_attempt, delivery_id))
+        timer.daemon = True
+        timer.start()
+    else:
+        _executor().submit(_attempt, delivery_id)
 
 
 def _finished() -> None:

@@ -152,3 +152,17 @@ def test_no_subscription_no_delivery(sandbox, api):
     host_transaction(sandbox)
     assert webhook_deliveries_wait(10)
     assert sandbox.receiver.calls == [] and not WebhookDelivery.objects.exists()
+
+
+def test_a_latency_fault_delays_the_webhook(sandbox):
+    import time
+
+    services.fault_set(endpoint="webhook", latency=1.0, count=1)
+    started = time.monotonic()
+    host_transaction(sandbox)
+    time.sleep(0.5)
+    assert sandbox.receiver.calls == []  # not sent yet: the fault holds it back
+    assert webhook_deliveries_wait(10)
+    assert len(sandbox.receiver.calls) == 1
+    assert time.monotonic() - started >= 1.0
+    assert WebhookDelivery.objects.get().status == WebhookDelivery.Status.DELIVERED
