@@ -98,6 +98,35 @@ def test_a_401_renews_the_token_and_retries_once(fake_service):
     assert cache.get(tokens._key("access"))["access_token"] == "fresh-token-abc"
 
 
+def test_concurrent_401s_cost_one_renewal(fake_service):
+    """Four calls sent with the revoked token: one new token for all of them, also for the
+    refusals that arrive after the renewal (they must not drop the new token)."""
+    fake_service.route("POST", TOKEN_PATH, token_reply("revoked-token-abc"), token_reply("renewed-token-abc"))
+    tokens.token_get()
+    refusals = [
+        Reply(401, {"error": "invalid_token"}, headers={"WWW-Authenticate": "Bearer"}, delay=delay)
+        for delay in (0.1, 0.4, 0.7, 1.0)
+    ]
+    fake_service.route("GET", TX, *refusals, Reply(200, {"id": "t1"}))
+    errors = []
+
+    def call():
+        try:
+            client.get_transaction("t1")
+        except Exception as exc:  # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    callers = [threading.Thread(target=call) for _ in range(4)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join()
+    assert errors == []
+    sent = [s.headers["Authorization"] for s in fake_service.requests_to("GET", TX)]
+    assert sent == ["Bearer revoked-token-abc"] * 4 + ["Bearer renewed-token-abc"] * 4
+    assert len(fake_service.requests_to("POST", TOKEN_PATH)) == 2  # the first token and one renewal
+
+
 def test_a_second_401_fails(fake_service):
     fake_service.route("POST", TOKEN_PATH, token_reply("token-one-abc"), token_reply("token-two-abc"))
     fake_service.route("GET", TX, Reply(401, {"error": "invalid_token"}))
