@@ -128,9 +128,16 @@ class ServiceRateLimitError(ServiceError):
 
 
 class ServiceUnavailableError(ServiceError):
-    """5xx, a connection error or a timeout: the service may answer later."""
+    """5xx, a connection error or a timeout: the service may answer later.
+
+    `.retry_after`: the wait a 503 asked for with Retry-After (RFC 9110 §10.2.3), if any.
+    """
 
     transient = True
+
+    def __init__(self, message, *, retry_after: float | None = None, **kwargs):
+        super().__init__(message, **kwargs)
+        self.retry_after = retry_after
 
 
 class ResourceOutsideServiceError(ServiceError):
@@ -160,7 +167,8 @@ def error_from_response(response, *, method: str, url: str | None = None, what: 
         retry_after = retry_after_parse(response.headers.get("Retry-After"))
         return ServiceRateLimitError(f"{what} rate limited", retry_after=retry_after, **kwargs)
     if status >= 500:
-        return ServiceUnavailableError(f"{what}: service unavailable", **kwargs)
+        retry_after = retry_after_parse(response.headers.get("Retry-After"))
+        return ServiceUnavailableError(f"{what}: service unavailable", retry_after=retry_after, **kwargs)
     if 300 <= status < 400:
         return ServiceError(f"{what} answered a redirect, which is not followed", **kwargs)
     return ServiceError(f"{what}: unexpected answer", **kwargs)

@@ -2,9 +2,11 @@
 
 The worker is a real `celery -A config worker` process. The sandbox answers
 the response PATCH with 503 until the test clears the fault, so the worker
-has uploaded the report and waits to retry the PATCH when it is killed. The
-sweeper hands the tracker to a new worker, which resumes after the last
-recorded step: no second slot request, upload or PATCH.
+has uploaded the report and waits to retry the PATCH (the 503's Retry-After
+holds the retry back, so the kill lands between attempts) when it is killed.
+The sweeper (or, on the filesystem broker, the redelivered retry) hands the
+tracker to a new worker, which resumes after the last recorded step: no
+second slot request, upload or PATCH.
 """
 
 import os
@@ -68,7 +70,9 @@ def test_worker_killed_mid_fulfilment_resumes_without_a_second_upload_or_patch(s
     partner_account_set(username="lender.demo", password="demo-password-1", company="DEMO01")
     products_pull()
     app.control.purge()
-    sandbox.fault_set(endpoint="response", status=503)
+    # Retry-After holds the retry back long enough that the kill always lands between attempts,
+    # never during one (a worker killed mid-attempt holds its claim until the claim expires).
+    sandbox.fault_set(endpoint="response", status=503, retry_after=8)
     log = tmp_path / "worker.log"
 
     first = worker_start(service, log)
@@ -94,8 +98,14 @@ def test_worker_killed_mid_fulfilment_resumes_without_a_second_upload_or_patch(s
     try:
         tracker = Tracker.objects.get(transaction_id=txn.id)
         assert tracker.status == TrackerStatus.IN_PROGRESS
-        # The killed worker's retry is gone with it: the sweeper hands the tracker on once it is due.
-        wait_for(lambda: trackers_sweep(enqueue=fulfil_enqueue), timeout=60, message="the sweeper to pick it up")
+
+        # On Redis the killed worker's retry is gone with it, and the sweeper hands the tracker on
+        # once the retry is due; the filesystem broker hands the retry message to the new worker.
+        def handed_on():
+            done = Tracker.objects.filter(transaction_id=txn.id, status=TrackerStatus.REQUEST_COMPLETED).exists()
+            return done or trackers_sweep(enqueue=fulfil_enqueue)
+
+        wait_for(handed_on, timeout=60, message="the sweeper or the redelivered retry to pick it up")
         wait_for(
             lambda: Tracker.objects.filter(transaction_id=txn.id, status=TrackerStatus.REQUEST_COMPLETED).exists(),
             timeout=90,

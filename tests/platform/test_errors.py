@@ -71,6 +71,12 @@ def test_rate_limit_reads_retry_after():
     assert error.retry_after == 7.0
 
 
+def test_unavailable_reads_retry_after_too():
+    error = error_from_response(response(503, headers={"Retry-After": "9"}), method="PATCH")
+    assert error.transient and error.retry_after == 9.0
+    assert error_from_response(response(502), method="GET").retry_after is None
+
+
 def test_excerpt_is_short_single_line_and_redacted():
     secret_register("tok-abcdef-123456")
     body = ('{"access_token": "tok-abcdef-123456", "password": "hunter22", "msg": "' + "x" * 2000 + '"}\n\n').encode()
