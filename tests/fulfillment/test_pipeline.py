@@ -284,3 +284,39 @@ def test_resource_ref_outside_the_service_is_refused(demo, signed_post, celery_w
     tracker = tracker_of("txn-evil", TrackerStatus.FAILED)
     assert tracker.failure_code == FailureCode.RESOURCE_OUTSIDE_SERVICE
     assert not [call for call in calls if "txn-evil" in call[1]]  # nothing fetched, from anywhere
+
+
+def test_a_permanent_refusal_fails_the_tracker_at_once(demo, calls, celery_worker_live):
+    """A 4xx is the service's answer, not an outage: the order fails with the reason, no retry."""
+    from partner.sandbox.models import Transaction
+
+    products_pull()
+    sandbox.fault_set(endpoint="webhook", latency=1.0, count=1)  # time to withdraw it first
+    txn = order(demo)
+    Transaction.objects.filter(pk=txn.id).delete()  # gone from the service: GET answers 404
+
+    tracker = tracker_of(txn.id, TrackerStatus.FAILED)
+    assert tracker.failure_code == FailureCode.SERVICE_REJECTED
+    assert "404" in tracker.failure_reason
+    reads = [status for method, path, status in calls if method == "GET" and path.endswith(f"/transactions/{txn.id}")]
+    assert reads == [404]  # asked once, not retried
+
+
+def test_a_callback_event_of_another_type_is_recorded_and_completes_nothing(demo, celery_worker_live):
+    from partner.fulfillment.models import TrackerStep
+    from partner.sandbox.models import Transaction
+
+    products_pull()
+    txn = order(demo)
+    tracker = tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED)
+    Tracker.objects.filter(pk=tracker.pk).update(status=TrackerStatus.RESPONSE_DELIVERED, completed_at=None)
+
+    other = "urn:svc:platform:transaction:response:rejected"
+    event = sandbox.event_create(transaction=Transaction.objects.get(pk=txn.id), type=other)
+    wait_for(
+        lambda: TrackerStep.objects.filter(tracker=tracker, name="event", detail__contains=event.id).exists(),
+        message="the event recorded on the tracker",
+    )
+    tracker.refresh_from_db()
+    assert tracker.status == TrackerStatus.RESPONSE_DELIVERED  # only "processed" completes an order
+    assert other in TrackerStep.objects.get(tracker=tracker, name="event", detail__contains=event.id).detail

@@ -29,3 +29,24 @@ def test_callback_keeps_the_recorded_delivery_time():
 
     assert tracker.delivered_at == delivered
     assert tracker.completed_at > delivered
+
+
+def test_retries_exhausted_fail_an_active_tracker_with_the_last_error():
+    from partner.fulfillment.models import FailureCode
+    from partner.fulfillment.services import tracker_give_up
+
+    tracker = Tracker.objects.create(transaction_id="t-given-up", status=TrackerStatus.IN_PROGRESS)
+    tracker_give_up(tracker_id=tracker.pk, error="ServiceUnavailableError: slot request: service unavailable")
+    tracker.refresh_from_db()
+    assert tracker.status == TrackerStatus.FAILED
+    assert tracker.failure_code == FailureCode.RETRIES_EXHAUSTED
+    assert "slot request: service unavailable" in tracker.failure_reason
+
+
+def test_giving_up_never_undoes_a_completed_order():
+    from partner.fulfillment.services import tracker_give_up
+
+    tracker = Tracker.objects.create(transaction_id="t-done", status=TrackerStatus.REQUEST_COMPLETED)
+    tracker_give_up(tracker_id=tracker.pk, error="late failure")
+    tracker.refresh_from_db()
+    assert tracker.status == TrackerStatus.REQUEST_COMPLETED
