@@ -45,13 +45,24 @@ def _fork_after_in_child() -> None:
     _round, _held_for_fork = threading.Lock(), False
 
 
-os.register_at_fork(before=_fork_before, after_in_parent=_fork_after_in_parent, after_in_child=_fork_after_in_child)
+_fork_guard_installed = False
+
+
+def _fork_guard_install() -> None:
+    """Only a process that relays pays for the guard (web processes import this module too)."""
+    global _fork_guard_installed
+    if not _fork_guard_installed:
+        os.register_at_fork(
+            before=_fork_before, after_in_parent=_fork_after_in_parent, after_in_child=_fork_after_in_child
+        )
+        _fork_guard_installed = True
 
 
 def relay_loop(stop: threading.Event, *, interval: float) -> None:
     """Relay until `stop` is set. A failure (database or broker away) is logged and retried later."""
     from partner.inbox.services import notifications_relay
 
+    _fork_guard_install()
     failing = False
     while not stop.is_set():
         moved = 0

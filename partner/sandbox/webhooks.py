@@ -135,12 +135,17 @@ def delivery_schedule(*, delivery_id: int, delay: float = 0.0) -> None:
     global _outstanding
     with _outstanding_changed:
         _outstanding += 1
-    if delay > 0:
-        timer = threading.Timer(delay, lambda: _executor().submit(_attempt, delivery_id))
-        timer.daemon = True
-        timer.start()
-    else:
+    _attempt_submit(delivery_id, delay=delay)
+
+
+def _attempt_submit(delivery_id: int, *, delay: float = 0.0) -> None:
+    """Hand an attempt to the sender threads, now or after `delay` seconds."""
+    if delay <= 0:
         _executor().submit(_attempt, delivery_id)
+        return
+    timer = threading.Timer(delay, lambda: _executor().submit(_attempt, delivery_id))
+    timer.daemon = True
+    timer.start()
 
 
 def _finished() -> None:
@@ -202,9 +207,7 @@ def _attempt(delivery_id: int) -> None:
                 attempt_count=number, last_status_code=status_code, status=status, updated_at=timezone.now()
             )
         if not final:
-            timer = threading.Timer(_backoff(number), lambda: _executor().submit(_attempt, delivery_id))
-            timer.daemon = True
-            timer.start()
+            _attempt_submit(delivery_id, delay=_backoff(number))
     except WebhookDelivery.DoesNotExist:
         final = True  # deleted meanwhile (a test database flushed between retries): nothing to send
     except Exception:

@@ -180,12 +180,11 @@ class TransactionNotShown(Exception):
 def lender_may_see(*, tracker, account_id: int | None, company_id: int | None) -> bool:
     """The order's own user, or a user of the same lender company; anyone with the product's origin
     when the order was placed without partner credentials (a product that defines none)."""
-    owner = tracker.ordered_by
-    if owner is None:
+    if tracker.ordered_by_id is None:
         return True
-    if account_id is not None and owner.pk == account_id:
-        return True
-    return company_id is not None and owner.company_id == company_id
+    if account_id is not None and tracker.ordered_by_id == account_id:
+        return True  # the same user: no need to load the account
+    return company_id is not None and tracker.ordered_by.company_id == company_id
 
 
 def transaction_progress_get(
