@@ -1,8 +1,8 @@
-"""Benchmark 3 and 4: end-to-end fulfilment, and peak memory of the web and worker processes.
+"""Benchmark 3 and 4: end-to-end fulfillment, and peak memory of the web and worker processes.
 
 One gunicorn server runs the application with the sandbox mounted (the
 service's emulator); Celery workers (`celery -A config worker`, prefork, 1 and
-then 2 processes) fulfil. This process plays the platform: it creates N
+then 2 processes) fulfill. This process plays the platform: it creates N
 transactions in the sandbox, whose `created` webhooks go out from the
 sandbox's own thread pool, and waits until every tracker is completed.
 
@@ -142,10 +142,15 @@ def latencies(ids: list[str]) -> dict:
 def run_once(
     *, seed, web: stack.Process, access_log, env: dict, concurrency: int, transactions: int, lifetime: int
 ) -> dict:
+    """One run: `transactions` orders through a worker of `concurrency` processes, and its figures.
+
+    Over 60 lines because it is one measurement: every figure is taken between the
+    same start and stop of the worker, and the result is the report's row as it is.
+    """
     from django.core.cache import cache
 
     from config.celery import app
-    from partner.sandbox import services as sandbox
+    from partner.sandbox.transactions import transaction_create
     from partner.sandbox.webhooks import webhook_deliveries_wait
 
     app.control.purge()
@@ -157,7 +162,7 @@ def run_once(
         cpu_before = _cpu(web, worker)
         started = time.monotonic()
         ids = [
-            sandbox.transaction_create(
+            transaction_create(
                 product=seed.products["address-verification"], user=seed.users["lender.demo"], loan=seed.loans[2]
             ).id
             for _ in range(transactions)
@@ -227,14 +232,14 @@ def end_to_end_bench(
     )
     django_setup(env)
     from partner.catalog.services import partner_account_set, products_pull
-    from partner.sandbox import services as sandbox
+    from partner.sandbox.seeding import sandbox_seed
 
     stack.LOGS.mkdir(parents=True, exist_ok=True)
     access_log = stack.LOGS / "e2e-access.log"
     access_log.write_text("")
     web = stack.gunicorn_start("e2e-web", "config.wsgi", env, workers=web_workers, port=port, access_log=access_log)
     try:
-        seed = sandbox.sandbox_seed(public_base_url=base)
+        seed = sandbox_seed(public_base_url=base)
         partner_account_set(username="lender.demo", password="demo-password-1", company="DEMO01")
         products_pull()
         runs = {}

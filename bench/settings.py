@@ -1,15 +1,12 @@
-"""Settings of the benchmark processes: the production settings plus the sandbox knobs a run sets.
+"""Settings of the benchmark processes: the production settings plus a what-if switch.
 
-`config.settings.base` reads everything from the environment except a few
-sandbox settings; the end-to-end benchmark and the token drill need the
-access token lifetime of the sandbox from the environment too.
+`config.settings.base` reads from the environment everything a run sets, the
+sandbox's access token lifetime and webhook sender threads included; this module
+adds only what must never be the default.
 """
 
 from config.settings.base import *  # noqa: F403
 from config.settings.base import env
-
-SANDBOX_TOKEN_LIFETIME = env.int("SANDBOX_TOKEN_LIFETIME", default=3600)
-SANDBOX_WEBHOOK_WORKERS = env.int("SANDBOX_WEBHOOK_WORKERS", default=8)
 
 # What-if runs only (`bench/run.py --what-if-cheap-credentials`): a cheap password hasher for
 # the partner account, to estimate the pipeline once the credential check stops paying a

@@ -40,10 +40,6 @@ def _task_connections_tidied(**kwargs):
     close_old_connections()
 
 
-def _inbox_relay_add():
-    from partner.inbox.relay import InboxRelay
-
-    app.steps["worker"].add(InboxRelay)
-
-
-_inbox_relay_add()
+# The inbox relay runs in every worker (partner/inbox/relay.py). Named, not imported: the step is
+# loaded when the worker starts, after Django has set up the models it uses.
+app.steps["worker"].add("partner.inbox.relay:InboxRelay")

@@ -287,14 +287,14 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # this many seconds when there was nothing to hand over (0: no relay, the sweep alone enqueues).
 INBOX_RELAY_INTERVAL = env.float("INBOX_RELAY_INTERVAL", default=0.2)
 # How often the periodic jobs run (seconds).
-INBOX_SWEEP_INTERVAL = env.int("INBOX_SWEEP_INTERVAL", default=30)
+SWEEP_INTERVAL = env.int("SWEEP_INTERVAL", default=30)
 RECONCILE_INTERVAL = env.int("RECONCILE_INTERVAL", default=300)
-# A notification or tracker left untouched this long, with no worker holding it, is enqueued again.
-INBOX_STALL_SECONDS = env.int("INBOX_STALL_SECONDS", default=CELERY_TASK_TIME_LIMIT + 30)
-TRACKER_STALL_SECONDS = env.int("TRACKER_STALL_SECONDS", default=60)
+# A notification or tracker left this long with no worker holding it had its message lost: the
+# sweep hands it to the broker again (partner/core/leases.py).
+STALL_SECONDS = env.int("STALL_SECONDS", default=120)
 CELERY_BEAT_SCHEDULE = {
-    "inbox-sweep": {"task": "inbox.sweep", "schedule": INBOX_SWEEP_INTERVAL},
-    "trackers-sweep": {"task": "fulfillment.sweep", "schedule": INBOX_SWEEP_INTERVAL},
+    "inbox-sweep": {"task": "inbox.sweep", "schedule": SWEEP_INTERVAL},
+    "trackers-sweep": {"task": "fulfillment.sweep", "schedule": SWEEP_INTERVAL},
     "transactions-reconcile": {"task": "fulfillment.reconcile", "schedule": RECONCILE_INTERVAL},
     "products-pull": {"task": "catalog.pull", "schedule": RECONCILE_INTERVAL},
 }

@@ -1,4 +1,4 @@
-"""The one credential check, used by the origin proxy (UI) and by the fulfilment pipeline.
+"""The one credential check, used by the origin proxy (UI) and by the fulfillment pipeline.
 
 The host hands us the credential values a lender configured for our product
 (origin `credentials`, transaction `request.credentials`). They are checked

@@ -19,19 +19,7 @@ from partner.core.encryption import EncryptedTextField
 from partner.core.models import TimeStampedModel
 
 from . import validation
-
-
-def fulfiller_choices() -> list[tuple[str, str]]:
-    """The fulfiller registry's choices; empty while that registry is not installed."""
-    try:
-        from partner.fulfillment.fulfillers import fulfiller_choices as registry_choices
-    except ImportError:
-        return []
-    return list(registry_choices())
-
-
-FULFILLER_ADDRESS_VERIFICATION = "address_verification"
-FULFILLER_DISCLOSURE_STATUS = "disclosure_status"
+from .fulfiller_keys import fulfiller_known, fulfiller_main
 
 
 class Product(TimeStampedModel):
@@ -78,7 +66,7 @@ class Product(TimeStampedModel):
     )
 
     fulfiller = models.CharField(
-        max_length=100, default=FULFILLER_ADDRESS_VERIFICATION, help_text="Which of our fulfillers does its work."
+        max_length=100, default=fulfiller_main, help_text="Which of our fulfillers does its work."
     )
     signing_secret = EncryptedTextField(blank=True, default="", help_text="Webhook signing secret (encrypted).")
 
@@ -112,8 +100,7 @@ class Product(TimeStampedModel):
                 errors["access_deny"] = [f"Instance {u} is both allowed and denied." for u in both]
         if self.extension_limit is not None and self.extension_limit < 0:
             errors["extension_limit"] = ["Must not be negative."]
-        choices = fulfiller_choices()
-        if choices and self.fulfiller not in {key for key, _ in choices}:
+        if not fulfiller_known(self.fulfiller):
             errors["fulfiller"] = [f"Unknown fulfiller {self.fulfiller!r}."]
         if errors:
             raise ValidationError(errors)
@@ -121,12 +108,6 @@ class Product(TimeStampedModel):
     @property
     def has_signing_secret(self) -> bool:
         return bool(self.signing_secret)
-
-    def as_service_dict(self) -> dict:
-        """The spec's Product object: the last service copy with our modelled fields on top."""
-        from .mapping import product_to_service
-
-        return product_to_service(self)
 
 
 class CredentialDefinition(models.Model):

@@ -22,11 +22,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from partner.core.errors import ApplicationError
-from partner.platform import formats
 from partner.platform.errors import ServiceError
 
 from . import validation
 from .errors import ProductNotFound, ProductSyncError
+from .fulfiller_keys import fulfiller_default
 from .mapping import (
     credential_definitions_from_service,
     flatten,
@@ -34,8 +34,6 @@ from .mapping import (
     product_to_service,
 )
 from .models import (
-    FULFILLER_ADDRESS_VERIFICATION,
-    FULFILLER_DISCLOSURE_STATUS,
     CredentialDefinition,
     PartnerAccount,
     PartnerCompany,
@@ -96,17 +94,6 @@ def _service_call(what: str, call, *args):
         # ServiceError texts are safe by contract (no token, short excerpt).
         logger.warning("catalog: %s failed: %s", what, exc)
         raise ProductSyncError(f"{what} failed: {exc}") from exc
-
-
-def fulfiller_default(data: dict) -> str:
-    """The fulfiller of a newly pulled product: disclosure status when it holds that action."""
-    for item in ((data.get("entitlements") or {}).get("data") or {}).get("transaction") or []:
-        if not isinstance(item, dict):
-            continue
-        for result in (item.get("response") or {}).get("results") or []:
-            if isinstance(result, dict) and result.get("action") == formats.DISCLOSURE_ACTION:
-                return FULFILLER_DISCLOSURE_STATUS
-    return FULFILLER_ADDRESS_VERIFICATION
 
 
 def _definitions_replace(product: Product, definitions: list[dict]) -> None:

@@ -1,1 +1,1 @@
-"""Trackers and the Celery pipeline that fulfils each transaction."""
+"""Trackers and the Celery pipeline that fulfills each transaction."""

@@ -5,9 +5,8 @@ import json
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
-from partner.fulfillment.models import Tracker, TrackerAttachment, TrackerStatus, TrackerStep
+from partner.fulfillment.models import Tracker, TrackerAttachment, TrackerStep
 from partner.fulfillment.services import tracker_retry
-from partner.fulfillment.tasks import fulfil_enqueue
 
 
 class TrackerAttachmentInline(admin.TabularInline):
@@ -82,11 +81,9 @@ class TrackerAdmin(admin.ModelAdmin):
 
     @admin.action(description="Retry the selected failed trackers", permissions=["view"])
     def retry(self, request, queryset):
-        failed = list(queryset.filter(status=TrackerStatus.FAILED))
-        for tracker in failed:
-            tracker_retry(tracker=tracker)
-            fulfil_enqueue(tracker.pk)
-        skipped = queryset.count() - len(failed)
-        self.message_user(request, f"{len(failed)} tracker(s) sent back to work.", messages.SUCCESS)
+        ids = list(queryset.values_list("pk", flat=True))
+        retried = sum(1 for tracker_id in ids if tracker_retry(tracker_id=tracker_id))
+        skipped = len(ids) - retried
+        self.message_user(request, f"{retried} tracker(s) sent back to work.", messages.SUCCESS)
         if skipped:
             self.message_user(request, f"{skipped} tracker(s) were not failed and were left alone.", messages.WARNING)

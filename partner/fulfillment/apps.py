@@ -1,6 +1,16 @@
+"""Trackers, the pipeline that fulfills each transaction, and the fulfillers that do the work."""
+
 from django.apps import AppConfig
 
 
 class FulfillmentConfig(AppConfig):
     name = "partner.fulfillment"
     verbose_name = "Fulfillment"
+
+    def ready(self):
+        # The catalog (a lower layer) validates each product's fulfiller key and picks the default
+        # of a newly pulled product: it learns the registered fulfillers here, never by importing up.
+        from partner.catalog.fulfiller_keys import fulfillers_install
+        from partner.fulfillment.fulfillers import FULFILLERS
+
+        fulfillers_install(FULFILLERS)

@@ -1,4 +1,4 @@
-"""Trackers: one per transaction, recording each completed step of its fulfilment.
+"""Trackers: one per transaction, recording each completed step of its fulfillment.
 
 The spec's states are VALIDATION_REQUESTED (transaction webhook) and
 REQUEST_COMPLETED (processed callback); ours in between say how far the work
@@ -9,7 +9,9 @@ never uploads or patches twice.
 from django.db import models
 
 from partner.core.encryption import EncryptedTextField
+from partner.core.leases import LeasedModel
 from partner.core.models import TimeStampedModel
+from partner.platform.types import UploadSlot
 
 
 class TrackerStatus(models.TextChoices):
@@ -32,7 +34,7 @@ class FailureCode(models.TextChoices):
     RESOURCE_OUTSIDE_SERVICE = "resource_outside_service", "Resource outside the service"
 
 
-class Tracker(TimeStampedModel):
+class Tracker(TimeStampedModel, LeasedModel):
     transaction_id = models.CharField(max_length=200, unique=True)
     resource_ref = models.URLField(max_length=2000, blank=True)
     product_name = models.CharField(max_length=200, blank=True, db_index=True)
@@ -64,8 +66,7 @@ class Tracker(TimeStampedModel):
     last_error = models.TextField(blank=True)
     failure_code = models.CharField(max_length=40, choices=FailureCode, blank=True)
     failure_reason = models.TextField(blank=True)
-    # A worker holds the tracker until claimed_until; a retry is due at next_attempt_at.
-    claimed_until = models.DateTimeField(null=True, blank=True)
+    # A worker holds the tracker until claimed_until (LeasedModel); a retry is due at next_attempt_at.
     next_attempt_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -96,6 +97,16 @@ class TrackerAttachment(models.Model):
 
     def __str__(self):
         return self.name
+
+    def upload_slot(self) -> UploadSlot:
+        """The slot the service gave this attachment (after the slot request)."""
+        return UploadSlot(
+            id=self.resource_id,
+            name=self.name,
+            mime_type=self.mime_type,
+            location=self.upload_location,
+            authorization=self.upload_authorization,
+        )
 
 
 class TrackerStep(models.Model):

@@ -1,6 +1,10 @@
-"""Reads of trackers: the status endpoint and the UI's view of a transaction."""
+"""Reads of trackers: the status endpoint, the UI's view of a transaction, the sweep's stalled trackers."""
 
-from partner.fulfillment.models import Tracker, TrackerStatus
+from django.db.models import Q
+from django.utils import timezone
+
+from partner.core.leases import lease_free, stalled_before
+from partner.fulfillment.models import ACTIVE_STATUSES, Tracker, TrackerStatus
 
 # What the lender sees, step by step.
 UI_STEPS = {
@@ -35,3 +39,16 @@ def tracker_view(transaction_id: str) -> dict | None:
         ],
         "updated_at": tracker.updated_at.isoformat(),
     }
+
+
+def trackers_stalled():
+    """Active trackers no worker holds and no retry is due for, untouched for STALL_SECONDS: their
+    task was lost."""
+    now = timezone.now()
+    stalled = stalled_before()
+    return Tracker.objects.filter(
+        lease_free(now),
+        Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lt=stalled),
+        status__in=ACTIVE_STATUSES,
+        updated_at__lt=stalled,
+    )

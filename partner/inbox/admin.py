@@ -6,7 +6,7 @@ from django.contrib import admin, messages
 from django.utils.html import format_html
 
 from partner.inbox.models import Notification
-from partner.inbox.services import notification_replay
+from partner.inbox.outbox import notification_replay
 
 
 @admin.register(Notification)
@@ -16,13 +16,13 @@ class NotificationAdmin(admin.ModelAdmin):
         "event_type",
         "resource_type",
         "resource_id",
-        "instance_id",
+        "product_name",
         "state",
         "attempts",
         "duplicates",
     ]
-    list_filter = ["state", "resource_type", "event_type", "instance_id"]
-    search_fields = ["resource_id", "event_id", "instance_id", "dedupe_key"]
+    list_filter = ["state", "resource_type", "event_type", "product_name"]
+    search_fields = ["resource_id", "event_id", "product_name", "dedupe_key"]
     date_hierarchy = "received_at"
     actions = ["replay"]
     readonly_fields = [
@@ -32,13 +32,14 @@ class NotificationAdmin(admin.ModelAdmin):
         "duplicates",
         "last_error",
         "enqueued_at",
+        "claimed_until",
         "processed_at",
         "event_id",
         "event_type",
         "event_time",
         "resource_type",
         "resource_id",
-        "instance_id",
+        "product_name",
         "resource_ref",
         "dedupe_key",
         "remote_addr",
@@ -48,7 +49,18 @@ class NotificationAdmin(admin.ModelAdmin):
     fieldsets = [
         (
             None,
-            {"fields": ["received_at", "state", "attempts", "duplicates", "last_error", "enqueued_at", "processed_at"]},
+            {
+                "fields": [
+                    "received_at",
+                    "state",
+                    "attempts",
+                    "duplicates",
+                    "last_error",
+                    "enqueued_at",
+                    "claimed_until",
+                    "processed_at",
+                ]
+            },
         ),
         (
             "Notification",
@@ -59,7 +71,7 @@ class NotificationAdmin(admin.ModelAdmin):
                     "event_time",
                     "resource_type",
                     "resource_id",
-                    "instance_id",
+                    "product_name",
                     "resource_ref",
                     "dedupe_key",
                 ]
@@ -84,6 +96,6 @@ class NotificationAdmin(admin.ModelAdmin):
 
     @admin.action(description="Replay the selected notifications", permissions=["view"])
     def replay(self, request, queryset):
-        sent = sum(1 for notification in queryset if notification_replay(notification=notification))
+        sent = sum(1 for pk in queryset.values_list("pk", flat=True) if notification_replay(notification_id=pk))
         level = messages.SUCCESS if sent == queryset.count() else messages.WARNING
         self.message_user(request, f"{sent} of {queryset.count()} notification(s) enqueued again.", level)

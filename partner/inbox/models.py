@@ -2,31 +2,35 @@
 
 A row is untrusted data kept as received (raw body, headers without secrets),
 plus what we did with it. `dedupe_key` is unique, so a repeated delivery, even
-two copies arriving at the same moment, is stored and processed once.
+two copies arriving at the same moment, is stored and processed once. A worker holds the row
+with a lease (`claimed_until`) while it processes it.
 """
 
 from django.db import models
 
+from partner.core.leases import LeasedModel
 from partner.core.models import TimeStampedModel
 
 
 class NotificationState(models.TextChoices):
     RECEIVED = "received", "Received"  # stored; processing not yet enqueued (or the broker was down)
     QUEUED = "queued", "Queued"  # handed to the broker
-    PROCESSING = "processing", "Processing"  # a worker has it
+    PROCESSING = "processing", "Processing"  # a worker holds it (claimed_until)
     PROCESSED = "processed", "Processed"
     IGNORED = "ignored", "Ignored"  # a resource or event type we do not handle
     FAILED = "failed", "Failed"  # gave up; see last_error
 
 
-class Notification(TimeStampedModel):
+class Notification(TimeStampedModel, LeasedModel):
     dedupe_key = models.CharField(max_length=128, unique=True)
     event_id = models.CharField(max_length=200, blank=True)
     resource_type = models.CharField(max_length=200, db_index=True)
     resource_id = models.CharField(max_length=200, db_index=True)
     event_type = models.CharField(max_length=100)
     event_time = models.DateTimeField(null=True, blank=True)
-    instance_id = models.CharField(max_length=200, blank=True, help_text="The product name the service sent.")
+    product_name = models.CharField(
+        max_length=200, blank=True, help_text="The product's name, which the service sends as meta.instanceId."
+    )
     resource_ref = models.URLField(max_length=2000, blank=True)
 
     body = models.TextField(help_text="The raw body exactly as received.")

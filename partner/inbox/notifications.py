@@ -1,7 +1,7 @@
 """What a webhook notification is: parsing the signed body into the fields we keep.
 
 The spec's notification: eventTime, eventType, meta.resourceType,
-meta.resourceId, meta.instanceId, meta.resourceRef; an `eventId` when the
+meta.resourceId, meta.instanceId (the product's name), meta.resourceRef; an `eventId` when the
 service sends one. Parsing never trusts the body: anything else is refused
 with a reason.
 """
@@ -25,7 +25,7 @@ class ParsedNotification:
     event_time: datetime | None
     resource_type: str
     resource_id: str
-    instance_id: str
+    product_name: str  # meta.instanceId: the spec's name for the product's name
     resource_ref: str
 
     @property
@@ -82,6 +82,6 @@ def notification_parse(body: bytes) -> ParsedNotification:
         event_time=event_time,
         resource_type=_text(meta.get("resourceType"), "meta.resourceType", limit=200),
         resource_id=_text(meta.get("resourceId"), "meta.resourceId", limit=200),
-        instance_id=_text(meta.get("instanceId"), "meta.instanceId", required=False, limit=200),
+        product_name=_text(meta.get("instanceId"), "meta.instanceId", required=False, limit=200),
         resource_ref=_text(meta.get("resourceRef"), "meta.resourceRef", required=False),
     )

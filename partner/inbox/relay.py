@@ -1,7 +1,7 @@
 """The outbox relay's loop: in every Celery worker, or alone with `manage.py inbox_relay`.
 
 The webhook request only stores the notification; this loop hands stored rows
-to the broker (`services.notifications_relay`) a moment later. It runs as a
+to the broker (`outbox.notifications_relay`) a moment later. It runs as a
 thread of each worker's main process (the `InboxRelay` boot step, added to
 the app in `config/celery.py`), so a deployment needs no extra process: relays
 in several workers share the rows without waiting on each other. It sleeps
@@ -17,6 +17,8 @@ import threading
 from celery import bootsteps
 from django.conf import settings
 from django.db import close_old_connections, connection
+
+from partner.inbox.outbox import notifications_relay
 
 logger = logging.getLogger(__name__)
 
@@ -60,8 +62,6 @@ def _fork_guard_install() -> None:
 
 def relay_loop(stop: threading.Event, *, interval: float) -> None:
     """Relay until `stop` is set. A failure (database or broker away) is logged and retried later."""
-    from partner.inbox.services import notifications_relay
-
     _fork_guard_install()
     failing = False
     while not stop.is_set():

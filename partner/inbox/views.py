@@ -15,7 +15,7 @@ from rest_framework.parsers import BaseParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from partner.inbox.services import WebhookNotANotification, WebhookSignatureInvalid, webhook_receive
+from partner.inbox.intake import WebhookNotANotification, WebhookSignatureInvalid, webhook_receive
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ class WebhookReceiveApi(APIView):
         if body is None:
             return Response({"message": "Request body too large"}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
         try:
-            receipt = webhook_receive(
+            notification_id = webhook_receive(
                 body=body,
                 signature=request.headers.get(settings.SVC_SIGNATURE_HEADER),
                 headers=request.headers,
@@ -112,4 +112,4 @@ class WebhookReceiveApi(APIView):
                 status=status.HTTP_503_SERVICE_UNAVAILABLE,
                 headers={"Retry-After": "5"},
             )
-        return Response(status=status.HTTP_202_ACCEPTED, headers={"X-Notification-Id": str(receipt.notification_id)})
+        return Response(status=status.HTTP_202_ACCEPTED, headers={"X-Notification-Id": str(notification_id)})

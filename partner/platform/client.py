@@ -83,7 +83,7 @@ def patch_response(transaction_id: str, payload: dict) -> dict:
 
     Not retried by the transport: each accepted response is processed by the
     service and answered with an event and a webhook, so a blind resend could
-    deliver the response twice. The caller (the fulfilment task, which records
+    deliver the response twice. The caller (the fulfillment task, which records
     its attempts) decides. Returns the service's JSON answer ({} when empty:
     the spec does not show the body).
     """

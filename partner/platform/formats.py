@@ -52,12 +52,23 @@ def disclosure_result_violations(result) -> list[RuleViolation]:
     return problems
 
 
-def action_entitled(product: dict, *, request_type: str, action: str, fmt: str) -> bool:
-    """Does the product (a service Product object) hold `action` in `fmt` for `request_type`?"""
-    for item in ((product.get("entitlements") or {}).get("data") or {}).get("transaction") or []:
-        if request_type not in (item.get("requestTypes") or []):
+def action_entitled(product: dict, *, action: str, request_type: str | None = None, fmt: str | None = None) -> bool:
+    """Does the product (a service Product object) hold `action`, in `fmt` and for `request_type`
+    when given (any format, any request type otherwise)? Malformed parts hold nothing."""
+    entitlements = product.get("entitlements") if isinstance(product, dict) else None
+    data = entitlements.get("data") if isinstance(entitlements, dict) else None
+    items = data.get("transaction") if isinstance(data, dict) else None
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict):
             continue
-        for result in ((item.get("response") or {}).get("results")) or []:
-            if result.get("action") == action and fmt in (result.get("formats") or []):
+        if request_type is not None and request_type not in (item.get("requestTypes") or []):
+            continue
+        response = item.get("response")
+        results = response.get("results") if isinstance(response, dict) else None
+        for result in results if isinstance(results, list) else []:
+            if not isinstance(result, dict) or result.get("action") != action:
+                continue
+            formats = result.get("formats")
+            if fmt is None or (isinstance(formats, list) and fmt in formats):
                 return True
     return False

@@ -20,9 +20,13 @@ from django.views.decorators.csrf import csrf_exempt
 
 from partner.core.errors import ApplicationError
 
-from . import selectors, services
+from . import selectors
 from .faults import fault_for
 from .models import FaultRule
+from .products import product_merge, product_replace
+from .tokens import token_issue
+from .transactions import response_patch
+from .uploads import slots_request, upload_accept
 
 MAX_LIMIT = 50
 DEFAULT_LIMIT = 25
@@ -156,7 +160,7 @@ def token(request):
     if grant_type != "client_credentials":
         return error_response(400, "unsupported_grant_type", "only grant_type=client_credentials is supported")
     try:
-        access_token, lifetime = services.token_issue(
+        access_token, lifetime = token_issue(
             client_id=client_id, client_secret=client_secret, scope=request.POST.get("scope", "")
         )
     except ApplicationError as exc:
@@ -202,7 +206,7 @@ def transaction(request, transaction_id):
 def response(request, transaction_id):
     """#3"""
     payload = _json_body(request, content_types=("application/json",))
-    merged = services.response_patch(
+    merged = response_patch(
         transaction_id=transaction_id, payload=payload, base_url=selectors.sandbox_base_url(request)
     )
     # The body of #3 is not shown in the spec: the sandbox answers the merged response.
@@ -213,9 +217,7 @@ def response(request, transaction_id):
 def resources(request, transaction_id):
     """#4"""
     items = _json_body(request, content_types=("application/json",))
-    slots = services.slots_request(
-        transaction_id=transaction_id, items=items, base_url=selectors.sandbox_base_url(request)
-    )
+    slots = slots_request(transaction_id=transaction_id, items=items, base_url=selectors.sandbox_base_url(request))
     return json_response(slots)
 
 
@@ -233,7 +235,7 @@ def upload(request, slot_id):
     if int(length) > limit:
         return error_response(413, "too_large", f"an upload is at most {limit} bytes")
     content = request.read(int(length)) if int(length) else b""
-    services.upload_accept(
+    upload_accept(
         slot_id=slot_id,
         authorization=request.headers.get("Authorization"),
         content_type=request.headers.get("Content-Type"),
@@ -268,8 +270,8 @@ def product(request, product_id):
     """#9 (PUT, application/json, full object) and #10 (PATCH, application/merge-patch+json)."""
     if request.method == "PUT":
         document = _json_body(request, content_types=("application/json",))
-        stored = services.product_replace(product_id=product_id, document=document)
+        stored = product_replace(product_id=product_id, document=document)
     else:
         patch = _json_body(request, content_types=("application/merge-patch+json",))
-        stored = services.product_merge(product_id=product_id, patch=patch)
+        stored = product_merge(product_id=product_id, patch=patch)
     return json_response(selectors.product_document(stored))

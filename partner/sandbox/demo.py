@@ -1,6 +1,6 @@
 """The demo data of the sandbox: one lender instance, its users and loans, and the two products.
 
-Read by `services.sandbox_seed`. Some loans carry a city or county that does not
+Read by `seeding.sandbox_seed`. Some loans carry a city or county that does not
 match their ZIP code, so an address verification has something to correct.
 """
 
@@ -203,7 +203,11 @@ def _webhooks(public_base_url: str, slug: str):
 
 
 def product_documents(public_base_url: str) -> list[dict]:
-    """The Product objects of the demo products, pointing at `public_base_url`."""
+    """The Product objects of the demo products, pointing at `public_base_url`.
+
+    Longer than our 60 lines because it is one literal: each document is written out
+    whole, as the service stores it, so it reads side by side with the spec.
+    """
     creator = urns.urn("partner", PARTNER_ID, "user", "sandbox-admin")
     common = {
         "partnerId": PARTNER_ID,

@@ -1,10 +1,10 @@
 """Fault injection: which call of which endpoint fails, slows down or drops its webhook.
 
 Rules come from settings (SANDBOX_FAULTS, a list of dicts with the FaultRule
-fields except `remaining`) and from FaultRule rows (admin form, or `fault_set` in services). The
+fields except `remaining`) and from FaultRule rows (admin form, or `fault_set` below). The
 rows are read at most once a second per process, so a busy sandbox does not
-pay a query per call; `rules_forget()` (called by the services and the admin on
-every change) makes this process see a change at once. A rule limited to the
+pay a query per call; `rules_forget()` (called by `fault_set`, `faults_clear` and the
+admin on every change) makes this process see a change at once. A rule limited to the
 next N calls is consumed with one conditional UPDATE, so counting stays exact
 across threads and processes.
 """
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db.models import F
 
+from .errors import refused
 from .models import FaultRule
 
 _CACHE_SECONDS = 1.0
@@ -96,3 +97,41 @@ def fault_for(endpoint: str) -> Fault:
     if status is None and not latency and not drop:
         return NO_FAULT
     return Fault(status=status, latency=latency, retry_after=retry_after, drop=drop)
+
+
+def fault_set(
+    *,
+    endpoint: str = FaultRule.Endpoint.ANY,
+    status: int | None = None,
+    rate: float = 1.0,
+    latency: float = 0.0,
+    drop_webhooks: bool = False,
+    count: int | None = None,
+    retry_after: int = 1,
+) -> FaultRule:
+    """Add a fault rule: `count` limits it to the next N matching calls."""
+    if endpoint not in FaultRule.Endpoint.values:
+        raise refused(f"unknown endpoint {endpoint!r}; one of {FaultRule.Endpoint.values}")
+    if status is not None and not (status == 429 or 500 <= status <= 599):
+        raise refused("a fault status is 429 or 5xx")
+    if not 0.0 <= rate <= 1.0 or latency < 0 or (count is not None and count < 0):
+        raise refused("rate is 0..1, latency and count are not negative")
+    if drop_webhooks and endpoint not in (FaultRule.Endpoint.WEBHOOK, FaultRule.Endpoint.ANY):
+        raise refused("drop_webhooks applies to the 'webhook' endpoint")
+    rule = FaultRule.objects.create(
+        endpoint=endpoint,
+        status=status,
+        rate=rate,
+        latency=latency,
+        drop_webhooks=drop_webhooks,
+        remaining=count,
+        retry_after=retry_after,
+    )
+    rules_forget()
+    return rule
+
+
+def faults_clear() -> int:
+    deleted, _ = FaultRule.objects.all().delete()
+    rules_forget()
+    return deleted

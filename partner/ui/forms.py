@@ -1,4 +1,4 @@
-"""The order options a lender chooses in the new order form, one Django form per fulfiller.
+"""The order options a lender chooses in the new order form: the fulfiller's own Django form.
 
 The page builds its fields from `order_options_schema` (so browser-side checks
 and labels match) and posts the chosen values back to be cleaned by the same
@@ -8,45 +8,14 @@ become `request.options` of the transaction, which the fulfiller reads.
 
 from django import forms
 
-
-class AddressVerificationOptionsForm(forms.Form):
-    """Options of the address verification product.
-
-    Every order checks street, city, state and county against the ZIP code and
-    attaches the PDF report, so the lender only adds a note; the note travels
-    with the request on the service, where the lender's team reads it.
-    """
-
-    comments = forms.CharField(
-        label="Notes for the order (optional)",
-        required=False,
-        max_length=500,
-        widget=forms.Textarea,
-        help_text="Up to 500 characters.",
-    )
-
-
-class DisclosureStatusOptionsForm(forms.Form):
-    """Options of the disclosure delivery product: the comment sent with the status update."""
-
-    comments = forms.CharField(
-        label="Comment for the disclosure tracking log (optional)",
-        required=False,
-        max_length=500,
-        widget=forms.Textarea,
-        help_text="Up to 500 characters.",
-    )
-
-
-ORDER_OPTION_FORMS: dict[str, type[forms.Form]] = {
-    "address_verification": AddressVerificationOptionsForm,
-    "disclosure_status": DisclosureStatusOptionsForm,
-}
+from partner.fulfillment.fulfillers import FULFILLERS
 
 
 def order_options_form_class(fulfiller: str) -> type[forms.Form]:
-    """The options form of a fulfiller; address verification is the partner's main product."""
-    return ORDER_OPTION_FORMS.get(fulfiller, AddressVerificationOptionsForm)
+    """The options form of a fulfiller (each fulfiller class owns its form); for a key that is no
+    longer registered, the partner's main product's (the first registered)."""
+    fulfiller_class = FULFILLERS.get(fulfiller) or next(iter(FULFILLERS.values()))
+    return fulfiller_class.options_form
 
 
 def _field_kind(field: forms.Field) -> str:

@@ -22,7 +22,8 @@ from rest_framework.views import APIView
 
 from partner.core.framing import embeddable
 from partner.ui.forms import order_options_form_class
-from partner.ui.selectors import OriginProblem, TransactionNotShown, origin_context_get, transaction_progress_get
+from partner.ui.selectors import TransactionNotShown, transaction_progress_get
+from partner.ui.services import OriginProblem, origin_context_fetch
 
 # The page builds its DOM with our own scripts only: nothing inline, nothing from elsewhere.
 PAGE_CSP = (
@@ -103,7 +104,7 @@ class OriginProxyApi(APIView):
         # The spec's query parameter, or (what our page sends) the header, which stays out of access logs.
         token = (request.META.get(PAT_HEADER) or request.query_params.get("partnerAccessToken", "")).strip()
         try:
-            context = origin_context_get(origin_id=origin_id, partner_access_token=token)
+            context = origin_context_fetch(origin_id=origin_id, partner_access_token=token)
         except OriginProblem as problem:
             return Response(problem.body, status=problem.http_status)
         return Response({"id": context.origin_id, **context.summary})
@@ -142,7 +143,7 @@ class TransactionProgressApi(APIView):
     def get(self, request, transaction_id):
         origin_id, token = _origin_from_headers(request)
         try:
-            context = origin_context_get(origin_id=origin_id, partner_access_token=token)
+            context = origin_context_fetch(origin_id=origin_id, partner_access_token=token)
         except OriginProblem as problem:
             return Response(problem.body, status=problem.http_status)
         try:
@@ -177,7 +178,7 @@ def order_check(request):
     """
     origin_id, token = _origin_from_headers(request)
     try:
-        context = origin_context_get(origin_id=origin_id, partner_access_token=token)
+        context = origin_context_fetch(origin_id=origin_id, partner_access_token=token)
     except OriginProblem as problem:
         return JsonResponse(problem.body, status=problem.http_status)
     try:

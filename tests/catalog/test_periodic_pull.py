@@ -4,16 +4,17 @@ import pytest
 
 from partner.catalog.models import Product
 from partner.catalog.tasks import pull
-from partner.sandbox import services as sandbox
+from partner.sandbox.products import product_merge
+from partner.sandbox.seeding import sandbox_seed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_periodic_pull_brings_service_changes(service):
-    seed = sandbox.sandbox_seed(public_base_url=service.url)
+    seed = sandbox_seed(public_base_url=service.url)
     assert "2 created" in pull.apply().get()
     product = seed.products["address-verification"]
-    sandbox.product_merge(product_id=product.service_id, patch={"listingName": "Address check (renamed)"})
+    product_merge(product_id=product.service_id, patch={"listingName": "Address check (renamed)"})
     assert "2 updated" in pull.apply().get()
     assert Product.objects.get(name="address-verification").listing_name == "Address check (renamed)"
 
@@ -90,13 +91,13 @@ def edit(staff, product, **overrides):
 def test_an_edit_waits_for_its_push_and_the_periodic_pull_leaves_it_alone(service, staff):
     from partner.catalog.services import product_push
 
-    seed = sandbox.sandbox_seed(public_base_url=service.url)
+    seed = sandbox_seed(public_base_url=service.url)
     pull.apply().get()
     product = edit(staff, Product.objects.get(name="address-verification"), listing_name="Ours, not pushed yet")
     assert product.unpushed_changes
 
     service_id = seed.products["address-verification"].service_id
-    sandbox.product_merge(product_id=service_id, patch={"listingName": "Renamed on the service"})
+    product_merge(product_id=service_id, patch={"listingName": "Renamed on the service"})
     outcome = pull.apply().get()
     assert "edited here and not pushed yet" in outcome
     product.refresh_from_db()
@@ -105,14 +106,14 @@ def test_an_edit_waits_for_its_push_and_the_periodic_pull_leaves_it_alone(servic
     product_push(product)
     product.refresh_from_db()
     assert not product.unpushed_changes
-    sandbox.product_merge(product_id=service_id, patch={"listingName": "Renamed on the service again"})
+    product_merge(product_id=service_id, patch={"listingName": "Renamed on the service again"})
     pull.apply().get()
     product.refresh_from_db()
     assert product.listing_name == "Renamed on the service again"  # in step again: the pull applies
 
 
 def test_an_edit_of_our_own_fields_needs_no_push(service, staff):
-    sandbox.sandbox_seed(public_base_url=service.url)
+    sandbox_seed(public_base_url=service.url)
     pull.apply().get()
     product = Product.objects.get(name="address-verification")
     other = "disclosure_status" if product.fulfiller != "disclosure_status" else "address_verification"
@@ -124,12 +125,10 @@ def test_an_edit_of_our_own_fields_needs_no_push(service, staff):
 def test_a_pull_by_hand_takes_the_services_copy(service, staff):
     from partner.catalog.services import products_pull
 
-    seed = sandbox.sandbox_seed(public_base_url=service.url)
+    seed = sandbox_seed(public_base_url=service.url)
     pull.apply().get()
     product = edit(staff, Product.objects.get(name="address-verification"), listing_name="Ours")
-    sandbox.product_merge(
-        product_id=seed.products["address-verification"].service_id, patch={"listingName": "The service's"}
-    )
+    product_merge(product_id=seed.products["address-verification"].service_id, patch={"listingName": "The service's"})
     products_pull()
     product.refresh_from_db()
     assert product.listing_name == "The service's"

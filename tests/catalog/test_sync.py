@@ -23,7 +23,7 @@ EXTRA = 53  # with the two demo products: 55 products, more than one page of 50
 
 @pytest.fixture
 def seeded(service):
-    from partner.sandbox.services import sandbox_seed
+    from partner.sandbox.seeding import sandbox_seed
 
     return sandbox_seed(public_base_url=service.url)
 
@@ -109,7 +109,7 @@ def test_product_ensure_pulls_an_unknown_product(seeded):
 
 
 def test_push_round_trip(seeded, service):
-    from partner.sandbox.services import product_merge
+    from partner.sandbox.products import product_merge
 
     # The service's copy points somewhere else; ours changes a field.
     product_merge(

@@ -7,17 +7,19 @@ import pytest
 
 from partner.catalog.services import partner_account_set, products_pull
 from partner.platform.signals import service_call_finished, token_requested
-from partner.sandbox import services as sandbox
+from partner.sandbox.faults import faults_clear
+from partner.sandbox.seeding import sandbox_seed
+from partner.sandbox.transactions import transaction_create
 from partner.sandbox.webhooks import webhook_deliveries_wait
 
 
 @pytest.fixture
 def demo(service):
-    seed = sandbox.sandbox_seed(public_base_url=service.url)
+    seed = sandbox_seed(public_base_url=service.url)
     partner_account_set(username="lender.demo", password="demo-password-1", company="DEMO01")
     products_pull()
     yield seed
-    sandbox.faults_clear()
+    faults_clear()
     webhook_deliveries_wait(timeout=10)
 
 
@@ -44,7 +46,7 @@ def counted():
 
 def order(seed, count: int) -> list[str]:
     return [
-        sandbox.transaction_create(
+        transaction_create(
             product=seed.products["address-verification"], user=seed.users["lender.demo"], loan=seed.loans[2]
         ).id
         for _ in range(count)

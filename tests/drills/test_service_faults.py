@@ -11,8 +11,9 @@ import pytest
 
 from partner.fulfillment.models import Tracker, TrackerStatus
 from partner.platform.tokens import early_renewal
-from partner.sandbox import services as sandbox
+from partner.sandbox.faults import fault_set
 from partner.sandbox.models import AccessToken, FaultRule, Response, UploadSlot
+from partner.sandbox.tokens import token_revoke_all
 from tests.conftest import wait_for
 from tests.drills.conftest import order
 
@@ -44,11 +45,11 @@ def test_429_5xx_slow_answers_and_a_timeout_still_complete_every_order_once(
 ):
     settings.SVC_TIMEOUT = (5.0, 1.0)  # a read timeout the slow answer below exceeds
     rules = [
-        sandbox.fault_set(endpoint="transaction", status=429, count=3, retry_after=1),
-        sandbox.fault_set(endpoint="resources", status=503, count=2),
-        sandbox.fault_set(endpoint="response", status=502, count=2),
-        sandbox.fault_set(endpoint="upload", latency=0.3, count=3),  # slow, within the timeout
-        sandbox.fault_set(endpoint="event", latency=1.5, count=1),  # slower than the read timeout
+        fault_set(endpoint="transaction", status=429, count=3, retry_after=1),
+        fault_set(endpoint="resources", status=503, count=2),
+        fault_set(endpoint="response", status=502, count=2),
+        fault_set(endpoint="upload", latency=0.3, count=3),  # slow, within the timeout
+        fault_set(endpoint="event", latency=1.5, count=1),  # slower than the read timeout
     ]
     ids = order(demo, 5)
     all_completed(ids)
@@ -72,7 +73,7 @@ def test_access_token_expiring_mid_run_costs_one_token_request_per_expiry(counte
     tokens_before = counted[("token", 200)]
 
     # The service ends every token early (as after a key rotation): the next call gets a 401.
-    revoked = sandbox.token_revoke_all()
+    revoked = token_revoke_all()
     second = order(demo, 3)
     all_completed(second)
     after_revoke = counted[("token", 200)] - tokens_before
@@ -80,7 +81,7 @@ def test_access_token_expiring_mid_run_costs_one_token_request_per_expiry(counte
     # Then a short lifetime: tokens expire by themselves while orders keep coming.
     lifetime = 5
     settings.SANDBOX_TOKEN_LIFETIME = lifetime
-    sandbox.token_revoke_all()
+    token_revoke_all()
     third = order(demo, 2)
     all_completed(third)
     before_pause = counted[("token", 200)]

@@ -6,7 +6,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from partner.fulfillment.documents import AddressCheck, AddressReport, address_report_pdf, pdf_text
+from partner.fulfillment.fulfillers.address_verification.report import (
+    AddressCheck,
+    AddressReport,
+    address_report_pdf,
+    pdf_text,
+)
 from partner.fulfillment.fulfillers.address_verification import AddressVerificationFulfiller
 
 CREATED = datetime(2026, 3, 14, 9, 26, tzinfo=UTC)
@@ -152,7 +157,7 @@ def test_non_latin1_names_do_not_break_the_report():
 
 
 def test_fulfiller_report_holds_what_was_checked():
-    result = AddressVerificationFulfiller().fulfil(
+    result = AddressVerificationFulfiller().fulfill(
         transaction_id="txn-Zoë",
         request={
             "options": {"comments": "Rush – borrower Zoë Łukasz"},

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from partner.fulfillment.fulfillers import FulfilmentRefused, fulfiller_for
+from partner.fulfillment.fulfillers import FulfillmentRefused, fulfiller_for
 from partner.fulfillment.fulfillers.disclosure_status import DisclosureStatusFulfiller
 from partner.platform.formats import DISCLOSURE_ACTION, DISCLOSURE_FORMAT, LOAN_FORMAT, disclosure_result_violations
 
@@ -26,14 +26,14 @@ ENTITLED = {
 }
 
 
-def fulfil(request=None, product=ENTITLED, transaction_id="txn-d-1"):
+def fulfill(request=None, product=ENTITLED, transaction_id="txn-d-1"):
     if request is None:
         request = {"type": "NEW_REQUEST", "options": {}, "loan": {}}
-    return DisclosureStatusFulfiller().fulfil(transaction_id=transaction_id, request=request, product=product)
+    return DisclosureStatusFulfiller().fulfill(transaction_id=transaction_id, request=request, product=product)
 
 
 def test_entitled_product_answers_with_the_action_result():
-    result = fulfil()
+    result = fulfill()
     response = result.response
     assert result.attachments == []
     assert response["status"] == "processing"
@@ -50,21 +50,21 @@ def test_entitled_product_answers_with_the_action_result():
 
 
 def test_responding_party_has_a_fax():
-    contact = fulfil().response["respondingParty"]["pointOfContact"]
+    contact = fulfill().response["respondingParty"]["pointOfContact"]
     assert all(contact[k] for k in ("name", "role", "phone", "fax", "email"))
 
 
 def test_reference_number_is_deterministic():
     assert (
-        fulfil(transaction_id="a").response["referenceNumber"] == fulfil(transaction_id="a").response["referenceNumber"]
+        fulfill(transaction_id="a").response["referenceNumber"] == fulfill(transaction_id="a").response["referenceNumber"]
     )
     assert (
-        fulfil(transaction_id="a").response["referenceNumber"] != fulfil(transaction_id="b").response["referenceNumber"]
+        fulfill(transaction_id="a").response["referenceNumber"] != fulfill(transaction_id="b").response["referenceNumber"]
     )
 
 
 def test_comments_are_passed_on():
-    result = fulfil({"type": "NEW_REQUEST", "options": {"comments": "Sent to borrower by e-mail"}})
+    result = fulfill({"type": "NEW_REQUEST", "options": {"comments": "Sent to borrower by e-mail"}})
     assert result.response["result"]["details"] == {"status": "active", "comments": "Sent to borrower by e-mail"}
 
 
@@ -73,29 +73,29 @@ def test_absent_or_empty_comments_are_left_out(options):
     request = {"type": "NEW_REQUEST"}
     if options is not None:
         request["options"] = options
-    assert fulfil(request).response["result"]["details"] == {"status": "active"}
+    assert fulfill(request).response["result"]["details"] == {"status": "active"}
 
 
 @pytest.mark.parametrize("comments", [42, ["a"], {"text": "a"}, True])
 def test_non_string_comments_are_refused(comments):
-    with pytest.raises(FulfilmentRefused, match="comments") as refused:
-        fulfil({"type": "NEW_REQUEST", "options": {"comments": comments}})
+    with pytest.raises(FulfillmentRefused, match="comments") as refused:
+        fulfill({"type": "NEW_REQUEST", "options": {"comments": comments}})
     assert refused.value.tell_lender is True
 
 
 def test_options_that_are_not_an_object_are_refused():
-    with pytest.raises(FulfilmentRefused, match="options"):
-        fulfil({"type": "NEW_REQUEST", "options": "comments"})
+    with pytest.raises(FulfillmentRefused, match="options"):
+        fulfill({"type": "NEW_REQUEST", "options": "comments"})
 
 
 def test_missing_request_type_means_new_request():
-    assert fulfil({"options": {}}).response["result"]["action"] == DISCLOSURE_ACTION
+    assert fulfill({"options": {}}).response["result"]["action"] == DISCLOSURE_ACTION
 
 
 def test_product_without_the_entitlement_is_refused():
     product = {"id": "prod-av", "name": "address-verification", "entitlements": {"data": {"transaction": []}}}
-    with pytest.raises(FulfilmentRefused) as refused:
-        fulfil(product=product)
+    with pytest.raises(FulfillmentRefused) as refused:
+        fulfill(product=product)
     reason = refused.value.reason
     # Our configuration, not the lender's data: nothing at all is sent for it.
     assert refused.value.tell_lender is False
@@ -106,13 +106,13 @@ def test_product_without_the_entitlement_is_refused():
 
 @pytest.mark.parametrize("product", [{}, None, {"entitlements": None}])
 def test_product_without_entitlements_is_refused(product):
-    with pytest.raises(FulfilmentRefused, match="does not hold"):
-        fulfil(product=product)
+    with pytest.raises(FulfillmentRefused, match="does not hold"):
+        fulfill(product=product)
 
 
 def test_entitlement_for_another_request_type_is_refused():
-    with pytest.raises(FulfilmentRefused, match="ACCEPTED_ORDER"):
-        fulfil({"type": "ACCEPTED_ORDER", "options": {}})
+    with pytest.raises(FulfillmentRefused, match="ACCEPTED_ORDER"):
+        fulfill({"type": "ACCEPTED_ORDER", "options": {}})
 
 
 def test_entitlement_in_another_format_is_refused():
@@ -120,21 +120,21 @@ def test_entitlement_in_another_format_is_refused():
     product["entitlements"]["data"]["transaction"][0]["response"]["results"][0]["formats"] = [
         "application/vnd.disclosure.update-status-2.0.0.json"
     ]
-    with pytest.raises(FulfilmentRefused, match="does not hold"):
-        fulfil(product=product)
+    with pytest.raises(FulfillmentRefused, match="does not hold"):
+        fulfill(product=product)
 
 
 def test_entitlement_for_the_request_type_among_others_is_found():
     product = copy.deepcopy(ENTITLED)
     product["entitlements"]["data"]["transaction"].insert(0, {"requestTypes": ["NEW_REQUEST"], "response": {}})
     product["entitlements"]["data"]["transaction"][1]["requestTypes"] = ["NEW_REQUEST", "ACCEPTED_ORDER"]
-    assert fulfil({"type": "ACCEPTED_ORDER"}, product=product).response["result"]["details"]["status"] == "active"
+    assert fulfill({"type": "ACCEPTED_ORDER"}, product=product).response["result"]["details"]["status"] == "active"
 
 
 @pytest.mark.parametrize("request_type", [["NEW_REQUEST"], 7])
 def test_request_type_that_is_not_text_is_refused(request_type):
-    with pytest.raises(FulfilmentRefused, match="request type"):
-        fulfil({"type": request_type})
+    with pytest.raises(FulfillmentRefused, match="request type"):
+        fulfill({"type": request_type})
 
 
 def test_registry_returns_this_fulfiller():

@@ -42,6 +42,6 @@ def test_choices_are_key_and_label_pairs_in_registry_order():
     assert all(isinstance(label, str) and label for _, label in choices)
 
 
-def test_base_class_cannot_be_used_without_fulfil():
+def test_base_class_cannot_be_used_without_fulfill():
     with pytest.raises(TypeError):
         Fulfiller()

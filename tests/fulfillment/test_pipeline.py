@@ -1,7 +1,7 @@
-"""The typical fulfilment sequence end to end, over real HTTP against the sandbox, with a real worker.
+"""The typical fulfillment sequence end to end, over real HTTP against the sandbox, with a real worker.
 
 The sandbox sends the signed webhook to our live server, the inbox stores it,
-a Celery worker (Redis on CI) fetches the transaction, fulfils it, uploads the
+a Celery worker (Redis on CI) fetches the transaction, fulfills it, uploads the
 report, PATCHes the response, and completes the tracker on the processed
 callback.
 """
@@ -19,8 +19,11 @@ from partner.fulfillment.models import FailureCode, Tracker, TrackerStatus
 from partner.inbox.models import Notification
 from partner.platform.signals import service_call_finished, token_requested
 from partner.platform.signatures import signature_compute
-from partner.sandbox import services as sandbox
+from partner.sandbox.faults import fault_set, faults_clear
 from partner.sandbox.models import Response, UploadSlot, WebhookDelivery
+from partner.sandbox.products import product_merge
+from partner.sandbox.seeding import sandbox_seed
+from partner.sandbox.transactions import event_create, transaction_create
 from partner.sandbox.webhooks import webhook_deliveries_wait
 from tests.conftest import wait_for
 
@@ -29,11 +32,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def demo(service):
-    seed = sandbox.sandbox_seed(public_base_url=service.url)
+    seed = sandbox_seed(public_base_url=service.url)
     partner_account_set(username="lender.demo", password="demo-password-1", company="DEMO01")
     partner_account_set(username="lender.wrong", password="the-real-password-1", company="DEMO01")
     yield seed
-    sandbox.faults_clear()
+    faults_clear()
     webhook_deliveries_wait(timeout=10)
 
 
@@ -74,9 +77,7 @@ def tracker_of(transaction_id, status, timeout=60):
 
 
 def order(seed, *, user="lender.demo", product="address-verification", loan=2, **kwargs):
-    return sandbox.transaction_create(
-        product=seed.products[product], user=seed.users[user], loan=seed.loans[loan], **kwargs
-    )
+    return transaction_create(product=seed.products[product], user=seed.users[user], loan=seed.loans[loan], **kwargs)
 
 
 def call_kind(method, path):
@@ -158,8 +159,8 @@ def test_duplicate_webhook_is_processed_once(demo, celery_worker_live):
 
 def test_injected_503_and_429_then_success(demo, calls, celery_worker_live):
     products_pull()
-    sandbox.fault_set(endpoint="transaction", status=503, count=2)
-    sandbox.fault_set(endpoint="response", status=429, count=1, retry_after=1)
+    fault_set(endpoint="transaction", status=503, count=2)
+    fault_set(endpoint="response", status=429, count=1, retry_after=1)
     calls.clear()
     txn = order(demo)
     tracker = tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED, timeout=90)
@@ -203,7 +204,7 @@ def test_disclosure_action_without_the_entitlement_sends_nothing(demo, celery_wo
     product = demo.products["disclosure-delivery"]
     transactions = product.data["entitlements"]["data"]["transaction"]
     stripped = [{**item, "response": {**item.get("response", {}), "results": []}} for item in transactions]
-    sandbox.product_merge(product_id=product.service_id, patch={"entitlements": {"data": {"transaction": stripped}}})
+    product_merge(product_id=product.service_id, patch={"entitlements": {"data": {"transaction": stripped}}})
     products_pull()
 
     txn = order(demo, product="disclosure-delivery")
@@ -237,7 +238,7 @@ def test_broker_down_at_receipt_then_handed_over_by_the_relay(demo, broker_down)
 def test_dropped_webhook_is_fulfilled_by_reconciliation(demo, celery_worker_live):
     from partner.fulfillment.tasks import reconcile
 
-    sandbox.fault_set(endpoint="webhook", drop_webhooks=True, count=1)
+    fault_set(endpoint="webhook", drop_webhooks=True, count=1)
     txn = order(demo)
     webhook_deliveries_wait(timeout=10)
     assert not Notification.objects.filter(resource_id=txn.id).exists()
@@ -250,7 +251,7 @@ def test_dropped_webhook_is_fulfilled_by_reconciliation(demo, celery_worker_live
 def test_reconciliation_from_two_workers_at_once_opens_one_tracker(demo):
     from partner.fulfillment.reconciliation import transactions_reconcile
 
-    sandbox.fault_set(endpoint="webhook", drop_webhooks=True, count=1)
+    fault_set(endpoint="webhook", drop_webhooks=True, count=1)
     txn = order(demo)
     webhook_deliveries_wait(timeout=10)
     enqueued = []
@@ -291,7 +292,7 @@ def test_a_permanent_refusal_fails_the_tracker_at_once(demo, calls, celery_worke
     from partner.sandbox.models import Transaction
 
     products_pull()
-    sandbox.fault_set(endpoint="webhook", latency=1.0, count=1)  # time to withdraw it first
+    fault_set(endpoint="webhook", latency=1.0, count=1)  # time to withdraw it first
     txn = order(demo)
     Transaction.objects.filter(pk=txn.id).delete()  # gone from the service: GET answers 404
 
@@ -312,7 +313,7 @@ def test_a_callback_event_of_another_type_is_recorded_and_completes_nothing(demo
     Tracker.objects.filter(pk=tracker.pk).update(status=TrackerStatus.RESPONSE_DELIVERED, completed_at=None)
 
     other = "urn:svc:platform:transaction:response:rejected"
-    event = sandbox.event_create(transaction=Transaction.objects.get(pk=txn.id), type=other)
+    event = event_create(transaction=Transaction.objects.get(pk=txn.id), type=other)
     wait_for(
         lambda: TrackerStep.objects.filter(tracker=tracker, name="event", detail__contains=event.id).exists(),
         message="the event recorded on the tracker",

@@ -1,4 +1,4 @@
-"""A worker killed (SIGKILL) mid-fulfilment: after a restart the order completes, nothing twice.
+"""A worker killed (SIGKILL) mid-fulfillment: after a restart the order completes, nothing twice.
 
 The worker is a real `celery -A config worker` process. The sandbox answers
 the response PATCH with 503 until the test clears the fault, so the worker
@@ -21,9 +21,11 @@ from django.db import connection
 from partner.catalog.services import partner_account_set, products_pull
 from partner.fulfillment.models import Tracker, TrackerAttachment, TrackerStatus
 from partner.fulfillment.reconciliation import trackers_sweep
-from partner.fulfillment.tasks import fulfil_enqueue
-from partner.sandbox import services as sandbox
+from partner.fulfillment.tasks import fulfill_enqueue
+from partner.sandbox.faults import fault_set, faults_clear
 from partner.sandbox.models import Response, UploadSlot
+from partner.sandbox.seeding import sandbox_seed
+from partner.sandbox.transactions import transaction_create
 from tests.conftest import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
@@ -63,21 +65,21 @@ def worker_kill(process: subprocess.Popen) -> None:
     process.wait(timeout=30)
 
 
-def test_worker_killed_mid_fulfilment_resumes_without_a_second_upload_or_patch(service, settings, tmp_path):
+def test_worker_killed_mid_fulfillment_resumes_without_a_second_upload_or_patch(service, settings, tmp_path):
     from config.celery import app
 
-    seed = sandbox.sandbox_seed(public_base_url=service.url)
+    seed = sandbox_seed(public_base_url=service.url)
     partner_account_set(username="lender.demo", password="demo-password-1", company="DEMO01")
     products_pull()
     app.control.purge()
     # Retry-After holds the retry back long enough that the kill always lands between attempts,
     # never during one (a worker killed mid-attempt holds its claim until the claim expires).
-    sandbox.fault_set(endpoint="response", status=503, retry_after=8)
+    fault_set(endpoint="response", status=503, retry_after=8)
     log = tmp_path / "worker.log"
 
     first = worker_start(service, log)
     try:
-        txn = sandbox.transaction_create(
+        txn = transaction_create(
             product=seed.products["address-verification"], user=seed.users["lender.demo"], loan=seed.loans[2]
         )
         wait_for(
@@ -92,7 +94,7 @@ def test_worker_killed_mid_fulfilment_resumes_without_a_second_upload_or_patch(s
         worker_kill(first)
     assert first.returncode == -signal.SIGKILL
 
-    sandbox.faults_clear()
+    faults_clear()
     settings.TRACKER_STALL_SECONDS = 0
     second = worker_start(service, log)
     try:
@@ -103,7 +105,7 @@ def test_worker_killed_mid_fulfilment_resumes_without_a_second_upload_or_patch(s
         # once the retry is due; the filesystem broker hands the retry message to the new worker.
         def handed_on():
             done = Tracker.objects.filter(transaction_id=txn.id, status=TrackerStatus.REQUEST_COMPLETED).exists()
-            return done or trackers_sweep(enqueue=fulfil_enqueue)
+            return done or trackers_sweep(enqueue=fulfill_enqueue)
 
         wait_for(handed_on, timeout=60, message="the sweeper or the redelivered retry to pick it up")
         wait_for(

@@ -17,7 +17,7 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis.generation import GenerationMode
 
 from partner.inbox.models import Notification
-from partner.sandbox import services as sandbox
+from partner.sandbox.seeding import sandbox_seed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -42,7 +42,7 @@ def no_unhandled_error(ctx, response, case):
 # yet, so each operation's strategy is driven with hypothesis directly.
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
 def test_api_never_answers_500_nor_leaks_a_secret(service, mode):
-    sandbox.sandbox_seed(public_base_url=service.url)
+    sandbox_seed(public_base_url=service.url)
     schema = schemathesis.openapi.from_url(f"{service.url}/api/schema/")
     operations = [result.ok() for result in schema.get_all_operations()]
     assert {op.path for op in operations} >= {"/v1/webhooks", "/v1/status/{transaction_id}"}
@@ -90,7 +90,7 @@ def checker(operation, mode, base_url, secrets, seen):
 
 
 def test_origin_proxy_token_outside_latin1_is_not_a_500(service):
-    sandbox.sandbox_seed(public_base_url=service.url)
+    sandbox_seed(public_base_url=service.url)
     response = requests.get(f"{service.url}/v1/origins/0", params={"partnerAccessToken": "\u0100"}, timeout=30)
     # Found by this fuzzing: the token went on unchecked into a header and raised a 500.
     assert response.status_code == 400

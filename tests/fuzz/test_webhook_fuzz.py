@@ -96,7 +96,7 @@ HEADER_VALUE = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=12
 def intake(client, settings):
     settings.SVC_SIGNING_SECRETS = [SECRET]
     settings.CELERY_TASK_ALWAYS_EAGER = False
-    from partner.inbox.services import signing_secrets_forget
+    from partner.inbox.intake import signing_secrets_forget
 
     signing_secrets_forget()
     header = "HTTP_" + settings.SVC_SIGNATURE_HEADER.upper().replace("-", "_")

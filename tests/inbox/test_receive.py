@@ -41,7 +41,7 @@ def test_accepted_notification_is_stored_before_the_answer(signed_post, django_c
     assert stored.body.encode() == body
     assert stored.resource_id == "txn-1"
     assert stored.event_type == "created"
-    assert stored.instance_id == "address-verification"
+    assert stored.product_name == "address-verification"
     assert stored.state == NotificationState.RECEIVED  # for the relay: the request never touches the broker
     assert callbacks == []
 
@@ -94,7 +94,7 @@ def test_one_flipped_byte_is_refused(signed_post, settings):
 
 def test_rotation_accepts_every_configured_secret(signed_post, settings):
     settings.SVC_SIGNING_SECRETS = ["new-secret-2026", "old-secret-2025"]
-    from partner.inbox.services import signing_secrets_forget
+    from partner.inbox.intake import signing_secrets_forget
 
     signing_secrets_forget()
     assert signed_post(raw(notification("a")), secret="old-secret-2025").status_code == 202

@@ -161,7 +161,9 @@ def token_race_with_another_process(*, threads: int = 4) -> dict:
 
     The second process runs with the same settings module, run id (so the same
     file cache, or the same Redis from CACHE_URL) and service URLs. Returns the
-    token requests each process made and the tokens each one got.
+    token requests each process made and the tokens each one got. Kept in one
+    piece (over 60 lines): the other process, the simultaneous requests and the
+    cleanup that always ends that process belong together.
     """
     import json as json_module
     import os
@@ -225,7 +227,9 @@ def sandbox(service, settings, fake):
     from types import SimpleNamespace
 
     from partner.platform.http import sessions_close
-    from partner.sandbox import faults, services
+    from partner.sandbox import faults
+    from partner.sandbox.products import product_webhooks_point
+    from partner.sandbox.seeding import sandbox_seed
     from partner.sandbox.webhooks import webhook_deliveries_wait
 
     settings.SVC_RETRY_BACKOFF = 0.01
@@ -234,12 +238,12 @@ def sandbox(service, settings, fake):
     fake.route("POST", "/v1/webhooks", Reply(202, b""))
     sessions_close()
     faults.rules_forget()
-    seed = services.sandbox_seed(public_base_url=service.url)
+    seed = sandbox_seed(public_base_url=service.url)
     for product in seed.products.values():
-        services.product_webhooks_point(product=product, url=f"{fake.url}/v1/webhooks")
+        product_webhooks_point(product=product, url=f"{fake.url}/v1/webhooks")
     yield SimpleNamespace(seed=seed, url=service.url, base=service.base_url, receiver=fake)
     assert webhook_deliveries_wait(20)
-    services.faults_clear()
+    faults.faults_clear()
     sessions_close()
 
 

@@ -13,8 +13,9 @@ from partner.platform.errors import (
     ServiceValidationError,
 )
 from partner.platform.formats import DISCLOSURE_ACTION, DISCLOSURE_FORMAT, LOAN_FORMAT
-from partner.sandbox import services as sandbox_services
 from partner.sandbox.models import Event, UploadSlot
+from partner.sandbox.origins import origin_create, origin_expire
+from partner.sandbox.transactions import transaction_create
 from partner.sandbox.webhooks import webhook_deliveries_wait
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,7 +25,7 @@ DISCLOSURE = "disclosure-delivery"
 
 
 def new_transaction(sandbox, *, product=ADDRESS, user="lender.demo", loan=0, webhook=False):
-    return sandbox_services.transaction_create(
+    return transaction_create(
         product=sandbox.seed.products[product],
         user=sandbox.seed.users[user],
         loan=sandbox.seed.loans[loan],
@@ -33,7 +34,7 @@ def new_transaction(sandbox, *, product=ADDRESS, user="lender.demo", loan=0, web
 
 
 def test_get_origin_with_the_partner_access_token(sandbox, service_calls):
-    origin = sandbox_services.origin_create(
+    origin = origin_create(
         user=sandbox.seed.users["lender.demo"], loan=sandbox.seed.loans[0], product=sandbox.seed.products[ADDRESS]
     )
     found = client.get_origin(origin.origin_id, origin.partner_access_token)
@@ -49,13 +50,13 @@ def test_get_origin_with_the_partner_access_token(sandbox, service_calls):
 
 
 def test_get_origin_refused_with_a_wrong_or_expired_token(sandbox):
-    origin = sandbox_services.origin_create(
+    origin = origin_create(
         user=sandbox.seed.users["lender.nocreds"], loan=sandbox.seed.loans[0], product=sandbox.seed.products[ADDRESS]
     )
     assert client.get_origin(origin.origin_id, origin.partner_access_token).credentials == {}
     with pytest.raises(ServiceAuthenticationError):
         client.get_origin(origin.origin_id, "not-the-partner-access-token")
-    sandbox_services.origin_expire(origin=origin)
+    origin_expire(origin=origin)
     with pytest.raises(ServiceAuthenticationError) as caught:
         client.get_origin(origin.origin_id, origin.partner_access_token)
     assert origin.partner_access_token not in str(caught.value)

@@ -9,7 +9,7 @@ from partner.platform import client
 from partner.platform.errors import ServiceValidationError
 from partner.platform.http import response_json
 from partner.platform.tokens import authorized_send
-from partner.sandbox import services as sandbox_services
+from partner.sandbox.transactions import transaction_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def transactions_create(sandbox, count):
     seed = sandbox.seed
     return [
-        sandbox_services.transaction_create(
+        transaction_create(
             product=seed.products["address-verification"],
             user=seed.users["lender.demo"],
             loan=seed.loans[i % len(seed.loans)],

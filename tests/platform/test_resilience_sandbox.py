@@ -5,8 +5,11 @@ import pytest
 from partner.platform import client
 from partner.platform.errors import ServiceAuthenticationError, ServiceRateLimitError, ServiceUnavailableError
 from partner.platform.formats import LOAN_FORMAT
-from partner.sandbox import services as sandbox_services
+from partner.sandbox.faults import fault_set
 from partner.sandbox.models import AccessToken, Response
+from partner.sandbox.origins import origin_create, origin_expire, origin_refresh
+from partner.sandbox.tokens import token_revoke_all
+from partner.sandbox.transactions import transaction_create
 
 from .conftest import token_race_with_another_process
 
@@ -15,7 +18,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def new_transaction(sandbox):
     seed = sandbox.seed
-    return sandbox_services.transaction_create(
+    return transaction_create(
         product=seed.products["address-verification"],
         user=seed.users["lender.demo"],
         loan=seed.loans[0],
@@ -28,7 +31,7 @@ def calls_to(calls, suffix, method="GET"):
 
 
 def test_two_processes_make_one_token_request(sandbox):
-    sandbox_services.fault_set(endpoint="token", latency=0.5)  # both processes ask while the first is pending
+    fault_set(endpoint="token", latency=0.5)  # both processes ask while the first is pending
     race = token_race_with_another_process()
     assert race["ours"]["requests"] + race["theirs"]["requests"] == 1
     assert len(race["ours"]["tokens"]) == 1 and race["ours"]["tokens"] == race["theirs"]["tokens"]
@@ -38,7 +41,7 @@ def test_two_processes_make_one_token_request(sandbox):
 def test_a_401_renews_the_token_and_retries_once(sandbox, service_calls, token_requests):
     created = new_transaction(sandbox)
     client.get_transaction(created.id)
-    sandbox_services.token_revoke_all()  # the cached token is now refused
+    token_revoke_all()  # the cached token is now refused
     assert client.get_transaction(created.id).id == created.id
     assert [c["status"] for c in calls_to(service_calls, created.id)] == [200, 401, 200]
     assert len(token_requests) == 2
@@ -57,7 +60,7 @@ def test_a_second_401_fails(sandbox, settings, service_calls, token_requests):
 @pytest.mark.parametrize("status", [503, 429])
 def test_get_is_retried_on_injected_faults(sandbox, service_calls, status):
     created = new_transaction(sandbox)
-    sandbox_services.fault_set(endpoint="transaction", status=status, count=2, retry_after=0)
+    fault_set(endpoint="transaction", status=status, count=2, retry_after=0)
     assert client.get_transaction(created.id).id == created.id
     assert [c["status"] for c in calls_to(service_calls, created.id)] == [status, status, 200]
 
@@ -65,7 +68,7 @@ def test_get_is_retried_on_injected_faults(sandbox, service_calls, status):
 def test_get_gives_up_when_the_fault_lasts(sandbox, settings, service_calls):
     settings.SVC_MAX_RETRIES = 2
     created = new_transaction(sandbox)
-    sandbox_services.fault_set(endpoint="transaction", status=503, retry_after=0)
+    fault_set(endpoint="transaction", status=503, retry_after=0)
     with pytest.raises(ServiceUnavailableError) as caught:
         client.get_transaction(created.id)
     assert caught.value.transient and caught.value.status == 503
@@ -75,7 +78,7 @@ def test_get_gives_up_when_the_fault_lasts(sandbox, settings, service_calls):
 @pytest.mark.parametrize(("status", "error"), [(503, ServiceUnavailableError), (429, ServiceRateLimitError)])
 def test_the_response_patch_is_not_retried(sandbox, service_calls, status, error):
     created = new_transaction(sandbox)
-    sandbox_services.fault_set(endpoint="response", status=status, count=1, retry_after=0)
+    fault_set(endpoint="response", status=status, count=1, retry_after=0)
     payload = {"status": "processing", "loanFormat": LOAN_FORMAT}
     with pytest.raises(error) as caught:
         client.patch_response(created.id, payload)
@@ -88,9 +91,9 @@ def test_the_response_patch_is_not_retried(sandbox, service_calls, status, error
 
 def test_slot_request_and_upload_are_retried(sandbox, service_calls):
     created = new_transaction(sandbox)
-    sandbox_services.fault_set(endpoint="resources", status=503, count=1, retry_after=0)
+    fault_set(endpoint="resources", status=503, count=1, retry_after=0)
     [slot] = client.request_upload_slots(created.id, [{"name": "r.pdf", "mimeType": "application/pdf"}])
-    sandbox_services.fault_set(endpoint="upload", status=503, count=1, retry_after=0)
+    fault_set(endpoint="upload", status=503, count=1, retry_after=0)
     client.upload_resource(slot, b"%PDF-1.4")
     assert [c["status"] for c in calls_to(service_calls, "/response/resources", method="POST")] == [503, 200]
     assert [c["status"] for c in service_calls if c["method"] == "PUT"] == [503, 200]
@@ -98,23 +101,23 @@ def test_slot_request_and_upload_are_retried(sandbox, service_calls):
 
 def test_product_merge_patch_is_retried(sandbox, service_calls):
     product_id = sandbox.seed.products["address-verification"].service_id
-    sandbox_services.fault_set(endpoint="product", status=503, count=1, retry_after=0)
+    fault_set(endpoint="product", status=503, count=1, retry_after=0)
     assert client.patch_product(product_id, {"listingName": "Retried"}).listing_name == "Retried"
     assert [c["status"] for c in calls_to(service_calls, product_id, method="PATCH")] == [503, 200]
 
 
 def test_an_expired_origin_does_not_cost_a_token_request(sandbox, token_requests, service_calls):
     seed = sandbox.seed
-    origin = sandbox_services.origin_create(
+    origin = origin_create(
         user=seed.users["lender.demo"], loan=seed.loans[0], product=seed.products["address-verification"]
     )
     client.get_origin(origin.origin_id, origin.partner_access_token)
-    sandbox_services.origin_expire(origin=origin)
+    origin_expire(origin=origin)
     with pytest.raises(ServiceAuthenticationError):
         client.get_origin(origin.origin_id, origin.partner_access_token)
     assert len(token_requests) == 1  # the origin's 401 names no Bearer scheme: our token stays
-    sandbox_services.token_revoke_all()
-    origin = sandbox_services.origin_refresh(origin=origin)
+    token_revoke_all()
+    origin = origin_refresh(origin=origin)
     assert client.get_origin(origin.origin_id, origin.partner_access_token).id == origin.origin_id
     assert len(token_requests) == 2  # a refused bearer token is renewed for #1 too
     assert [c["status"] for c in service_calls] == [200, 401, 401, 200]

@@ -9,7 +9,9 @@ from types import SimpleNamespace
 import pytest
 import requests
 
-from partner.sandbox import faults, services
+from partner.sandbox import faults
+from partner.sandbox.products import product_webhooks_point
+from partner.sandbox.seeding import sandbox_seed
 from partner.sandbox.webhooks import webhook_deliveries_wait
 
 
@@ -59,9 +61,9 @@ def sandbox(service, settings, receiver):
     settings.SANDBOX_WEBHOOK_BACKOFF = 0.01
     settings.SANDBOX_WEBHOOK_MAX_ATTEMPTS = 4
     faults.rules_forget()
-    seed = services.sandbox_seed(public_base_url=service.url)
+    seed = sandbox_seed(public_base_url=service.url)
     for product in seed.products.values():
-        services.product_webhooks_point(product=product, url=receiver.url)
+        product_webhooks_point(product=product, url=receiver.url)
     yield SimpleNamespace(
         seed=seed,
         url=service.url,
@@ -71,7 +73,7 @@ def sandbox(service, settings, receiver):
         host_api=f"{service.url}/sandbox/host-api",
     )
     assert webhook_deliveries_wait(20)
-    services.faults_clear()
+    faults.faults_clear()
 
 
 def token_get(sandbox) -> str:

@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from partner.sandbox import services
+from partner.sandbox.faults import fault_set
 from partner.sandbox.models import (
     Event,
     FaultRule,
@@ -17,6 +17,10 @@ from partner.sandbox.models import (
     WebhookAttempt,
     WebhookDelivery,
 )
+from partner.sandbox.origins import origin_create
+from partner.sandbox.seeding import sandbox_seed
+from partner.sandbox.transactions import transaction_create
+from partner.sandbox.uploads import slots_request, upload_accept
 
 MODELS = [Transaction, Response, Event, WebhookDelivery, UploadSlot, FaultRule, Product, Origin, LenderUser, Loan]
 
@@ -24,19 +28,17 @@ MODELS = [Transaction, Response, Event, WebhookDelivery, UploadSlot, FaultRule, 
 @pytest.fixture
 def loop(db, settings):
     settings.SVC_SIGNING_SECRETS = ["a-long-signing-secret-value"]
-    seed = services.sandbox_seed(public_base_url="http://127.0.0.1:8000")
-    transaction = services.transaction_create(
+    seed = sandbox_seed(public_base_url="http://127.0.0.1:8000")
+    transaction = transaction_create(
         product="address-verification", user=seed.users["lender.demo"], loan=seed.loans[1], send_webhook=False
     )
-    services.origin_create(
-        user="lender.demo", loan=seed.loans[1], product="address-verification", transaction=transaction
-    )
-    slot = services.slots_request(
+    origin_create(user="lender.demo", loan=seed.loans[1], product="address-verification", transaction=transaction)
+    slot = slots_request(
         transaction_id=transaction.id,
         items=[{"name": "a.pdf", "mimeType": "application/pdf"}],
         base_url="http://testserver/sandbox",
     )[0]
-    services.upload_accept(
+    upload_accept(
         slot_id=slot["id"], authorization=slot["authorization"], content_type="application/pdf", content=b"%PDF"
     )
     Response.objects.create(transaction=transaction, data={"status": "completed"})
@@ -49,7 +51,7 @@ def loop(db, settings):
         body=b'{"eventId": "1"}',
     )
     WebhookAttempt.objects.create(delivery=delivery, number=1, started_at=delivery.created_at, status_code=202)
-    services.fault_set(endpoint="products", status=503, count=1)
+    fault_set(endpoint="products", status=503, count=1)
     return transaction
 
 

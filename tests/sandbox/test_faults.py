@@ -5,14 +5,14 @@ import requests
 from django.core.exceptions import ValidationError
 
 from partner.core.errors import ApplicationError
-from partner.sandbox import services
+from partner.sandbox.faults import fault_set, faults_clear
 from partner.sandbox.models import FaultRule, WebhookDelivery
 from partner.sandbox.webhooks import webhook_deliveries_wait
 from tests.sandbox.conftest import host_transaction
 
 
 def test_next_n_calls_of_one_endpoint_fail(api, sandbox):
-    services.fault_set(endpoint="products", status=503, count=2)
+    fault_set(endpoint="products", status=503, count=2)
     url = api.url("/partner/v2/products")
     answers = [api.get(url, timeout=10) for _ in range(3)]
     assert [answer.status_code for answer in answers] == [503, 503, 200]
@@ -23,7 +23,7 @@ def test_next_n_calls_of_one_endpoint_fail(api, sandbox):
 
 
 def test_rate_limited_with_retry_after(api, sandbox):
-    services.fault_set(endpoint="transaction", status=429, count=1, retry_after=3)
+    fault_set(endpoint="transaction", status=429, count=1, retry_after=3)
     transaction_id = host_transaction(sandbox)
     first = api.get(api.url(f"/partner/v2/transactions/{transaction_id}"), timeout=10)
     assert first.status_code == 429
@@ -33,33 +33,33 @@ def test_rate_limited_with_retry_after(api, sandbox):
 
 
 def test_rate_zero_and_one(api, sandbox):
-    services.fault_set(endpoint="products", status=500, rate=0.0)
+    fault_set(endpoint="products", status=500, rate=0.0)
     assert all(api.get(api.url("/partner/v2/products"), timeout=10).status_code == 200 for _ in range(5))
-    services.faults_clear()
-    services.fault_set(endpoint="*", status=502, rate=1.0)
+    faults_clear()
+    fault_set(endpoint="*", status=502, rate=1.0)
     assert api.get(api.url("/partner/v2/products"), timeout=10).status_code == 502
     assert requests.post(sandbox.token_url, data={}, timeout=10).status_code == 502
-    services.faults_clear()
+    faults_clear()
     assert api.get(api.url("/partner/v2/products"), timeout=10).status_code == 200
 
 
 def test_a_response_patch_fault_changes_nothing(api, sandbox):
     transaction_id = host_transaction(sandbox)
-    services.fault_set(endpoint="response", status=500, count=1)
+    fault_set(endpoint="response", status=500, count=1)
     url = api.url(f"/partner/v2/transactions/{transaction_id}/response")
     assert api.patch(url, json={"status": "completed"}, timeout=10).status_code == 500
     assert api.get(api.url(f"/partner/v2/transactions/{transaction_id}"), timeout=10).json()["status"] == "created"
 
 
 def test_latency_alone_still_answers(api, sandbox):
-    rule = services.fault_set(endpoint="products", latency=0.05, count=1)
+    rule = fault_set(endpoint="products", latency=0.05, count=1)
     assert api.get(api.url("/partner/v2/products"), timeout=10).status_code == 200
     rule.refresh_from_db()
     assert rule.remaining == 0
 
 
 def test_dropped_webhooks(sandbox):
-    services.fault_set(endpoint="webhook", drop_webhooks=True, count=1)
+    fault_set(endpoint="webhook", drop_webhooks=True, count=1)
     host_transaction(sandbox)
     host_transaction(sandbox, loan=1)
     assert webhook_deliveries_wait(10)
@@ -89,6 +89,6 @@ def test_bad_fault_settings_are_refused(sandbox):
         {"endpoint": "products", "drop_webhooks": True},
     ]:
         with pytest.raises(ApplicationError):
-            services.fault_set(**kwargs)
+            fault_set(**kwargs)
     with pytest.raises(ValidationError):
         FaultRule(endpoint="products", status=302).full_clean()

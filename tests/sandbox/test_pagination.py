@@ -2,14 +2,14 @@
 
 import pytest
 
-from partner.sandbox import services
 from partner.sandbox.models import Product
+from partner.sandbox.transactions import transaction_create
 
 
 def _transactions(sandbox, count):
     seed = sandbox.seed
     return [
-        services.transaction_create(
+        transaction_create(
             product=seed.products["address-verification"],
             user=seed.users["lender.demo"],
             loan=seed.loans[0],

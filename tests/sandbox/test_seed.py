@@ -5,8 +5,8 @@ from django.core.management import call_command
 from django.db import connection
 
 from partner.platform import formats, urns
-from partner.sandbox import services
 from partner.sandbox.models import Instance, LenderUser, Loan, Product
+from partner.sandbox.seeding import sandbox_seed
 
 
 def _counts():
@@ -14,16 +14,16 @@ def _counts():
 
 
 def test_seed_is_idempotent(db):
-    first = services.sandbox_seed(public_base_url="http://127.0.0.1:8000")
+    first = sandbox_seed(public_base_url="http://127.0.0.1:8000")
     snapshot = {p.name: p.data for p in Product.objects.all()}
-    second = services.sandbox_seed(public_base_url="http://127.0.0.1:8000")
+    second = sandbox_seed(public_base_url="http://127.0.0.1:8000")
     assert _counts() == (1, 3, 5, 2)
     assert {p.name: p.data for p in Product.objects.all()} == snapshot
     assert {u: user.pk for u, user in first.users.items()} == {u: user.pk for u, user in second.users.items()}
 
 
 def test_demo_users_and_credentials(db):
-    seed = services.sandbox_seed(public_base_url="http://127.0.0.1:8000")
+    seed = sandbox_seed(public_base_url="http://127.0.0.1:8000")
     assert seed.users["lender.demo"].credentials == {
         "username": "lender.demo",
         "password": "demo-password-1",
@@ -39,7 +39,7 @@ def test_demo_users_and_credentials(db):
 
 
 def test_some_loans_have_a_wrong_city_or_county_for_their_zip(db):
-    seed = services.sandbox_seed(public_base_url="http://127.0.0.1:8000")
+    seed = sandbox_seed(public_base_url="http://127.0.0.1:8000")
     mismatched = 0
     for loan in seed.loans:
         place = loan.subject_property
@@ -53,7 +53,7 @@ def test_some_loans_have_a_wrong_city_or_county_for_their_zip(db):
 
 
 def test_products_and_entitlements(db, settings):
-    seed = services.sandbox_seed(public_base_url="http://127.0.0.1:8000")
+    seed = sandbox_seed(public_base_url="http://127.0.0.1:8000")
     address, disclosure = seed.products["address-verification"], seed.products["disclosure-delivery"]
     assert address.signing_secret == settings.SVC_SIGNING_SECRETS[0]
     assert urns.instance_urn("BE11223344") in address.data["entitlements"]["access"]["allow"]
@@ -72,16 +72,16 @@ def test_products_and_entitlements(db, settings):
 
 
 def test_seed_follows_the_public_base_url_and_keeps_other_changes(db):
-    services.sandbox_seed(public_base_url="http://127.0.0.1:8000")
+    sandbox_seed(public_base_url="http://127.0.0.1:8000")
     product = Product.objects.get(name="address-verification")
     product.data = {**product.data, "listingName": "Changed by a PUT"}
     product.save()
-    services.sandbox_seed(public_base_url="http://localhost:43210")
+    sandbox_seed(public_base_url="http://localhost:43210")
     product.refresh_from_db()
     assert {hook["url"] for hook in product.data["webhooks"]} == {"http://localhost:43210/v1/webhooks"}
     assert product.data["interfaceUrl"] == "http://localhost:43210/"
     assert product.data["listingName"] == "Changed by a PUT"
-    services.sandbox_seed(public_base_url="http://localhost:43210", reset=True)
+    sandbox_seed(public_base_url="http://localhost:43210", reset=True)
     product.refresh_from_db()
     assert product.data["listingName"] == "Address Verification"
 

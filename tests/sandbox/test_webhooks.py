@@ -9,8 +9,11 @@ from django.db import transaction as db_transaction
 
 from partner.platform import formats, urns
 from partner.platform.signatures import signature_compute, signature_verify
-from partner.sandbox import services, webhooks
+from partner.sandbox import webhooks
+from partner.sandbox.faults import fault_set
 from partner.sandbox.models import WebhookAttempt, WebhookDelivery
+from partner.sandbox.products import product_signing_secret_set, product_webhooks_point
+from partner.sandbox.transactions import transaction_create
 from partner.sandbox.webhooks import webhook_deliveries_wait
 from tests.sandbox.conftest import host_transaction
 
@@ -70,7 +73,7 @@ def test_processed_response_sends_the_event_webhook(api, sandbox):
 
 
 def test_the_products_own_secret_signs(sandbox):
-    services.product_signing_secret_set(product="address-verification", secret="a-product-own-secret")
+    product_signing_secret_set(product="address-verification", secret="a-product-own-secret")
     host_transaction(sandbox)
     assert webhook_deliveries_wait(10)
     (call,) = sandbox.receiver.calls
@@ -108,7 +111,7 @@ def test_connection_errors_are_recorded(sandbox, settings):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     settings.SANDBOX_WEBHOOK_MAX_ATTEMPTS = 2
-    services.product_webhooks_point(product="address-verification", url=f"http://127.0.0.1:{port}/v1/webhooks")
+    product_webhooks_point(product="address-verification", url=f"http://127.0.0.1:{port}/v1/webhooks")
     host_transaction(sandbox)
     assert webhook_deliveries_wait(10)
     delivery = WebhookDelivery.objects.get()
@@ -120,7 +123,7 @@ def test_connection_errors_are_recorded(sandbox, settings):
 def test_sent_only_after_the_database_transaction_commits(sandbox):
     seed = sandbox.seed
     with db_transaction.atomic():
-        services.transaction_create(product="address-verification", user=seed.users["lender.demo"], loan=seed.loans[0])
+        transaction_create(product="address-verification", user=seed.users["lender.demo"], loan=seed.loans[0])
         assert webhooks._outstanding == 0  # nothing scheduled before the commit
     assert webhook_deliveries_wait(10)
     assert len(sandbox.receiver.calls) == 1
@@ -130,9 +133,7 @@ def test_rolled_back_transaction_sends_nothing(sandbox):
     seed = sandbox.seed
     try:
         with db_transaction.atomic():
-            services.transaction_create(
-                product="address-verification", user=seed.users["lender.demo"], loan=seed.loans[0]
-            )
+            transaction_create(product="address-verification", user=seed.users["lender.demo"], loan=seed.loans[0])
             raise RuntimeError("roll back")
     except RuntimeError:
         pass
@@ -157,7 +158,7 @@ def test_no_subscription_no_delivery(sandbox, api):
 def test_a_latency_fault_delays_the_webhook(sandbox):
     import time
 
-    services.fault_set(endpoint="webhook", latency=1.0, count=1)
+    fault_set(endpoint="webhook", latency=1.0, count=1)
     started = time.monotonic()
     host_transaction(sandbox)
     time.sleep(0.5)

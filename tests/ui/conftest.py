@@ -18,7 +18,7 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 def demo(service):
     """The sandbox's demo data pointing at the live server, and our partner account for lender.demo."""
     from partner.catalog.services import partner_account_set
-    from partner.sandbox.services import sandbox_seed
+    from partner.sandbox.seeding import sandbox_seed
 
     seed = sandbox_seed(public_base_url=service.url)
     partner_account_set(username="lender.demo", password=DEMO_PASSWORD, company="DEMO01")

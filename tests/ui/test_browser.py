@@ -111,7 +111,7 @@ def test_new_order_reaches_completed_with_the_pdf(demo, service, page, shot):
 
 
 def test_existing_transaction_opens_its_view(demo, service, page, shot):
-    from partner.sandbox.services import transaction_create
+    from partner.sandbox.transactions import transaction_create
 
     transaction = transaction_create(
         product=demo.products["address-verification"],
@@ -136,7 +136,7 @@ def test_existing_transaction_opens_its_view(demo, service, page, shot):
 
 def test_failed_transaction_shows_the_reason(demo, service, page, shot):
     from partner.fulfillment.models import Tracker, TrackerStatus
-    from partner.sandbox.services import transaction_create
+    from partner.sandbox.transactions import transaction_create
 
     transaction = transaction_create(
         product=demo.products["address-verification"],

@@ -8,8 +8,9 @@ import json
 
 import pytest
 
+from partner.sandbox.faults import fault_set, faults_clear
 from partner.sandbox.models import Loan
-from partner.sandbox.services import fault_set, faults_clear, origin_create, origin_expire
+from partner.sandbox.origins import origin_create, origin_expire
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,10 +1,16 @@
 """The fulfillers and their registry: a product's `fulfiller` key names the class that does its work.
 
-Adding a fulfiller: write one module with a `Fulfiller` subclass and add one line to FULFILLERS.
+Adding a fulfiller: write one module with a `Fulfiller` subclass (its key, label, options form,
+default rule and documents) and add one line to FULFILLERS. Nothing else names fulfillers: the
+catalog validates a product's key and picks the default of a newly pulled product through this
+registry (installed in it when Django starts, `FulfillmentConfig.ready`), the order form asks
+the class for its options form, and the pipeline for its work.
+
+The first entry is the partner's main product: the default when no fulfiller claims a new product.
 """
 
 from partner.fulfillment.fulfillers.address_verification import AddressVerificationFulfiller
-from partner.fulfillment.fulfillers.base import Attachment, Fulfiller, Fulfilment, FulfilmentRefused
+from partner.fulfillment.fulfillers.base import Attachment, Fulfiller, Fulfillment, FulfillmentRefused
 from partner.fulfillment.fulfillers.disclosure_status import DisclosureStatusFulfiller
 
 FULFILLERS: dict[str, type[Fulfiller]] = {
@@ -22,27 +28,26 @@ class UnknownFulfillerError(LookupError):
         super().__init__(f"No fulfiller is registered under {key!r} (known: {known}).")
 
 
-def fulfiller_for(key: str) -> Fulfiller:
-    """A new instance of the fulfiller registered under `key`; UnknownFulfillerError otherwise."""
+def fulfiller_class(key: str) -> type[Fulfiller]:
+    """The class registered under `key`; UnknownFulfillerError otherwise."""
     try:
-        fulfiller_class = FULFILLERS[key]
+        return FULFILLERS[key]
     except (KeyError, TypeError):
         raise UnknownFulfillerError(key) from None
-    return fulfiller_class()
 
 
-def fulfiller_choices() -> list[tuple[str, str]]:
-    """(key, label) of every registered fulfiller, in registry order, for model and form choices."""
-    return [(key, fulfiller_class.label) for key, fulfiller_class in FULFILLERS.items()]
+def fulfiller_for(key: str) -> Fulfiller:
+    """A new instance of the fulfiller registered under `key`; UnknownFulfillerError otherwise."""
+    return fulfiller_class(key)()
 
 
 __all__ = [
     "FULFILLERS",
     "Attachment",
     "Fulfiller",
-    "Fulfilment",
-    "FulfilmentRefused",
+    "Fulfillment",
+    "FulfillmentRefused",
     "UnknownFulfillerError",
-    "fulfiller_choices",
+    "fulfiller_class",
     "fulfiller_for",
 ]

@@ -3,11 +3,17 @@
 A fulfiller does the partner's work for one transaction, offline and without side effects: it
 reads the transaction `request` and the service's Product JSON and returns the response payload
 plus the files to attach. Sending them (slots, upload, PATCH) is the pipeline's job.
+
+A fulfiller class owns everything that differs from one kind of work to another: the options
+form the lender fills in (`options_form`), whether it does the work of a newly pulled product
+(`is_default_for`), and the documents it builds.
 """
 
 import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+
+from django import forms
 
 
 @dataclass(frozen=True)
@@ -20,14 +26,14 @@ class Attachment:
 
 
 @dataclass
-class Fulfilment:
+class Fulfillment:
     """A fulfiller's answer: the PATCH payload without `resources`, and the files to attach."""
 
     response: dict
     attachments: list[Attachment] = field(default_factory=list)
 
 
-class FulfilmentRefused(Exception):
+class FulfillmentRefused(Exception):
     """A permanent refusal (bad loan data, missing entitlement): nothing is sent to the service.
 
     `reason` is written for a person and never holds a credential value. `tell_lender` says
@@ -101,12 +107,31 @@ def reference_number(prefix: str, transaction_id: str) -> str:
     return f"{prefix}-{digest}"
 
 
+class NoOptionsForm(forms.Form):
+    """The options form of a fulfiller that asks the lender nothing."""
+
+
 class Fulfiller(ABC):
-    """One kind of partner work. Subclasses set `key` (the registry key) and `label`."""
+    """One kind of partner work.
+
+    Subclasses set `key` (the registry key, stored on each product), `label` (shown to staff),
+    and `options_form` when the lender chooses anything in the order form; the form's cleaned
+    data becomes `request.options` of the transaction.
+    """
 
     key: str = ""
     label: str = ""
+    options_form: type[forms.Form] = NoOptionsForm
+
+    @classmethod
+    def is_default_for(cls, product: dict) -> bool:
+        """Does this fulfiller do the work of a newly pulled product (the service's Product JSON)?
+
+        The registry asks each fulfiller in turn; when none claims the product, the first
+        registered (the partner's main product) does its work. Staff can change it in the admin.
+        """
+        return False
 
     @abstractmethod
-    def fulfil(self, *, transaction_id: str, request: dict, product: dict) -> Fulfilment:
-        """Do the work for one transaction, or raise FulfilmentRefused."""
+    def fulfill(self, *, transaction_id: str, request: dict, product: dict) -> Fulfillment:
+        """Do the work for one transaction, or raise FulfillmentRefused."""

@@ -6,11 +6,13 @@ product that holds the action entitlement for the transaction's request type (sp
 note 8). Anything else is a permanent refusal: nothing is sent.
 """
 
+from django import forms
+
 from partner.fulfillment.fulfillers.base import (
     PARTNER_PARTY,
     Fulfiller,
-    Fulfilment,
-    FulfilmentRefused,
+    Fulfillment,
+    FulfillmentRefused,
     reference_number,
 )
 from partner.platform.formats import (
@@ -33,32 +35,50 @@ def disclosure_details(request: dict) -> dict:
     if options is None:
         return details
     if not isinstance(options, dict):
-        raise FulfilmentRefused("The transaction request options are not an object, so they cannot be read.")
+        raise FulfillmentRefused("The transaction request options are not an object, so they cannot be read.")
     comments = options.get("comments")
     if comments is None:
         return details
     if not isinstance(comments, str):
-        raise FulfilmentRefused("The disclosure comments (request.options.comments) must be text.")
+        raise FulfillmentRefused("The disclosure comments (request.options.comments) must be text.")
     if comments.strip():
         details["comments"] = comments
     return details
 
 
+class DisclosureStatusOptionsForm(forms.Form):
+    """Options of the disclosure delivery product: the comment sent with the status update."""
+
+    comments = forms.CharField(
+        label="Comment for the disclosure tracking log (optional)",
+        required=False,
+        max_length=500,
+        widget=forms.Textarea,
+        help_text="Up to 500 characters.",
+    )
+
+
 class DisclosureStatusFulfiller(Fulfiller):
     key = "disclosure_status"
     label = "Disclosure tracking status update (UPDATE_DISCLOSURE_STATUS)"
+    options_form = DisclosureStatusOptionsForm
 
-    def fulfil(self, *, transaction_id: str, request: dict, product: dict) -> Fulfilment:
+    @classmethod
+    def is_default_for(cls, product: dict) -> bool:
+        """A product that holds the disclosure status action, for any request type."""
+        return action_entitled(product, action=DISCLOSURE_ACTION)
+
+    def fulfill(self, *, transaction_id: str, request: dict, product: dict) -> Fulfillment:
         if not isinstance(request, dict):
-            raise FulfilmentRefused("The transaction carries no request to answer.")
+            raise FulfillmentRefused("The transaction carries no request to answer.")
         request_type = request.get("type") or DEFAULT_REQUEST_TYPE
         if not isinstance(request_type, str):
-            raise FulfilmentRefused("The transaction request type is not text.")
+            raise FulfillmentRefused("The transaction request type is not text.")
         if not action_entitled(
-            product or {}, request_type=request_type, action=DISCLOSURE_ACTION, fmt=DISCLOSURE_FORMAT
+            product or {}, action=DISCLOSURE_ACTION, request_type=request_type, fmt=DISCLOSURE_FORMAT
         ):
             name = (product or {}).get("name") or (product or {}).get("id") or "this product"
-            raise FulfilmentRefused(
+            raise FulfillmentRefused(
                 f"Product {name} does not hold the {DISCLOSURE_ACTION} action entitlement "
                 f"(format {DISCLOSURE_FORMAT}) for request type {request_type}, so the disclosure status "
                 "cannot be updated.",
@@ -70,7 +90,7 @@ class DisclosureStatusFulfiller(Fulfiller):
         violations = disclosure_result_violations(result)
         if violations:
             listed = "; ".join(f"{v.field} {v.message}" for v in violations)
-            raise FulfilmentRefused(f"The disclosure status result does not conform to the action rules: {listed}.")
+            raise FulfillmentRefused(f"The disclosure status result does not conform to the action rules: {listed}.")
         response = {
             "status": RESPONSE_PROCESSING,
             "loanFormat": LOAN_FORMAT,
@@ -79,4 +99,4 @@ class DisclosureStatusFulfiller(Fulfiller):
             "respondingParty": PARTNER_PARTY.as_dict(include_fax=True),
             "result": result,
         }
-        return Fulfilment(response=response, attachments=[])
+        return Fulfillment(response=response, attachments=[])

@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from partner.sandbox.services import sandbox_seed
+from partner.sandbox.seeding import sandbox_seed
 
 
 class Command(BaseCommand):

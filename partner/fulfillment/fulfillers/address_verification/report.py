@@ -1,4 +1,4 @@
-"""PDF reports attached to responses: the address verification report, built with fpdf2.
+"""The address verification report attached to the response: a PDF built with fpdf2.
 
 The content depends only on the report data (the date included, which the caller passes), so the
 same report renders the same text. fpdf2's core fonts only know Latin-1: every text goes through

@@ -1,26 +1,17 @@
-"""Address verification: the reference partner's work, done offline with the `zipcodes` data.
+"""The checks of an address verification: the subject property against the ZIP code's record.
 
-The subject property's ZIP code (ZIP+4 accepted) is looked up in the data the `zipcodes` package
-ships; city, state and county are compared with it case-insensitively and corrected where they
-differ. The response carries the corrected `loan.property` and a PDF report of every check.
+The property's ZIP code (ZIP+4 accepted) is looked up in the data the `zipcodes` package ships;
+city, state and county are compared with it case-insensitively and corrected where they differ.
+Anything the checks cannot read is a FulfillmentRefused saying what to fix.
 """
 
 import re
 from importlib.metadata import version
 
 import zipcodes
-from django.utils import timezone
 
-from partner.fulfillment.documents import PDF_MIME_TYPE, AddressCheck, AddressReport, address_report_pdf
-from partner.fulfillment.fulfillers.base import (
-    PARTNER_PARTY,
-    Attachment,
-    Fulfiller,
-    Fulfilment,
-    FulfilmentRefused,
-    reference_number,
-)
-from partner.platform.formats import LOAN_FORMAT, RESPONSE_COMPLETED
+from partner.fulfillment.fulfillers.address_verification.report import AddressCheck
+from partner.fulfillment.fulfillers.base import FulfillmentRefused
 
 ZIP_CODE = re.compile(r"^(?P<zip5>\d{5})(?:-?(?P<plus4>\d{4}))?$")
 
@@ -55,37 +46,37 @@ def _county_matches(received: str, expected: str) -> bool:
     return False
 
 
-def _data_source() -> str:
+def data_source() -> str:
     return f"zipcodes {version('zipcodes')} (US ZIP code data shipped with the zipcodes Python package, read offline)"
 
 
 def subject_property(request: dict) -> dict:
-    """`request.loan.property`, or FulfilmentRefused saying what is missing or malformed."""
+    """`request.loan.property`, or FulfillmentRefused saying what is missing or malformed."""
     loan = request.get("loan") if isinstance(request, dict) else None
     if not isinstance(loan, dict):
-        raise FulfilmentRefused("The transaction request carries no loan data, so there is no address to verify.")
+        raise FulfillmentRefused("The transaction request carries no loan data, so there is no address to verify.")
     prop = loan.get("property")
     if not isinstance(prop, dict) or not prop:
-        raise FulfilmentRefused("The loan has no subject property (loan.property), so there is no address to verify.")
+        raise FulfillmentRefused("The loan has no subject property (loan.property), so there is no address to verify.")
     for name in CHECKED_FIELDS:
         if prop.get(name) is not None and not isinstance(prop[name], str):
-            raise FulfilmentRefused(f"The subject property's {name} is not text, so the address cannot be verified.")
+            raise FulfillmentRefused(f"The subject property's {name} is not text, so the address cannot be verified.")
     return prop
 
 
 def zip_record(postal_code: str | None) -> tuple[dict, str | None]:
     """The data source's record for a ZIP or ZIP+4 code, and the +4 part (None when absent)."""
     if not postal_code or not postal_code.strip():
-        raise FulfilmentRefused("The subject property has no ZIP code (loan.property.postalCode) to verify.")
+        raise FulfillmentRefused("The subject property has no ZIP code (loan.property.postalCode) to verify.")
     shown = postal_code.strip()[:20]
     match = ZIP_CODE.match(postal_code.strip())
     if not match:
-        raise FulfilmentRefused(
+        raise FulfillmentRefused(
             f"The subject property's ZIP code {shown!r} is not a US ZIP code (expected 12345 or 12345-6789)."
         )
     records = zipcodes.matching(match["zip5"])
     if not records:
-        raise FulfilmentRefused(
+        raise FulfillmentRefused(
             f"ZIP code {match['zip5']} is not a known US ZIP code, so the address could not be verified."
         )
     return records[0], match["plus4"]
@@ -147,41 +138,3 @@ def partner_status(changed: list[str]) -> str:
     if not changed:
         return "Address verified"
     return "Address corrected: " + ", ".join(changed)
-
-
-class AddressVerificationFulfiller(Fulfiller):
-    key = "address_verification"
-    label = "Address verification (ZIP code, city, state, county)"
-
-    def fulfil(self, *, transaction_id: str, request: dict, product: dict) -> Fulfilment:
-        received = subject_property(request)
-        record, plus4 = zip_record(received.get("postalCode"))
-        checks, corrected, changed = address_checks(received, record, plus4)
-        reference = reference_number("AV", transaction_id)
-        status = partner_status(changed)
-        report = AddressReport(
-            transaction_id=transaction_id,
-            reference_number=reference,
-            summary=status,
-            received=received,
-            corrected=corrected,
-            checks=tuple(checks),
-            data_source=_data_source(),
-            created=timezone.now(),
-            prepared_by=PARTNER_PARTY.name,
-            notes=order_notes(request),
-        )
-        response = {
-            "status": RESPONSE_COMPLETED,
-            "partnerStatus": status,
-            "referenceNumber": reference,
-            "respondingParty": PARTNER_PARTY.as_dict(),
-            "loanFormat": LOAN_FORMAT,
-            "loan": {"property": corrected},
-        }
-        attachment = Attachment(
-            name=f"address-verification-{reference}.pdf",
-            mime_type=PDF_MIME_TYPE,
-            content=address_report_pdf(report),
-        )
-        return Fulfilment(response=response, attachments=[attachment])

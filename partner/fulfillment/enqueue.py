@@ -1,0 +1,16 @@
+"""How the fulfillment's tasks are handed to a worker: one function per task, after commit.
+
+The task names are defined here and used by `tasks.py` to register the tasks, so a name
+is written once. See `partner.core.enqueue` for why tasks are published by name.
+"""
+
+from partner.core.enqueue import enqueue_after_commit
+
+FULFILL_TASK = "fulfillment.fulfill"
+SWEEP_TASK = "fulfillment.sweep"
+RECONCILE_TASK = "fulfillment.reconcile"
+
+
+def tracker_fulfill_enqueue(tracker_id: int) -> None:
+    """Have a worker run the tracker's steps that are not done yet, once the caller's transaction commits."""
+    enqueue_after_commit(FULFILL_TASK, tracker_id=tracker_id)

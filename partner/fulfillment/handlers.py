@@ -1,0 +1,18 @@
+"""What the fulfillment does with each notification the inbox dispatches to it.
+
+The inbox's dispatch table (`partner.inbox.dispatch`) maps (resource type, event type) to
+these functions; each takes the notification's resource id, resource reference and product
+name, so the fulfillment needs to know nothing of the inbox.
+"""
+
+from partner.fulfillment.services import tracker_event_handle, tracker_open
+
+
+def transaction_created(*, resource_id: str, resource_ref: str, product_name: str) -> None:
+    """A new transaction: open its tracker and hand it to a worker."""
+    tracker_open(transaction_id=resource_id, resource_ref=resource_ref, product_name=product_name)
+
+
+def event_created(*, resource_id: str, resource_ref: str, product_name: str) -> None:
+    """A transaction event (the service's callback): read it, complete the order when it says so."""
+    tracker_event_handle(resource_ref=resource_ref)

@@ -1,0 +1,225 @@
+"""The automated fulfillment of one transaction, step by step (spec, "Typical fulfillment sequence").
+
+`tracker_fulfill` takes the tracker (a lease, `partner.core.leases`) and runs the steps that
+are not yet recorded as done:
+
+1. prepare: GET the transaction, check the initiating user's credentials, run the product's
+   fulfiller, store the response and its attachments;
+2. request upload slots for the attachments (one POST);
+3. upload each attachment to its slot (one PUT each);
+4. deliver: one PATCH with status, loan data, result and resources.
+
+Each step is recorded when it completes, so a retried or restarted task resumes after the last
+one. Transient service errors propagate (the task retries them with backoff); permanent ones
+fail the tracker with a reason a person understands.
+"""
+
+import logging
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from partner.catalog.credentials import credentials_check
+from partner.catalog.errors import ProductNotFound, ProductSyncError
+from partner.catalog.models import Product
+from partner.catalog.services import product_ensure
+from partner.core.leases import lease_release, lease_take
+from partner.fulfillment.fulfillers import Fulfillment, FulfillmentRefused, fulfiller_for
+from partner.fulfillment.models import (
+    ACTIVE_STATUSES,
+    FailureCode,
+    Tracker,
+    TrackerAttachment,
+    TrackerStatus,
+)
+from partner.fulfillment.services import first_time, step_record, tracker_fail, transaction_ref
+from partner.platform import client
+from partner.platform.errors import ResourceOutsideServiceError, ServiceError
+from partner.platform.types import Transaction
+
+logger = logging.getLogger(__name__)
+
+
+class TrackerFailed(Exception):
+    """A permanent failure: the tracker is failed with `reason` and not retried."""
+
+    def __init__(self, code, reason, *, tell_lender=False):
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+        self.tell_lender = tell_lender
+
+
+def _take(tracker_id: int) -> Tracker | None:
+    """Take the tracker for this worker, or None when it is finished or another worker holds it."""
+    taken = lease_take(
+        Tracker.objects.filter(pk=tracker_id, status__in=ACTIVE_STATUSES),
+        attempts=F("attempts") + 1,
+        next_attempt_at=None,
+    )
+    return Tracker.objects.get(pk=tracker_id) if taken else None
+
+
+def tracker_fulfill(*, tracker_id: int) -> Tracker | None:
+    """Run every step not yet done. Returns the tracker, or None when there was nothing to do."""
+    tracker = _take(tracker_id)
+    if tracker is None:
+        return None
+    try:
+        if tracker.prepared_at is None:
+            _prepare(tracker)
+        attachments = list(tracker.attachments.all())
+        if attachments and tracker.slots_requested_at is None:
+            _upload_slots_request(tracker, attachments)
+        for attachment in attachments:
+            if attachment.uploaded_at is None:
+                _upload(tracker, attachment)
+        if tracker.delivered_at is None:
+            _deliver(tracker, attachments)
+    except TrackerFailed as failure:
+        tracker_fail(tracker=tracker, code=failure.code, reason=failure.reason, tell_lender=failure.tell_lender)
+    except ServiceError as exc:
+        Tracker.objects.filter(pk=tracker.pk).update(last_error=str(exc)[:2000])
+        if exc.transient:
+            raise
+        tracker_fail(
+            tracker=tracker,
+            code=FailureCode.SERVICE_REJECTED,
+            reason=f"The service refused {exc.method} {_path(exc.url)} with status {exc.status}",
+        )
+    finally:
+        lease_release(Tracker.objects.filter(pk=tracker.pk))
+    tracker.refresh_from_db()
+    return tracker
+
+
+def _path(url: str) -> str:
+    return url.removeprefix(settings.SVC_BASE_URL) if url else ""
+
+
+def _transaction_read(tracker: Tracker) -> Transaction:
+    """GET the transaction, after checking that the notification's reference names it on the service."""
+    try:
+        ref = client.resource_ref_parse(tracker.resource_ref or transaction_ref(tracker.transaction_id))
+    except ResourceOutsideServiceError:
+        raise TrackerFailed(
+            FailureCode.RESOURCE_OUTSIDE_SERVICE, "The notification's resource reference is not on the service"
+        ) from None
+    if ref.transaction_id != tracker.transaction_id:
+        raise TrackerFailed(FailureCode.RESOURCE_OUTSIDE_SERVICE, "The resource reference names another transaction")
+    return client.get_transaction(tracker.transaction_id)
+
+
+def _product(tracker: Tracker, txn: Transaction) -> Product:
+    product_name = tracker.product_name or ((txn.raw.get("product") or {}).get("name") or "")
+    try:
+        return product_ensure(name=product_name)
+    except ProductNotFound:
+        raise TrackerFailed(FailureCode.PRODUCT_UNKNOWN, f"Product {product_name!r} is not configured") from None
+    except ProductSyncError as exc:
+        # Pulling the product hit the service: retry what is transient, fail what is not.
+        if isinstance(exc.__cause__, ServiceError):
+            raise exc.__cause__ from None
+        raise
+
+
+def _prepare(tracker: Tracker) -> None:
+    txn = _transaction_read(tracker)
+    request = txn.request or {}
+    product = _product(tracker, txn)
+
+    # Headless and interface orders authenticate the same way: the initiating user's credentials.
+    check = credentials_check(product=product, credentials=request.get("credentials") or {})
+    if not check.ok:
+        raise TrackerFailed(FailureCode.CREDENTIALS_INVALID, check.message, tell_lender=True)
+
+    try:
+        fulfillment = fulfiller_for(product.fulfiller).fulfill(
+            transaction_id=tracker.transaction_id, request=request, product=product.raw or {}
+        )
+    except FulfillmentRefused as refusal:
+        raise TrackerFailed(FailureCode.ORDER_REFUSED, refusal.reason, tell_lender=refusal.tell_lender) from None
+
+    with transaction.atomic():
+        _prepared_store(tracker, fulfillment, product=product, request=request)
+        tracker.ordered_by = check.account
+        tracker.save(
+            update_fields=[
+                "response",
+                "reference_number",
+                "product_name",
+                "ordered_by",
+                "request_type",
+                "prepared_at",
+                "status",
+                "updated_at",
+            ]
+        )
+        step_record(tracker, "prepared", f"fulfiller {product.fulfiller}, {len(fulfillment.attachments)} attachment(s)")
+
+
+def _prepared_store(tracker: Tracker, fulfillment: Fulfillment, *, product: Product, request: dict) -> None:
+    for position, attachment in enumerate(fulfillment.attachments):
+        TrackerAttachment.objects.create(
+            tracker=tracker,
+            position=position,
+            name=attachment.name,
+            mime_type=attachment.mime_type,
+            content=attachment.content,
+        )
+    tracker.response = fulfillment.response
+    tracker.reference_number = str(fulfillment.response.get("referenceNumber", ""))[:100]
+    tracker.product_name = product.name
+    tracker.request_type = str(request.get("type", ""))[:50]
+    tracker.prepared_at = timezone.now()
+    tracker.status = TrackerStatus.IN_PROGRESS
+
+
+def _upload_slots_request(tracker: Tracker, attachments: list[TrackerAttachment]) -> None:
+    slots = client.request_upload_slots(
+        tracker.transaction_id, [{"name": a.name, "mimeType": a.mime_type} for a in attachments]
+    )
+    if len(slots) != len(attachments):
+        raise TrackerFailed(FailureCode.SERVICE_REJECTED, "The service returned a different number of upload slots")
+    with transaction.atomic():
+        for attachment, slot in zip(attachments, slots, strict=True):
+            attachment.resource_id = slot.id
+            attachment.upload_location = slot.location
+            attachment.upload_authorization = slot.authorization or ""
+            attachment.save(update_fields=["resource_id", "upload_location", "upload_authorization"])
+        tracker.slots_requested_at = timezone.now()
+        # Known from here on: the processed callback may complete the tracker before the PATCH returns.
+        tracker.resource_id = attachments[0].resource_id if attachments else ""
+        tracker.save(update_fields=["slots_requested_at", "resource_id", "updated_at"])
+        step_record(tracker, "slots_requested", ", ".join(a.resource_id for a in attachments))
+
+
+def _upload(tracker: Tracker, attachment: TrackerAttachment) -> None:
+    client.upload_resource(attachment.upload_slot(), bytes(attachment.content))
+    attachment.uploaded_at = timezone.now()
+    attachment.save(update_fields=["uploaded_at"])
+    step_record(tracker, "uploaded", f"{attachment.name} ({len(attachment.content)} bytes)")
+
+
+def response_payload(tracker: Tracker, attachments: list[TrackerAttachment]) -> dict:
+    """The PATCH body: the fulfiller's response, and the uploaded attachments as `resources`."""
+    payload = dict(tracker.response or {})
+    if attachments:
+        payload["resources"] = [attachment.upload_slot().resource() for attachment in attachments]
+    return payload
+
+
+def _deliver(tracker: Tracker, attachments: list[TrackerAttachment]) -> None:
+    client.patch_response(tracker.transaction_id, response_payload(tracker, attachments))
+    now = timezone.now()
+    resource_id = attachments[0].resource_id if attachments else ""
+    # The processed callback may have completed the tracker already (and set delivered_at):
+    # never move it back.
+    Tracker.objects.filter(pk=tracker.pk).update(
+        delivered_at=first_time("delivered_at", now), resource_id=resource_id, updated_at=now
+    )
+    Tracker.objects.filter(pk=tracker.pk, status__in=ACTIVE_STATUSES).update(status=TrackerStatus.RESPONSE_DELIVERED)
+    step_record(tracker, "delivered", f"{len(attachments)} resource(s)")
+    logger.info("transaction %s: response delivered", tracker.transaction_id)

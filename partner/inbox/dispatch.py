@@ -1,0 +1,102 @@
+"""Worker-side processing of a notification: take it, call its handler, record the outcome.
+
+One table says what we do with a notification: (resource type, event type) -> a handler that
+the fulfillment app provides. A pair that is not in the table is ignored, here and nowhere
+else: the intake stores such a notification as `ignored`, and a replayed one is finished as
+`ignored` without calling anything.
+
+A worker takes a notification with a lease (`partner.core.leases`), so two messages for one
+notification (a duplicate publish, a replay) are processed once.
+"""
+
+import logging
+from collections.abc import Callable
+
+from django.db.models import F
+from django.utils import timezone
+
+from partner.core.leases import lease_release, lease_take
+from partner.fulfillment import handlers
+from partner.inbox.models import Notification, NotificationState
+from partner.platform.errors import ServiceError
+from partner.platform.formats import WEBHOOK_EVENT_CREATED
+from partner.platform.urns import event_resource_type, transaction_resource_type
+
+logger = logging.getLogger(__name__)
+
+# A handler takes the notification's resource id, resource reference and product name.
+Handler = Callable[..., object]
+
+
+def handler_table() -> dict[tuple[str, str], Handler]:
+    """(resource type, event type) -> handler. Built per call: the URNs follow SVC_URN_PREFIX."""
+    return {
+        (transaction_resource_type(), WEBHOOK_EVENT_CREATED): handlers.transaction_created,
+        (event_resource_type(), WEBHOOK_EVENT_CREATED): handlers.event_created,
+    }
+
+
+def handler_for(resource_type: str, event_type: str) -> Handler | None:
+    """The handler of a notification, or None when we ignore it."""
+    return handler_table().get((resource_type, event_type))
+
+
+def _take(notification_id: int) -> Notification | None:
+    taken = lease_take(
+        Notification.objects.filter(
+            pk=notification_id,
+            state__in=[NotificationState.RECEIVED, NotificationState.QUEUED, NotificationState.PROCESSING],
+        ),
+        state=NotificationState.PROCESSING,
+        attempts=F("attempts") + 1,
+        updated_at=timezone.now(),
+    )
+    return Notification.objects.get(pk=notification_id) if taken else None
+
+
+def _finish(notification: Notification, state: str, error: str = "") -> None:
+    now = timezone.now()
+    lease_release(
+        Notification.objects.filter(pk=notification.pk),
+        state=state,
+        last_error=error[:2000],
+        processed_at=now,
+        updated_at=now,
+    )
+
+
+def notification_process(*, notification_id: int) -> str | None:
+    """Handle one notification; its final state, or None when another worker has it or it is done.
+
+    Transient service errors propagate so that the task retries them; the notification waits
+    `queued` meanwhile.
+    """
+    notification = _take(notification_id)
+    if notification is None:
+        return None
+    handler = handler_for(notification.resource_type, notification.event_type)
+    if handler is None:
+        _finish(notification, NotificationState.IGNORED)  # an ignored notification replayed from the admin
+        return NotificationState.IGNORED
+    try:
+        handler(
+            resource_id=notification.resource_id,
+            resource_ref=notification.resource_ref,
+            product_name=notification.product_name,
+        )
+    except ServiceError as exc:
+        if exc.transient:
+            lease_release(
+                Notification.objects.filter(pk=notification.pk),
+                state=NotificationState.QUEUED,
+                last_error=str(exc)[:2000],
+                updated_at=timezone.now(),
+            )
+            raise
+        _finish(notification, NotificationState.FAILED, str(exc))
+        return NotificationState.FAILED
+    except Exception as exc:
+        _finish(notification, NotificationState.FAILED, f"{type(exc).__name__}: {exc}")
+        raise
+    _finish(notification, NotificationState.PROCESSED)
+    return NotificationState.PROCESSED

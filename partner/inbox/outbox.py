@@ -1,0 +1,104 @@
+"""The inbox's outbox: stored notifications handed to the broker by a relay, never by the request.
+
+`notifications_relay` (a loop in every Celery worker, see `relay.py`) takes committed
+`received` rows in batches and publishes one processing task per row, by task name, then
+marks them `queued`. Everything that wants a notification processed (again) puts it back to
+`received` and lets the relay publish it: the sweep for rows whose message was lost, and the
+admin's replay. So this is the one place that publishes the inbox's task.
+"""
+
+import logging
+
+from celery import current_app
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from partner.core.leases import lease_free, stalled_before
+from partner.inbox.models import Notification, NotificationState
+
+logger = logging.getLogger(__name__)
+
+PROCESS_TASK = "inbox.process"
+SWEEP_TASK = "inbox.sweep"
+
+
+def _publish(notification_ids: list[int]) -> list[int]:
+    """Send one processing task per id, as one batch where the transport can (a Redis pipeline);
+    returns the ids sent: all of them, or none when the broker failed (a message that went out
+    anyway is sent again later, which is harmless: the worker's lease lets one through)."""
+    try:
+        with (
+            current_app.producer_or_acquire() as producer,
+            producer.batch(max_size=max(1, len(notification_ids))),
+        ):
+            for notification_id in notification_ids:
+                current_app.send_task(PROCESS_TASK, kwargs={"notification_id": notification_id}, producer=producer)
+    except Exception as exc:  # kombu/redis raise several types; the rows stay for the next round
+        logger.warning(
+            "broker unavailable: %d notification(s) left waiting (%s)", len(notification_ids), type(exc).__name__
+        )
+        return []
+    return list(notification_ids)
+
+
+def notifications_relay(*, limit: int = 200) -> int:
+    """Hand up to `limit` stored `received` notifications to the broker, oldest first; how many went.
+
+    The rows are locked while their tasks are published (SKIP LOCKED: relays in
+    several workers share the work without waiting on each other) and marked
+    `queued` in the same transaction. A relay that dies after publishing and
+    before committing leaves them `received`, and they are published again:
+    a second message for a notification is harmless.
+    """
+    with transaction.atomic():
+        ids = list(
+            Notification.objects.select_for_update(skip_locked=True)
+            .filter(state=NotificationState.RECEIVED)
+            .order_by("pk")
+            .values_list("pk", flat=True)[:limit]
+        )
+        if not ids:
+            return 0
+        sent = _publish(ids)
+        now = timezone.now()
+        Notification.objects.filter(pk__in=sent, state=NotificationState.RECEIVED).update(
+            state=NotificationState.QUEUED, enqueued_at=now, updated_at=now
+        )
+    return len(sent)
+
+
+def notifications_stalled():
+    """Notifications whose message was lost: queued and untouched for STALL_SECONDS, or taken by a
+    worker whose lease ran out (the worker died)."""
+    now = timezone.now()
+    return Notification.objects.filter(
+        Q(state=NotificationState.QUEUED, updated_at__lt=stalled_before())
+        | (Q(state=NotificationState.PROCESSING) & lease_free(now))
+    )
+
+
+def notifications_sweep(*, limit: int = 500) -> int:
+    """Put stalled notifications back to `received` and relay what waits (when no relay runs, or it
+    fell behind, or a message was lost). Returns how many were handed to the broker."""
+    ids = list(notifications_stalled().order_by("pk").values_list("pk", flat=True)[:limit])
+    if ids:
+        Notification.objects.filter(pk__in=ids).update(state=NotificationState.RECEIVED, updated_at=timezone.now())
+    relayed = notifications_relay(limit=limit + len(ids))
+    if relayed or ids:
+        logger.info("inbox sweep: %d stalled put back; %d handed to the broker", len(ids), relayed)
+    return relayed
+
+
+def notification_replay(*, notification_id: int) -> bool:
+    """Admin action: process a notification again, whatever happened to it before.
+
+    Put back to `received`; the relay hands it to the broker within INBOX_RELAY_INTERVAL (the
+    sweep, when no relay runs). False when there is no such notification.
+    """
+    return (
+        Notification.objects.filter(pk=notification_id).update(
+            state=NotificationState.RECEIVED, last_error="", updated_at=timezone.now()
+        )
+        > 0
+    )

@@ -1,0 +1,129 @@
+"""The embedded UI's one service: turn the origin the host handed the page into what it may show.
+
+`origin_context_fetch` calls the service: it reads the origin (endpoint #1), makes sure we
+know the product (pulling it from the service when we do not, which writes it), checks the
+lender's credentials with the catalog's check (which records when they last passed), and keeps
+only a summary (never the credentials, never the whole loan). Every UI endpoint that shows
+lender data goes through it, so only the lender in the host, holding a live origin, can read
+anything.
+"""
+
+import re
+from dataclasses import dataclass, field
+
+from partner.catalog.credentials import credentials_check
+from partner.catalog.errors import ProductNotFound, ProductSyncError
+from partner.catalog.services import product_ensure
+from partner.platform import client as platform
+from partner.platform.errors import ServiceError
+from partner.ui.forms import order_options_schema
+from partner.ui.loans import loan_summary, text
+
+LOAN_NOT_FOUND = "loan object was not found"
+
+# Statuses of endpoint #1 that mean "this origin id / token is no longer good":
+# the page renews the origin through the host and asks again.
+_ORIGIN_GONE = {401, 403, 404, 410}
+
+
+_TOKEN_SHAPE = re.compile(r"[\x21-\x7e]{1,4096}")
+_MAX_ID_LENGTH = 200
+
+
+class OriginProblem(Exception):
+    """The origin cannot be shown; `http_status` and `body` are what the proxy answers."""
+
+    def __init__(self, http_status: int, body: dict):
+        super().__init__(str(body))
+        self.http_status = http_status
+        self.body = body
+
+
+@dataclass(frozen=True)
+class OriginContext:
+    """What the UI may know about an origin: safe to serialise as is."""
+
+    origin_id: str
+    product_service_id: str
+    product_name: str
+    fulfiller: str
+    summary: dict = field(default_factory=dict)
+    # Who the lender is to us (the partner account their credentials matched), for what they may see.
+    account_id: int | None = None
+    company_id: int | None = None
+
+
+def _errors(code: str, message: str, status: int | None = None) -> dict:
+    return {"errors": [{"status": status, "code": code, "message": message}]}
+
+
+def _service_error_body(exc) -> dict:
+    status = getattr(exc, "status", None)
+    if status in _ORIGIN_GONE:
+        message = "The lender's session with the host has ended or was not recognised."
+        code = "origin_expired"
+    elif status is None or status >= 500:
+        message = "The service did not answer. Try again in a minute."
+        code = "service_unavailable"
+    else:
+        message = "The service refused to give the origin."
+        code = "service_refused"
+    return _errors(code, message, status)
+
+
+def origin_context_fetch(*, origin_id: str, partner_access_token: str) -> OriginContext:
+    """Read and check the origin; raise OriginProblem with the proxy's answer when it cannot be shown."""
+    if not origin_id or not partner_access_token:
+        raise OriginProblem(400, _errors("origin_missing", "An origin id and partner access token are required."))
+    if not _TOKEN_SHAPE.fullmatch(partner_access_token) or len(origin_id) > _MAX_ID_LENGTH:
+        # The token travels on as an HTTP header: only visible ASCII can be one.
+        raise OriginProblem(400, _errors("origin_malformed", "The origin id or partner access token is malformed."))
+    try:
+        origin = platform.get_origin(origin_id, partner_access_token)
+    except ServiceError as exc:
+        status = getattr(exc, "status", None)
+        http_status = 401 if status in _ORIGIN_GONE else 502
+        raise OriginProblem(http_status, _service_error_body(exc)) from exc
+
+    if origin.errors:
+        errors = origin.errors if isinstance(origin.errors, list) else [origin.errors]
+        raise OriginProblem(502, {"errors": errors})
+    if not origin.loan:
+        raise OriginProblem(404, _errors("loan_missing", LOAN_NOT_FOUND))
+
+    product_ref = origin.product or {}
+    try:
+        product = product_ensure(service_id=product_ref.get("id"))
+    except ProductNotFound as exc:
+        message = "This product is not set up with the partner. Contact the partner's support."
+        raise OriginProblem(404, _errors("product_unknown", message)) from exc
+    except (ServiceError, ProductSyncError) as exc:
+        raise OriginProblem(502, _service_error_body(exc)) from exc
+
+    check = credentials_check(product=product, credentials=origin.credentials or {})
+    if not check.ok:
+        # The product's name lets the page say whose credentials to fix; nothing of the values.
+        listing = product.listing_name or product.name
+        raise OriginProblem(401, {"status": check.message, "product": listing})
+
+    party = origin.originating_party or {}
+    contact = party.get("pointOfContact") if isinstance(party.get("pointOfContact"), dict) else {}
+    summary = {
+        "loan": loan_summary(origin.loan),
+        "product": {
+            "id": product_ref.get("id") or product.service_id,
+            "name": product.name,
+            "listingName": product.listing_name or product_ref.get("name") or product.name,
+        },
+        "user": {"name": text(contact.get("name")), "organization": text(party.get("name"))},
+        "orderOptions": order_options_schema(product.fulfiller),
+    }
+    return OriginContext(
+        origin_id=origin.id or origin_id,
+        product_service_id=product.service_id,
+        product_name=product.name,
+        fulfiller=product.fulfiller,
+        summary=summary,
+        account_id=check.account.pk if check.account else None,
+        company_id=check.account.company_id if check.account else None,
+    )
