@@ -28,6 +28,7 @@ from django.utils.crypto import salted_hmac
 from partner.core.logging import secret_register
 
 from .models import CredentialDefinition, PartnerAccount, Product
+from .selectors import partner_account_get
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +103,24 @@ def _dummy_check(password: str) -> None:
     check_password(password, _DUMMY_HASH)
 
 
+def _company_errors(definitions: list, credentials: dict, account: PartnerAccount | None) -> list[dict]:
+    """The company-scope values that do not equal what the account's company expects."""
+    errors = []
+    for definition in definitions:
+        if definition.scope != CredentialDefinition.Scope.COMPANY:
+            continue
+        value = credentials.get(definition.key)
+        if value in (None, ""):
+            continue  # absent optional value (required ones were caught before)
+        company = account.company if account is not None else None
+        expected = company.credential_value(definition.key, secret=definition.secret) if company else None
+        if expected is None or not hmac.compare_digest(str(expected).encode(), value.encode()):
+            errors.append(
+                _error(definition.key, "company_mismatch", f"{_label(definition)} does not match your company.")
+            )
+    return errors
+
+
 def credentials_check(*, product: Product, credentials: dict | None) -> CredentialCheck:
     """Check the credential values a lender configured against the product and our accounts."""
     credentials = credentials if isinstance(credentials, dict) else {}
@@ -133,7 +152,7 @@ def credentials_check(*, product: Product, credentials: dict | None) -> Credenti
     if username_def is not None:
         username = credentials.get(username_def.key) or ""
         password = credentials.get(password_def.key) or "" if password_def else ""
-        account = PartnerAccount.objects.select_related("company").filter(username=username).first()
+        account = partner_account_get(username=username)
         if account is None:
             _dummy_check(password)
             return _refused(product, "unknown_account", username_def, password_def)
@@ -147,18 +166,7 @@ def credentials_check(*, product: Product, credentials: dict | None) -> Credenti
                 [_error(username_def.key, "inactive", "The account is disabled.")],
             )
 
-    company_defs = [d for d in definitions if d.scope == CredentialDefinition.Scope.COMPANY]
-    company_errors = []
-    for definition in company_defs:
-        value = credentials.get(definition.key)
-        if value in (None, ""):
-            continue  # absent optional value (required ones were caught above)
-        company = account.company if account is not None else None
-        expected = company.credential_value(definition.key, secret=definition.secret) if company else None
-        if expected is None or not hmac.compare_digest(str(expected).encode(), value.encode()):
-            company_errors.append(
-                _error(definition.key, "company_mismatch", f"{_label(definition)} does not match your company.")
-            )
+    company_errors = _company_errors(definitions, credentials, account)
     if company_errors:
         return CredentialCheck(False, None, "The company credentials are not valid.", company_errors)
 

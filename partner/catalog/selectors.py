@@ -16,10 +16,6 @@ def product_get(*, name: str | None = None, service_id: str | None = None) -> Pr
     return None
 
 
-def products_list() -> list[Product]:
-    return list(Product.objects.order_by("name"))
-
-
 def signing_secrets_all() -> list[str]:
     """Every product's own webhook signing secret, in plaintext, for the webhook verifier.
 
@@ -35,4 +31,5 @@ def signing_secrets_all() -> list[str]:
 
 
 def partner_account_get(*, username: str) -> PartnerAccount | None:
+    """The account with that username, with its company (which the credential check reads)."""
     return PartnerAccount.objects.select_related("company").filter(username=username).first()

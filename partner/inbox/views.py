@@ -30,16 +30,22 @@ class RawBodyParser(BaseParser):
 
 
 class _Meta(serializers.Serializer):
-    resourceType = serializers.CharField()
-    resourceId = serializers.CharField()
-    instanceId = serializers.CharField(required=False)
-    resourceRef = serializers.URLField()
+    resourceType = serializers.CharField(max_length=200, help_text="A URN, e.g. urn:svc:platform:transaction")
+    resourceId = serializers.CharField(max_length=200)
+    instanceId = serializers.CharField(max_length=200, required=False, help_text="The product's name")
+    resourceRef = serializers.CharField(
+        max_length=2000,
+        required=False,
+        help_text="The resource's address on the service; checked to be on the service before it is read",
+    )
 
 
 class NotificationSerializer(serializers.Serializer):
-    eventId = serializers.CharField(required=False)
+    """Documents the body (`notifications.notification_parse` reads it; a test holds the two to the same rules)."""
+
+    eventId = serializers.CharField(max_length=200, required=False)
     eventTime = serializers.DateTimeField()
-    eventType = serializers.CharField()
+    eventType = serializers.CharField(max_length=100)
     meta = _Meta()
 
 

@@ -6,6 +6,11 @@ a partner.platform.errors.ServiceError subclass when the service does not answer
 200 (the spec: anything else is a failure). Whether a failed call is sent again
 by the transport is stated in each docstring: GET and PUT are; PATCH and POST
 only where repeating them is harmless.
+
+Names: the client's functions are verb first, like the HTTP calls they make
+(`get_transaction`, `patch_response`, `request_upload_slots`, `upload_resource`);
+the domain's services are `<entity>_<action>` (`tracker_fulfill`,
+`upload_slots_request`, `product_push`), with the same words for the same thing.
 """
 
 import json

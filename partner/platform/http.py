@@ -142,6 +142,9 @@ def send(
     timeout, after the retries) and ServiceError for a request that cannot be
     sent at all (bad URL). `rewind` is called before each resend (to seek a
     streamed body back to its start).
+
+    Long because it is the transport's one retry loop: connection errors and retryable
+    statuses, each attempt signalled and logged, read best as one piece.
     """
     method = method.upper()
     attempts = 1 + (max(0, int(settings.SVC_MAX_RETRIES)) if retry else 0)

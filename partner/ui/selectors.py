@@ -34,6 +34,8 @@ def transaction_progress_get(
             "status": None,
             "step": "requested",
             "reason": "",
+            "reference_number": "",
+            "partner_status": "",
             "attachments": [],
             "updated_at": None,
             "finished": False,

@@ -66,6 +66,12 @@ def _origin_from_headers(request) -> tuple[str, str]:
     return request.META.get(ORIGIN_ID_HEADER, "").strip(), request.META.get(PAT_HEADER, "").strip()
 
 
+class ErrorsSerializer(serializers.Serializer):
+    """`{"errors": [{status, code, message}]}`: why the origin or the order cannot be shown."""
+
+    errors = serializers.ListField(child=serializers.DictField(), help_text="status, code, message")
+
+
 class OriginProxyApi(APIView):
     """GET /v1/origins/{id}?partnerAccessToken=…: what the UI shows about the origin, never its credentials.
 
@@ -95,9 +101,10 @@ class OriginProxyApi(APIView):
         ],
         responses={
             200: OriginOutputSerializer,
+            400: ErrorsSerializer,
             401: OpenApiTypes.OBJECT,
-            404: OpenApiTypes.OBJECT,
-            502: OpenApiTypes.OBJECT,
+            404: ErrorsSerializer,
+            502: ErrorsSerializer,
         },
     )
     def get(self, request, origin_id):
@@ -107,7 +114,7 @@ class OriginProxyApi(APIView):
             context = origin_context_fetch(origin_id=origin_id, partner_access_token=token)
         except OriginProblem as problem:
             return Response(problem.body, status=problem.http_status)
-        return Response({"id": context.origin_id, **context.summary})
+        return Response(self.OriginOutputSerializer({"id": context.origin_id, **context.summary}).data)
 
 
 class TransactionProgressApi(APIView):
@@ -123,6 +130,8 @@ class TransactionProgressApi(APIView):
         status = serializers.CharField(allow_null=True, help_text="the tracker's state")
         step = serializers.ChoiceField(choices=["requested", "in_progress", "delivered", "completed", "failed"])
         reason = serializers.CharField(allow_blank=True)
+        reference_number = serializers.CharField(allow_blank=True, help_text="the partner's order reference")
+        partner_status = serializers.CharField(allow_blank=True, help_text="the partner's last word to the lender")
         attachments = serializers.ListField(child=serializers.DictField(), help_text="name, mime_type, resource_id")
         updated_at = serializers.DateTimeField(allow_null=True)
         finished = serializers.BooleanField()
@@ -135,9 +144,10 @@ class TransactionProgressApi(APIView):
         ],
         responses={
             200: ProgressOutputSerializer,
+            400: ErrorsSerializer,
             401: OpenApiTypes.OBJECT,
-            404: OpenApiTypes.OBJECT,
-            502: OpenApiTypes.OBJECT,
+            404: ErrorsSerializer,
+            502: ErrorsSerializer,
         },
     )
     def get(self, request, transaction_id):
@@ -162,7 +172,7 @@ class TransactionProgressApi(APIView):
                 },
                 status=404,
             )
-        return Response(progress)
+        return Response(self.ProgressOutputSerializer(progress).data)
 
 
 @never_cache

@@ -1,8 +1,9 @@
 """Fuzzing our OpenAPI schema (GET /api/schema/) with schemathesis, against the live server.
 
 Every operation of the schema gets generated requests (valid and invalid);
-none may answer 500, a refused webhook stores nothing, and no answer carries a
-secret. The service behind the origin proxy is the sandbox on the same live
+none may answer 500, every answer is one the schema documents (status code,
+content type and body), a refused webhook stores nothing, and no answer carries
+a secret. The service behind the origin proxy is the sandbox on the same live
 server, so upstream calls are real. Upstream trouble may be answered 502/503
 (the documented meaning); an unhandled error (500) never.
 """
@@ -14,6 +15,7 @@ import requests
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
+from schemathesis.checks import content_type_conformance, response_schema_conformance, status_code_conformance
 from schemathesis.generation import GenerationMode
 
 from partner.inbox.models import Notification
@@ -81,6 +83,10 @@ def checker(operation, mode, base_url, secrets, seen):
             response = case.call(base_url=base_url, session=session, timeout=30)
         seen.append((operation.path, response.status_code))
         no_unhandled_error(None, response, case)
+        # The schema says what we answer: the serializers that document an endpoint build its answers.
+        case.validate_response(
+            response, checks=[status_code_conformance, content_type_conformance, response_schema_conformance]
+        )
         for secret in secrets:
             assert secret not in response.text
         if operation.path == "/v1/webhooks" and response.status_code != 202:

@@ -6,7 +6,7 @@ import time
 import pytest
 from django.db import connection
 
-from partner.inbox import services
+from partner.inbox import dispatch, outbox
 from partner.inbox.models import Notification, NotificationState
 from partner.inbox.relay import relay_loop
 from tests.conftest import wait_for
@@ -31,18 +31,18 @@ def stored(count: int, *, state=NotificationState.RECEIVED, tag="n") -> list[int
 @pytest.fixture
 def published(monkeypatch):
     """The notification ids handed to the broker, in order (the publish itself still runs)."""
-    from partner.inbox.tasks import process_notification
+    from config.celery import app
 
     seen = []
-    original = process_notification.apply_async
+    original = app.send_task
 
-    def apply_async(*args, **kwargs):
-        result = original(*args, **kwargs)
+    def send_task(name, *args, **kwargs):
+        result = original(name, *args, **kwargs)
+        assert name == outbox.PROCESS_TASK
         seen.append(kwargs["kwargs"]["notification_id"])
         return result
 
-    monkeypatch.setattr(process_notification, "apply_async", apply_async)
-    from config.celery import app
+    monkeypatch.setattr(app, "send_task", send_task)
 
     app.control.purge()
     yield seen
@@ -74,50 +74,50 @@ def test_relay_hands_received_rows_to_the_broker_once_oldest_first(published):
     stored(1, state=NotificationState.PROCESSED, tag="done")
     stored(1, state=NotificationState.IGNORED, tag="ignored")
 
-    assert services.notifications_relay() == 3
+    assert outbox.notifications_relay() == 3
     assert published == waiting
     assert sorted(on_the_broker()) == waiting  # the batch was flushed (the filesystem broker keeps no order)
     rows = Notification.objects.filter(pk__in=waiting)
     assert {row.state for row in rows} == {NotificationState.QUEUED}
     assert all(row.enqueued_at for row in rows)
 
-    assert services.notifications_relay() == 0  # nothing twice
+    assert outbox.notifications_relay() == 0  # nothing twice
     assert published == waiting
 
 
 def test_relay_takes_at_most_its_limit(published):
     waiting = stored(5)
-    assert services.notifications_relay(limit=2) == 2
-    assert services.notifications_relay(limit=2) == 2
-    assert services.notifications_relay(limit=2) == 1
+    assert outbox.notifications_relay(limit=2) == 2
+    assert outbox.notifications_relay(limit=2) == 2
+    assert outbox.notifications_relay(limit=2) == 1
     assert published == waiting
 
 
 def test_broker_down_leaves_every_row_received(broker_down):
     waiting = stored(2)
-    assert services.notifications_relay() == 0
+    assert outbox.notifications_relay() == 0
     assert set(Notification.objects.filter(pk__in=waiting).values_list("state", flat=True)) == {"received"}
 
 
 def test_broker_failing_midway_leaves_the_whole_batch_received(published, monkeypatch):
     """The batch is one pipeline: when it fails, every row waits for the next round (a message
     that went out anyway is sent again then, and processed once)."""
-    from partner.inbox.tasks import process_notification
+    from config.celery import app
 
     waiting = stored(4)
-    sending = process_notification.apply_async
+    sending = app.send_task
 
     def fail_on_the_third(*args, **kwargs):
         if len(published) == 2:
             raise ConnectionError("broker went away")
         return sending(*args, **kwargs)
 
-    monkeypatch.setattr(process_notification, "apply_async", fail_on_the_third)
-    assert services.notifications_relay() == 0
+    monkeypatch.setattr(app, "send_task", fail_on_the_third)
+    assert outbox.notifications_relay() == 0
     assert set(Notification.objects.filter(pk__in=waiting).values_list("state", flat=True)) == {"received"}
 
-    monkeypatch.setattr(process_notification, "apply_async", sending)
-    assert services.notifications_relay() == 4
+    monkeypatch.setattr(app, "send_task", sending)
+    assert outbox.notifications_relay() == 4
 
 
 def test_a_row_a_worker_already_claimed_is_not_set_back_to_queued(published, monkeypatch):
@@ -126,15 +126,15 @@ def test_a_row_a_worker_already_claimed_is_not_set_back_to_queued(published, mon
     (On PostgreSQL the relay's row lock makes the claim wait; on SQLite only the relay's
     conditional update keeps the state right.)"""
     waiting = stored(1)
-    publish = services._publish
+    publish = outbox._publish
 
     def publish_then_claimed(ids):
         sent = publish(ids)
         Notification.objects.filter(pk__in=sent).update(state=NotificationState.PROCESSING)
         return sent
 
-    monkeypatch.setattr(services, "_publish", publish_then_claimed)
-    services.notifications_relay()
+    monkeypatch.setattr(outbox, "_publish", publish_then_claimed)
+    outbox.notifications_relay()
     assert Notification.objects.get(pk=waiting[0]).state == NotificationState.PROCESSING
 
 
@@ -144,21 +144,21 @@ def test_two_relays_at_once_share_the_rows_without_waiting(published, monkeypatc
         pytest.skip("SKIP LOCKED needs PostgreSQL")
     waiting = stored(3)
     holding, release = threading.Event(), threading.Event()
-    publish = services._publish
+    publish = outbox._publish
 
     def slow_publish(ids):
         holding.set()
         release.wait(10)
         return publish(ids)
 
-    monkeypatch.setattr(services, "_publish", slow_publish)
+    monkeypatch.setattr(outbox, "_publish", slow_publish)
     first = {}
-    thread = threading.Thread(target=lambda: first.setdefault("moved", services.notifications_relay()))
+    thread = threading.Thread(target=lambda: first.setdefault("moved", outbox.notifications_relay()))
     thread.start()
     assert holding.wait(10)
-    monkeypatch.setattr(services, "_publish", publish)
+    monkeypatch.setattr(outbox, "_publish", publish)
     started = time.monotonic()
-    assert services.notifications_relay() == 0  # every row is locked by the first relay
+    assert outbox.notifications_relay() == 0  # every row is locked by the first relay
     assert time.monotonic() - started < 5
     release.set()
     thread.join(10)
@@ -188,14 +188,33 @@ def test_sweep_enqueues_received_and_stalled_rows_once(published, settings):
     waiting = stored(1, tag="received")
     stalled = stored(1, state=NotificationState.QUEUED, tag="stalled")
     recent = stored(1, state=NotificationState.QUEUED, tag="recent")
-    Notification.objects.filter(pk__in=stalled).update(
-        updated_at=timezone.now() - timedelta(seconds=settings.INBOX_STALL_SECONDS + 5)
+    worker_died = stored(1, state=NotificationState.PROCESSING, tag="died")
+    worker_alive = stored(1, state=NotificationState.PROCESSING, tag="alive")
+    long_ago = timezone.now() - timedelta(seconds=settings.STALL_SECONDS + 5)
+    Notification.objects.filter(pk__in=stalled).update(updated_at=long_ago)
+    # The lease of a dead worker ran out; a live worker's has not (however long it has worked).
+    Notification.objects.filter(pk__in=worker_died).update(claimed_until=timezone.now() - timedelta(seconds=1))
+    Notification.objects.filter(pk__in=worker_alive).update(
+        updated_at=long_ago, claimed_until=timezone.now() + timedelta(seconds=60)
     )
 
-    assert services.notifications_sweep() == 2
-    assert sorted(published) == sorted(waiting + stalled)
-    assert recent[0] not in published
-    assert services.notifications_sweep() == 0
+    assert outbox.notifications_sweep() == 3
+    assert sorted(published) == sorted(waiting + stalled + worker_died)
+    assert recent[0] not in published and worker_alive[0] not in published
+    assert outbox.notifications_sweep() == 0
+
+
+def test_replay_puts_the_notification_back_for_the_relay(published):
+    done = stored(1, state=NotificationState.FAILED, tag="failed")
+    Notification.objects.filter(pk__in=done).update(last_error="boom")
+
+    assert outbox.notification_replay(notification_id=done[0]) is True
+    row = Notification.objects.get(pk=done[0])
+    assert (row.state, row.last_error) == (NotificationState.RECEIVED, "")
+    assert published == []  # the relay hands it over, not the admin's request
+    assert outbox.notifications_relay() == 1
+    assert published == done
+    assert outbox.notification_replay(notification_id=10**9) is False
 
 
 def test_an_ignored_notification_replayed_stays_ignored_and_calls_nothing():
@@ -208,6 +227,6 @@ def test_an_ignored_notification_replayed_stays_ignored_and_calls_nothing():
         body="{}",
         state=NotificationState.QUEUED,  # as the admin's replay leaves it
     )
-    assert services.notification_process(notification_id=ignored.pk) == NotificationState.IGNORED
+    assert dispatch.notification_process(notification_id=ignored.pk) == NotificationState.IGNORED
     ignored.refresh_from_db()
     assert ignored.state == NotificationState.IGNORED

@@ -16,8 +16,8 @@ from django.utils.html import format_html
 from partner.core.errors import ApplicationError
 
 from .. import services, validation
-from ..mapping import product_to_service
 from ..fulfiller_keys import fulfiller_choices
+from ..mapping import product_to_service
 from ..models import CredentialDefinition, Product
 from .write_only import NOT_SET, SET
 

@@ -114,7 +114,11 @@ def _shown(value) -> str:
 
 
 def address_report_document(report: AddressReport) -> FPDF:
-    """The report as an fpdf2 document (not yet rendered), for callers that set output options."""
+    """The report as an fpdf2 document (not yet rendered), for callers that set output options.
+
+    Long because it lays out the page top to bottom: three small drawing helpers, then the
+    sections in reading order; split up, one page's layout would be scattered.
+    """
     pdf = FPDF(orientation="portrait", unit="mm", format="A4")
     pdf.set_creation_date(report.created)
     pdf.set_title(pdf_text(f"Address verification report {report.reference_number}"))

@@ -1,0 +1,131 @@
+"""The code's shape, as DESIGN.md and the README's layout describe it.
+
+- Imports go down the layers only: core <- platform <- catalog <- fulfillment <- inbox and ui,
+  the sandbox beside them (it may use core and platform; no domain app imports it), and core
+  imports nothing of the project's config. Imports inside functions count.
+- No import cycle between the project's modules.
+- No production module over 400 lines (migrations aside); no function over 60 lines unless its
+  docstring says why it is long ("Long because ...").
+"""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "partner"
+
+# What each layer may import of the project (besides itself).
+ALLOWED = {
+    "core": set(),
+    "platform": {"core"},
+    "catalog": {"core", "platform"},
+    "fulfillment": {"core", "platform", "catalog"},
+    "inbox": {"core", "platform", "catalog", "fulfillment"},
+    "ui": {"core", "platform", "catalog", "fulfillment"},
+    "sandbox": {"core", "platform"},
+}
+
+
+def modules(*, with_config: bool = False) -> dict[str, Path]:
+    found = {}
+    paths = sorted(PACKAGE.rglob("*.py"))
+    if with_config:
+        paths += sorted((ROOT / "config").rglob("*.py"))
+    for path in paths:
+        if "migrations" in path.parts:
+            continue
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def imported(name: str, path: Path) -> set[str]:
+    """Every module `name` imports (at the top or inside a function), absolute."""
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def project_imports() -> dict[str, set[str]]:
+    known = modules(with_config=True)
+    graph = {}
+    for name, path in known.items():
+        targets = set()
+        for target in imported(name, path):
+            # `from partner.x import y` names a module when y is one, else an attribute of x.
+            while target and target not in known and target.startswith(("partner", "config")):
+                target = target.rsplit(".", 1)[0] if "." in target else ""
+            if target and target != name:
+                targets.add(target)
+        graph[name] = targets
+    return graph
+
+
+def layer(module: str) -> str:
+    return module.split(".")[1] if module.startswith("partner.") and module.count(".") >= 1 else ""
+
+
+def test_imports_go_down_the_layers_only():
+    wrong = []
+    for source, targets in project_imports().items():
+        for target in targets:
+            if target.startswith("config"):
+                if layer(source) == "core":
+                    wrong.append(f"{source} -> {target} (the bottom layer imports the project's config)")
+                continue
+            a, b = layer(source), layer(target)
+            if a and b and a != b and b not in ALLOWED[a]:
+                wrong.append(f"{source} -> {target}")
+    # config/ may import anything; the check above also covers imports inside functions.
+    assert wrong == []
+
+
+def test_no_import_cycle():
+    graph = project_imports()
+    state = {}
+    cycles = []
+
+    def visit(node, path):
+        state[node] = "open"
+        for target in graph.get(node, ()):
+            if target not in graph:
+                continue
+            if state.get(target) == "open":
+                cycles.append(" -> ".join([*path[path.index(target) :], target]))
+            elif target not in state:
+                visit(target, [*path, target])
+        state[node] = "done"
+
+    for node in graph:
+        if node not in state:
+            visit(node, [node])
+    assert cycles == []
+
+
+def test_modules_and_functions_stay_small():
+    too_long = []
+    for name, path in modules().items():
+        source = path.read_text()
+        if len(source.splitlines()) > 400:
+            too_long.append(f"{name}: {len(source.splitlines())} lines")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = node.end_lineno - node.lineno + 1
+                reason = "long because" in (ast.get_docstring(node) or "").lower()
+                if length > 60 and not reason:
+                    too_long.append(f"{name}.{node.name}: {length} lines")
+    assert too_long == []
