@@ -1,0 +1,36 @@
+"""Leases: one worker holds a row at a time, and a dead worker's row is free when its lease runs out."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from partner.core.leases import lease_release, lease_seconds, lease_take
+from partner.fulfillment.models import Tracker
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_held_row_cannot_be_taken_until_it_is_released():
+    tracker = Tracker.objects.create(transaction_id="t-lease")
+    rows = Tracker.objects.filter(pk=tracker.pk)
+    assert lease_take(rows, attempts=1) is True
+    assert lease_take(rows, attempts=2) is False  # another worker holds it
+    tracker.refresh_from_db()
+    assert tracker.attempts == 1
+    assert tracker.claimed_until > timezone.now() + timedelta(seconds=lease_seconds() - 5)
+
+    lease_release(rows, last_error="done")
+    tracker.refresh_from_db()
+    assert (tracker.claimed_until, tracker.last_error) == (None, "done")
+    assert lease_take(rows) is True
+
+
+def test_an_expired_lease_is_free(settings):
+    tracker = Tracker.objects.create(transaction_id="t-expired", claimed_until=timezone.now() - timedelta(seconds=1))
+    assert lease_take(Tracker.objects.filter(pk=tracker.pk)) is True
+
+
+def test_the_lease_outlives_the_task_time_limit(settings):
+    settings.CELERY_TASK_TIME_LIMIT = 150
+    assert lease_seconds() > 150
