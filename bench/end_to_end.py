@@ -144,8 +144,8 @@ def run_once(
 ) -> dict:
     """One run: `transactions` orders through a worker of `concurrency` processes, and its figures.
 
-    Over 60 lines because it is one measurement: every figure is taken between the
-    same start and stop of the worker, and the result is the report's row as it is.
+    Long because it is one measurement: every figure is taken between the same
+    start and stop of the worker, and the result is the report's row as it is.
     """
     from django.core.cache import cache
 

@@ -1,8 +1,24 @@
-"""Shared fixtures of the test suite."""
+"""Shared fixtures of the test suite.
+
+- `service`: the application on a live server, talking to its own sandbox over real HTTP;
+  `demo`: the sandbox's demo data there, our partner accounts and the products pulled.
+- `service_calls`: every exchange with the service (and with its token endpoint), from any thread.
+- `fake_platform`: the service's client replaced by a recording fake (`tests/fakes.py`), for fast
+  tests of the pipeline's rules; `product_create` and `LENDER_CREDENTIALS` give it an order to work.
+- `tasks_sent`: the Celery tasks published by name, recorded instead of sent.
+"""
 
 import socket
+import threading
 
 import pytest
+
+# The demo lender's password, the one the sandbox's host holds for lender.demo (partner/sandbox/demo.py).
+DEMO_PASSWORD = "demo-password-1"
+# lender.wrong has a partner account, but the host holds another password for it ("not-the-password-9").
+WRONG_ACCOUNT_PASSWORD = "the-real-password-1"
+# What the host sends as `request.credentials` of lender.demo's orders.
+LENDER_CREDENTIALS = {"username": "lender.demo", "password": DEMO_PASSWORD, "companyCode": "DEMO01"}
 
 
 def port_answers(port: int, host: str = "127.0.0.1") -> bool:
@@ -161,3 +177,109 @@ def broker_down(settings):
     restore = lambda: broker_point(settings.CELERY_BROKER_URL)  # noqa: E731
     yield restore
     restore()
+
+
+@pytest.fixture
+def demo(service):
+    """The sandbox's demo data on the live server, our partner accounts for its lenders, and its
+    products pulled into our catalog (so an order costs only the order's own calls)."""
+    from partner.catalog.services import partner_account_set, products_pull
+    from partner.sandbox.faults import faults_clear
+    from partner.sandbox.seeding import sandbox_seed
+    from partner.sandbox.webhooks import webhook_deliveries_wait
+
+    seed = sandbox_seed(public_base_url=service.url)
+    partner_account_set(username="lender.demo", password=DEMO_PASSWORD, company="DEMO01")
+    partner_account_set(username="lender.wrong", password=WRONG_ACCOUNT_PASSWORD, company="DEMO01")
+    products_pull()
+    yield seed
+    faults_clear()
+    webhook_deliveries_wait(timeout=10)
+
+
+class ServiceCalls(list):
+    """Every exchange with the service's API and upload locations, as dicts of the keyword arguments
+    of `service_call_finished` (method, url, status, duration, attempt, error); `.tokens` holds the
+    exchanges with the token endpoint (`token_requested`) the same way."""
+
+    def __init__(self):
+        super().__init__()
+        self.tokens = []
+
+    def clear(self):
+        super().clear()
+        self.tokens.clear()
+
+
+@pytest.fixture
+def service_calls():
+    """The calls to the service (and the token requests) made while the test runs, in any thread."""
+    from partner.platform.signals import service_call_finished, token_requested
+
+    seen = ServiceCalls()
+    lock = threading.Lock()
+
+    def on_call(sender, **kwargs):
+        with lock:
+            seen.append(kwargs)
+
+    def on_token(sender, **kwargs):
+        with lock:
+            seen.tokens.append(kwargs)
+
+    service_call_finished.connect(on_call, weak=False)
+    token_requested.connect(on_token, weak=False)
+    yield seen
+    service_call_finished.disconnect(on_call)
+    token_requested.disconnect(on_token)
+
+
+@pytest.fixture
+def fake_platform(monkeypatch):
+    """The service's client replaced by a fake that records every call (`tests/fakes.py`)."""
+    from tests.fakes import FakePlatform
+
+    return FakePlatform().install(monkeypatch)
+
+
+@pytest.fixture
+def tasks_sent(monkeypatch):
+    """Tasks published through Celery, as (name, kwargs), recorded instead of handed to the broker."""
+    from config.celery import app
+
+    sent = []
+
+    def send_task(name, args=None, kwargs=None, **options):
+        sent.append((name, kwargs))
+
+    monkeypatch.setattr(app, "send_task", send_task)
+    return sent
+
+
+def product_create(*, name="address-verification", fulfiller="address_verification", credentials=True, **fields):
+    """A product in our catalog as a pull stores it; with `credentials`, the demo product's user and
+    company credential definitions and lender.demo's partner account (LENDER_CREDENTIALS)."""
+    from partner.catalog.models import CredentialDefinition, Product
+    from partner.catalog.services import partner_account_set
+
+    product = Product.objects.create(
+        service_id=f"prod-{name}", name=name, request_types=["NEW_REQUEST"], fulfiller=fulfiller, **fields
+    )
+    if credentials:
+        definitions = [
+            {"key": "username", "scope": "user", "required": True},
+            {"key": "password", "scope": "user", "required": True, "secret": True},
+            {"key": "companyCode", "scope": "company"},
+        ]
+        for position, definition in enumerate(definitions):
+            CredentialDefinition.objects.create(product=product, position=position, **definition)
+        partner_account_set(username="lender.demo", password=DEMO_PASSWORD, company="DEMO01")
+    return product
+
+
+@pytest.fixture
+def staff(client, django_user_model):
+    """The test client signed in to the admin as a superuser."""
+    user = django_user_model.objects.create_superuser("staff", "staff@partner.example", "staff-password-1")
+    client.force_login(user)
+    return client

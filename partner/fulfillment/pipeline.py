@@ -18,7 +18,7 @@ import logging
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from partner.catalog.credentials import credentials_check
@@ -217,9 +217,15 @@ def _deliver(tracker: Tracker, attachments: list[TrackerAttachment]) -> None:
     resource_id = attachments[0].resource_id if attachments else ""
     # The processed callback may have completed the tracker already (and set delivered_at):
     # never move it back.
+    # One UPDATE: a worker killed between the delivery time and the state would leave a tracker
+    # that skips the delivery on resume and never says it was delivered.
     Tracker.objects.filter(pk=tracker.pk).update(
-        delivered_at=first_time("delivered_at", now), resource_id=resource_id, updated_at=now
+        delivered_at=first_time("delivered_at", now),
+        resource_id=resource_id,
+        status=Case(
+            When(status__in=ACTIVE_STATUSES, then=Value(TrackerStatus.RESPONSE_DELIVERED)), default=F("status")
+        ),
+        updated_at=now,
     )
-    Tracker.objects.filter(pk=tracker.pk, status__in=ACTIVE_STATUSES).update(status=TrackerStatus.RESPONSE_DELIVERED)
     step_record(tracker, "delivered", f"{len(attachments)} resource(s)")
     logger.info("transaction %s: response delivered", tracker.transaction_id)

@@ -26,7 +26,7 @@ from .models import FaultRule
 from .products import product_merge, product_replace
 from .tokens import token_issue
 from .transactions import response_patch
-from .uploads import slots_request, upload_accept
+from .uploads import upload_accept, upload_slots_request
 
 MAX_LIMIT = 50
 DEFAULT_LIMIT = 25
@@ -217,7 +217,9 @@ def response(request, transaction_id):
 def resources(request, transaction_id):
     """#4"""
     items = _json_body(request, content_types=("application/json",))
-    slots = slots_request(transaction_id=transaction_id, items=items, base_url=selectors.sandbox_base_url(request))
+    slots = upload_slots_request(
+        transaction_id=transaction_id, items=items, base_url=selectors.sandbox_base_url(request)
+    )
     return json_response(slots)
 
 

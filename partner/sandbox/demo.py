@@ -205,8 +205,8 @@ def _webhooks(public_base_url: str, slug: str):
 def product_documents(public_base_url: str) -> list[dict]:
     """The Product objects of the demo products, pointing at `public_base_url`.
 
-    Longer than our 60 lines because it is one literal: each document is written out
-    whole, as the service stores it, so it reads side by side with the spec.
+    Long because it is one literal: each document is written out whole, as the
+    service stores it, so it reads side by side with the spec.
     """
     creator = urns.urn("partner", PARTNER_ID, "user", "sandbox-admin")
     common = {

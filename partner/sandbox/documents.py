@@ -136,8 +136,11 @@ def _entitlements_problems(entitlements) -> list[dict]:
         return []
     if not isinstance(entitlements, dict):
         return [problem("entitlements", "must be an object")]
+    return [*_access_problems(entitlements.get("access")), *_data_problems(entitlements.get("data"))]
+
+
+def _access_problems(access) -> list[dict]:
     problems = []
-    access = entitlements.get("access")
     if access is not None:
         if not isinstance(access, dict):
             problems.append(problem("entitlements.access", "must be an object"))
@@ -156,7 +159,11 @@ def _entitlements_problems(entitlements) -> list[dict]:
                                 f"entitlements.access.{name}", f"{value!r} is not of the form {prefix}<instance_id>"
                             )
                         )
-    data = entitlements.get("data")
+    return problems
+
+
+def _data_problems(data) -> list[dict]:
+    problems = []
     if data is None:
         return problems
     if not isinstance(data, dict):

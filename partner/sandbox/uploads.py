@@ -18,7 +18,7 @@ from .models import Transaction, UploadSlot
 from .selectors import digest, sandbox_base_url
 
 
-def slots_request(*, transaction_id: str, items, base_url: str | None = None) -> list[dict]:
+def upload_slots_request(*, transaction_id: str, items, base_url: str | None = None) -> list[dict]:
     """Upload slots (#4), one per item and in order, each with a one-time authorization value."""
     base = (base_url or sandbox_base_url()).rstrip("/")
     problems = documents.slot_request_problems(items)

@@ -46,22 +46,11 @@ def sandbox_products_add(count):
         SandboxProduct.objects.create(service_id=data["id"], name=data["name"], data=data)
 
 
-def test_pull_reads_every_page(seeded):
-    from partner.platform.signals import service_call_finished
-
+def test_pull_reads_every_page(seeded, service_calls):
     sandbox_products_add(EXTRA)
-    calls = []
-
-    def record(sender, **kwargs):
-        calls.append((kwargs["method"], kwargs["url"], kwargs["status"]))
-
-    service_call_finished.connect(record, weak=False)
-    try:
-        result = services.products_pull()
-    finally:
-        service_call_finished.disconnect(record)
-    listing = [url for method, url, status in calls if method == "GET" and "/partner/v2/products" in url]
-    assert len(listing) == 2, calls  # 55 products: two pages of at most 50
+    result = services.products_pull()
+    listing = [c["url"] for c in service_calls if c["method"] == "GET" and "/partner/v2/products" in c["url"]]
+    assert len(listing) == 2, listing  # 55 products: two pages of at most 50
     assert len(result.created) == EXTRA + 2
     assert Product.objects.count() == EXTRA + 2
     assert Product.objects.filter(name="bulk-product-052").exists()

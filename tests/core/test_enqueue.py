@@ -19,19 +19,17 @@ def sent(monkeypatch):
 
 
 def test_nothing_is_published_before_the_commit(sent, django_capture_on_commit_callbacks):
-    with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        with transaction.atomic():
-            enqueue_after_commit("fulfillment.fulfill", tracker_id=7)
-            assert sent == []
+    with django_capture_on_commit_callbacks(execute=True) as callbacks, transaction.atomic():
+        enqueue_after_commit("fulfillment.fulfill", tracker_id=7)
+        assert sent == []
     assert len(callbacks) == 1
     assert sent == [("fulfillment.fulfill", {"tracker_id": 7})]
 
 
 def test_a_rolled_back_transaction_publishes_nothing(sent, django_capture_on_commit_callbacks):
-    with django_capture_on_commit_callbacks(execute=True):
-        with pytest.raises(RuntimeError), transaction.atomic():
-            enqueue_after_commit("fulfillment.fulfill", tracker_id=8)
-            raise RuntimeError
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(RuntimeError), transaction.atomic():
+        enqueue_after_commit("fulfillment.fulfill", tracker_id=8)
+        raise RuntimeError
     assert sent == []
 
 

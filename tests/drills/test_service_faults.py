@@ -6,6 +6,7 @@ upload and one PATCH landed; the drill prints what it injected and counted.
 """
 
 import time
+from collections import Counter
 
 import pytest
 
@@ -33,6 +34,15 @@ def all_completed(ids, timeout=120):
     )
 
 
+def answers(service_calls) -> Counter:
+    """Service calls by answer: 200, 429, 503, ..., None for a timeout."""
+    return Counter(call["status"] for call in service_calls)
+
+
+def tokens_granted(service_calls) -> int:
+    return sum(1 for token in service_calls.tokens if token["status"] == 200)
+
+
 def once_each(ids) -> None:
     for txn in ids:
         assert Response.objects.get(transaction_id=txn).patch_count == 1
@@ -41,7 +51,7 @@ def once_each(ids) -> None:
 
 
 def test_429_5xx_slow_answers_and_a_timeout_still_complete_every_order_once(
-    counted, demo, celery_worker_live, settings
+    service_calls, demo, celery_worker_live, settings
 ):
     settings.SVC_TIMEOUT = (5.0, 1.0)  # a read timeout the slow answer below exceeds
     rules = [
@@ -56,27 +66,30 @@ def test_429_5xx_slow_answers_and_a_timeout_still_complete_every_order_once(
     once_each(ids)
 
     left = {rule.pk: FaultRule.objects.get(pk=rule.pk).remaining for rule in rules}
-    calls = {str(status): count for (kind, status), count in counted.items() if kind == "call"}
+    counted = answers(service_calls)
+    calls = {str(status): count for status, count in counted.items()}
     print(f"\nservice faults drill: {len(ids)} orders completed, one PATCH and one upload each")
     print(f"  injected: {[(r.endpoint, r.status, r.latency, r.remaining) for r in rules]}; left unused: {left}")
-    print(f"  service calls by answer: {calls}; token requests: {counted[('token', 200)]}")
+    print(f"  service calls by answer: {calls}; token requests: {tokens_granted(service_calls)}")
     assert all(value == 0 for value in left.values())  # every fault was really hit
-    assert counted[("call", 429)] == 3 and counted[("call", 503)] == 2 and counted[("call", 502)] == 2
-    assert counted[("call", None)] == 1  # the timeout: no answer, then a retry
-    assert counted[("token", 200)] == 1  # one token for all of it
+    assert counted[429] == 3 and counted[503] == 2 and counted[502] == 2
+    assert counted[None] == 1  # the timeout: no answer, then a retry
+    assert tokens_granted(service_calls) == 1  # one token for all of it
 
 
-def test_access_token_expiring_mid_run_costs_one_token_request_per_expiry(counted, demo, celery_worker_live, settings):
+def test_access_token_expiring_mid_run_costs_one_token_request_per_expiry(
+    service_calls, demo, celery_worker_live, settings
+):
     settings.SANDBOX_TOKEN_LIFETIME = 3600
     first = order(demo, 3)
     all_completed(first)
-    tokens_before = counted[("token", 200)]
+    tokens_before = tokens_granted(service_calls)
 
     # The service ends every token early (as after a key rotation): the next call gets a 401.
     revoked = token_revoke_all()
     second = order(demo, 3)
     all_completed(second)
-    after_revoke = counted[("token", 200)] - tokens_before
+    after_revoke = tokens_granted(service_calls) - tokens_before
 
     # Then a short lifetime: tokens expire by themselves while orders keep coming.
     lifetime = 5
@@ -84,13 +97,13 @@ def test_access_token_expiring_mid_run_costs_one_token_request_per_expiry(counte
     token_revoke_all()
     third = order(demo, 2)
     all_completed(third)
-    before_pause = counted[("token", 200)]
+    before_pause = tokens_granted(service_calls)
     time.sleep(lifetime + 0.5)  # the cached token is past its lifetime now
     started = time.monotonic()
     fourth = order(demo, 2)
     all_completed(fourth)
     duration = time.monotonic() - started
-    after_expiry = counted[("token", 200)] - before_pause
+    after_expiry = tokens_granted(service_calls) - before_pause
     # A token is renewed a tenth of its life early: one request per (lifetime - lifetime/10) of the batch.
     lifetimes_spanned = 1 + int(duration / (lifetime - early_renewal(lifetime)))
 
@@ -98,7 +111,7 @@ def test_access_token_expiring_mid_run_costs_one_token_request_per_expiry(counte
     print(f"\ntoken drill: {len(first + second + third + fourth)} orders completed, one PATCH and one upload each")
     print(
         f"  tokens revoked mid-run: {revoked}; token requests: before {tokens_before}, after the revocation "
-        f"{after_revoke}, after a natural expiry {after_expiry}; 401 answers: {counted[('call', 401)]}"
+        f"{after_revoke}, after a natural expiry {after_expiry}; 401 answers: {answers(service_calls)[401]}"
     )
     print(
         f"  sandbox tokens issued in all: {AccessToken.objects.count()}; last batch {duration:.1f}s with a "
@@ -110,5 +123,5 @@ def test_access_token_expiring_mid_run_costs_one_token_request_per_expiry(counte
     # test_concurrent_401s_cost_one_renewal; end to end on a loaded machine CI once counted a
     # second request in this phase, cause not found, so the drill allows one more.
     assert 1 <= after_revoke <= 2
-    assert counted[("call", 401)] >= 1
+    assert answers(service_calls)[401] >= 1
     assert 1 <= after_expiry <= lifetimes_spanned  # renewed once per lifetime, not per call or worker

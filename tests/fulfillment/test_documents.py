@@ -6,13 +6,13 @@ from datetime import UTC, datetime
 
 import pytest
 
+from partner.fulfillment.fulfillers.address_verification import AddressVerificationFulfiller
 from partner.fulfillment.fulfillers.address_verification.report import (
     AddressCheck,
     AddressReport,
     address_report_pdf,
     pdf_text,
 )
-from partner.fulfillment.fulfillers.address_verification import AddressVerificationFulfiller
 
 CREATED = datetime(2026, 3, 14, 9, 26, tzinfo=UTC)
 

@@ -56,10 +56,12 @@ def test_responding_party_has_a_fax():
 
 def test_reference_number_is_deterministic():
     assert (
-        fulfill(transaction_id="a").response["referenceNumber"] == fulfill(transaction_id="a").response["referenceNumber"]
+        fulfill(transaction_id="a").response["referenceNumber"]
+        == fulfill(transaction_id="a").response["referenceNumber"]
     )
     assert (
-        fulfill(transaction_id="a").response["referenceNumber"] != fulfill(transaction_id="b").response["referenceNumber"]
+        fulfill(transaction_id="a").response["referenceNumber"]
+        != fulfill(transaction_id="b").response["referenceNumber"]
     )
 
 

@@ -14,51 +14,19 @@ import pytest
 import requests
 from django.conf import settings
 
-from partner.catalog.services import partner_account_set, products_pull
+from partner.catalog.services import products_pull
+from partner.fulfillment.enqueue import FULFILL_TASK
 from partner.fulfillment.models import FailureCode, Tracker, TrackerStatus
 from partner.inbox.models import Notification
-from partner.platform.signals import service_call_finished, token_requested
 from partner.platform.signatures import signature_compute
-from partner.sandbox.faults import fault_set, faults_clear
+from partner.sandbox.faults import fault_set
 from partner.sandbox.models import Response, UploadSlot, WebhookDelivery
 from partner.sandbox.products import product_merge
-from partner.sandbox.seeding import sandbox_seed
 from partner.sandbox.transactions import event_create, transaction_create
 from partner.sandbox.webhooks import webhook_deliveries_wait
 from tests.conftest import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def demo(service):
-    seed = sandbox_seed(public_base_url=service.url)
-    partner_account_set(username="lender.demo", password="demo-password-1", company="DEMO01")
-    partner_account_set(username="lender.wrong", password="the-real-password-1", company="DEMO01")
-    yield seed
-    faults_clear()
-    webhook_deliveries_wait(timeout=10)
-
-
-@pytest.fixture
-def calls():
-    """Every call to the service (and every token request) made while the test runs, in any thread."""
-    seen = []
-    lock = threading.Lock()
-
-    def on_call(sender, method, url, status, **kwargs):
-        with lock:
-            seen.append((method, urlsplit(url).path, status))
-
-    def on_token(sender, **kwargs):
-        with lock:
-            seen.append(("TOKEN", "", kwargs.get("status")))
-
-    service_call_finished.connect(on_call, weak=False)
-    token_requested.connect(on_token, weak=False)
-    yield seen
-    service_call_finished.disconnect(on_call)
-    token_requested.disconnect(on_token)
 
 
 def tracker_of(transaction_id, status, timeout=60):
@@ -80,7 +48,12 @@ def order(seed, *, user="lender.demo", product="address-verification", loan=2, *
     return transaction_create(product=seed.products[product], user=seed.users[user], loan=seed.loans[loan], **kwargs)
 
 
-def call_kind(method, path):
+def path_of(call) -> str:
+    return urlsplit(call["url"]).path
+
+
+def call_kind(call):
+    method, path = call["method"], path_of(call)
     if path.endswith("/response/resources"):
         return "slots"
     if path.endswith("/response"):
@@ -96,9 +69,8 @@ def call_kind(method, path):
     return path
 
 
-def test_typical_sequence_from_webhook_to_request_completed(demo, calls, celery_worker_live):
-    products_pull()  # the product is known before the order, so only the order's calls are counted
-    calls.clear()
+def test_typical_sequence_from_webhook_to_request_completed(demo, service_calls, celery_worker_live):
+    service_calls.clear()  # the demo pulled the products already: only the order's calls are counted
     txn = order(demo, loan=2)
 
     tracker = tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED)
@@ -114,10 +86,10 @@ def test_typical_sequence_from_webhook_to_request_completed(demo, calls, celery_
     slot = UploadSlot.objects.get(id=tracker.resource_id)
     assert bytes(slot.content).startswith(b"%PDF")
 
-    kinds = Counter(call_kind(method, path) for method, path, status in calls if method != "TOKEN")
+    kinds = Counter(call_kind(call) for call in service_calls)
     # The minimum: GET transaction, POST slots, PUT upload, PATCH response; plus GET event for the callback.
     assert kinds == Counter({"transaction": 1, "slots": 1, "upload": 1, "patch": 1, "event": 1})
-    assert sum(1 for call in calls if call[0] == "TOKEN") <= 1  # the token of the pull is reused
+    assert len(service_calls.tokens) <= 1  # the token of the pull is reused
 
     status = requests.get(f"{settings.PUBLIC_BASE_URL}/v1/status/{txn.id}", timeout=10).json()
     assert status == {"status": "REQUEST_COMPLETED", "resource_id": tracker.resource_id}
@@ -157,14 +129,12 @@ def test_duplicate_webhook_is_processed_once(demo, celery_worker_live):
     assert Response.objects.get(transaction_id=txn.id).patch_count == 1
 
 
-def test_injected_503_and_429_then_success(demo, calls, celery_worker_live):
-    products_pull()
+def test_injected_503_and_429_then_success(demo, service_calls, celery_worker_live):
     fault_set(endpoint="transaction", status=503, count=2)
     fault_set(endpoint="response", status=429, count=1, retry_after=1)
-    calls.clear()
     txn = order(demo)
     tracker = tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED, timeout=90)
-    statuses = [status for method, path, status in calls if call_kind(method, path) in ("transaction", "patch")]
+    statuses = [call["status"] for call in service_calls if call_kind(call) in ("transaction", "patch")]
     assert statuses.count(503) == 2 and statuses.count(429) == 1
     assert Response.objects.get(transaction_id=txn.id).patch_count == 1
     assert tracker.attempts >= 2  # the 429 on PATCH was retried by the task, not by the transport
@@ -200,7 +170,7 @@ def test_disclosure_action_with_the_entitlement(demo, celery_worker_live):
 
 
 def test_disclosure_action_without_the_entitlement_sends_nothing(demo, celery_worker_live):
-    products_pull()  # configured as a disclosure product while it held the entitlement
+    # The demo's pull configured it as a disclosure product while it held the entitlement.
     product = demo.products["disclosure-delivery"]
     transactions = product.data["entitlements"]["data"]["transaction"]
     stripped = [{**item, "response": {**item.get("response", {}), "results": []}} for item in transactions]
@@ -248,19 +218,19 @@ def test_dropped_webhook_is_fulfilled_by_reconciliation(demo, celery_worker_live
     assert reconcile.apply().get() == 0  # safe to run again: nothing new
 
 
-def test_reconciliation_from_two_workers_at_once_opens_one_tracker(demo):
+def test_reconciliation_from_two_workers_at_once_opens_one_tracker(demo, tasks_sent):
     from partner.fulfillment.reconciliation import transactions_reconcile
 
     fault_set(endpoint="webhook", drop_webhooks=True, count=1)
     txn = order(demo)
     webhook_deliveries_wait(timeout=10)
-    enqueued = []
+    opened = []
     barrier = threading.Barrier(2)
 
     def run():
         barrier.wait()
         try:
-            transactions_reconcile(enqueue=enqueued.append)
+            opened.append(transactions_reconcile())
         finally:
             from django.db import connection
 
@@ -271,11 +241,13 @@ def test_reconciliation_from_two_workers_at_once_opens_one_tracker(demo):
         thread.start()
     for thread in threads:
         thread.join()
-    assert Tracker.objects.filter(transaction_id=txn.id).count() == 1
-    assert len(enqueued) == 1
+    tracker = Tracker.objects.get(transaction_id=txn.id)
+    assert sorted(opened) == [0, 1]
+    # The loser of the race may hand the same tracker on too: its lease lets one worker through.
+    assert tasks_sent and all(sent == (FULFILL_TASK, {"tracker_id": tracker.pk}) for sent in tasks_sent)
 
 
-def test_resource_ref_outside_the_service_is_refused(demo, signed_post, celery_worker_live, calls):
+def test_resource_ref_outside_the_service_is_refused(demo, signed_post, celery_worker_live, service_calls):
     body = (
         b'{"eventId": "evt-evil", "eventTime": "2026-11-22T10:00:00Z", "eventType": "created", "meta": '
         b'{"resourceType": "urn:svc:platform:transaction", "resourceId": "txn-evil", "instanceId": '
@@ -284,14 +256,13 @@ def test_resource_ref_outside_the_service_is_refused(demo, signed_post, celery_w
     assert signed_post(body).status_code == 202
     tracker = tracker_of("txn-evil", TrackerStatus.FAILED)
     assert tracker.failure_code == FailureCode.RESOURCE_OUTSIDE_SERVICE
-    assert not [call for call in calls if "txn-evil" in call[1]]  # nothing fetched, from anywhere
+    assert not [call for call in service_calls if "txn-evil" in call["url"]]  # nothing fetched, from anywhere
 
 
-def test_a_permanent_refusal_fails_the_tracker_at_once(demo, calls, celery_worker_live):
+def test_a_permanent_refusal_fails_the_tracker_at_once(demo, service_calls, celery_worker_live):
     """A 4xx is the service's answer, not an outage: the order fails with the reason, no retry."""
     from partner.sandbox.models import Transaction
 
-    products_pull()
     fault_set(endpoint="webhook", latency=1.0, count=1)  # time to withdraw it first
     txn = order(demo)
     Transaction.objects.filter(pk=txn.id).delete()  # gone from the service: GET answers 404
@@ -299,7 +270,9 @@ def test_a_permanent_refusal_fails_the_tracker_at_once(demo, calls, celery_worke
     tracker = tracker_of(txn.id, TrackerStatus.FAILED)
     assert tracker.failure_code == FailureCode.SERVICE_REJECTED
     assert "404" in tracker.failure_reason
-    reads = [status for method, path, status in calls if method == "GET" and path.endswith(f"/transactions/{txn.id}")]
+    reads = [
+        c["status"] for c in service_calls if c["method"] == "GET" and path_of(c).endswith(f"/transactions/{txn.id}")
+    ]
     assert reads == [404]  # asked once, not retried
 
 
@@ -307,7 +280,6 @@ def test_a_callback_event_of_another_type_is_recorded_and_completes_nothing(demo
     from partner.fulfillment.models import TrackerStep
     from partner.sandbox.models import Transaction
 
-    products_pull()
     txn = order(demo)
     tracker = tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED)
     Tracker.objects.filter(pk=tracker.pk).update(status=TrackerStatus.RESPONSE_DELIVERED, completed_at=None)

@@ -18,13 +18,10 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from partner.catalog.services import partner_account_set, products_pull
 from partner.fulfillment.models import Tracker, TrackerAttachment, TrackerStatus
 from partner.fulfillment.reconciliation import trackers_sweep
-from partner.fulfillment.tasks import fulfill_enqueue
 from partner.sandbox.faults import fault_set, faults_clear
 from partner.sandbox.models import Response, UploadSlot
-from partner.sandbox.seeding import sandbox_seed
 from partner.sandbox.transactions import transaction_create
 from tests.conftest import wait_for
 
@@ -65,12 +62,9 @@ def worker_kill(process: subprocess.Popen) -> None:
     process.wait(timeout=30)
 
 
-def test_worker_killed_mid_fulfillment_resumes_without_a_second_upload_or_patch(service, settings, tmp_path):
+def test_worker_killed_mid_fulfillment_resumes_without_a_second_upload_or_patch(demo, service, settings, tmp_path):
     from config.celery import app
 
-    seed = sandbox_seed(public_base_url=service.url)
-    partner_account_set(username="lender.demo", password="demo-password-1", company="DEMO01")
-    products_pull()
     app.control.purge()
     # Retry-After holds the retry back long enough that the kill always lands between attempts,
     # never during one (a worker killed mid-attempt holds its claim until the claim expires).
@@ -80,7 +74,7 @@ def test_worker_killed_mid_fulfillment_resumes_without_a_second_upload_or_patch(
     first = worker_start(service, log)
     try:
         txn = transaction_create(
-            product=seed.products["address-verification"], user=seed.users["lender.demo"], loan=seed.loans[2]
+            product=demo.products["address-verification"], user=demo.users["lender.demo"], loan=demo.loans[2]
         )
         wait_for(
             lambda: (
@@ -95,7 +89,7 @@ def test_worker_killed_mid_fulfillment_resumes_without_a_second_upload_or_patch(
     assert first.returncode == -signal.SIGKILL
 
     faults_clear()
-    settings.TRACKER_STALL_SECONDS = 0
+    settings.STALL_SECONDS = 0
     second = worker_start(service, log)
     try:
         tracker = Tracker.objects.get(transaction_id=txn.id)
@@ -105,7 +99,7 @@ def test_worker_killed_mid_fulfillment_resumes_without_a_second_upload_or_patch(
         # once the retry is due; the filesystem broker hands the retry message to the new worker.
         def handed_on():
             done = Tracker.objects.filter(transaction_id=txn.id, status=TrackerStatus.REQUEST_COMPLETED).exists()
-            return done or trackers_sweep(enqueue=fulfill_enqueue)
+            return done or trackers_sweep()
 
         wait_for(handed_on, timeout=60, message="the sweeper or the redelivered retry to pick it up")
         wait_for(

@@ -1,20 +1,11 @@
-"""The inbox and the trackers in the admin: lists, filters, the raw body, replay and retry."""
+"""The inbox in the admin: list, filters, the raw body, replay (the trackers: tests/fulfillment/test_admin.py)."""
 
 import json
 
 import pytest
-from django.contrib.auth.models import User
 from django.urls import reverse
 
-from partner.fulfillment.models import FailureCode, Tracker, TrackerStatus
 from partner.inbox.models import Notification, NotificationState
-
-
-@pytest.fixture
-def staff(client):
-    user = User.objects.create_superuser("staff", "staff@partner.example", "staff-password-1")
-    client.force_login(user)
-    return client
 
 
 def notification(**kwargs):
@@ -60,30 +51,3 @@ def test_replay_action_enqueues_again(staff):
     assert "1 of 1 notification(s) enqueued again" in response.content.decode()
     stored.refresh_from_db()
     assert stored.state == NotificationState.RECEIVED  # the relay hands it to the broker
-
-
-@pytest.mark.django_db
-def test_tracker_list_and_retry_of_a_failed_tracker(staff):
-    failed = Tracker.objects.create(
-        transaction_id="txn-failed",
-        status=TrackerStatus.FAILED,
-        failure_code=FailureCode.RETRIES_EXHAUSTED,
-        failure_reason="Gave up after retries: 503",
-    )
-    done = Tracker.objects.create(transaction_id="txn-done", status=TrackerStatus.REQUEST_COMPLETED)
-    url = reverse("admin:fulfillment_tracker_changelist")
-    page = staff.get(url, {"status__exact": "FAILED"}).content.decode()
-    assert "txn-failed" in page and "txn-done" not in page
-    assert (
-        "Gave up after retries"
-        in staff.get(reverse("admin:fulfillment_tracker_change", args=[failed.pk])).content.decode()
-    )
-
-    response = staff.post(url, {"action": "retry", "_selected_action": [failed.pk, done.pk]}, follow=True)
-    text = response.content.decode()
-    assert "1 tracker(s) sent back to work" in text
-    assert "1 tracker(s) were not failed" in text
-    failed.refresh_from_db()
-    done.refresh_from_db()
-    assert failed.status == TrackerStatus.VALIDATION_REQUESTED and failed.failure_reason == ""
-    assert done.status == TrackerStatus.REQUEST_COMPLETED

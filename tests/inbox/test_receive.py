@@ -7,6 +7,7 @@ import pytest
 import requests
 
 from partner.inbox.models import Notification, NotificationState
+from partner.inbox.outbox import notifications_relay
 from partner.platform.signatures import signature_compute
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -31,19 +32,17 @@ def raw(body) -> bytes:
     return json.dumps(body).encode()
 
 
-@pytest.mark.django_db(transaction=False)
-def test_accepted_notification_is_stored_before_the_answer(signed_post, django_capture_on_commit_callbacks):
+def test_accepted_notification_is_stored_before_the_answer(signed_post):
     body = raw(notification())
-    with django_capture_on_commit_callbacks() as callbacks:
-        response = signed_post(body, HTTP_USER_AGENT="svc-webhooks/1")
+    response = signed_post(body, HTTP_USER_AGENT="svc-webhooks/1")
     assert response.status_code == 202
     stored = Notification.objects.get()
     assert stored.body.encode() == body
     assert stored.resource_id == "txn-1"
     assert stored.event_type == "created"
     assert stored.product_name == "address-verification"
-    assert stored.state == NotificationState.RECEIVED  # for the relay: the request never touches the broker
-    assert callbacks == []
+    assert stored.state == NotificationState.RECEIVED  # for the relay
+    assert stored.headers["User-Agent"] == "svc-webhooks/1"
 
 
 def test_signature_header_is_not_stored(signed_post, settings):
@@ -150,13 +149,12 @@ def test_event_id_decides_what_is_a_duplicate(signed_post):
     assert Notification.objects.count() == 2
 
 
-@pytest.mark.django_db(transaction=False)
-def test_unknown_types_are_stored_and_ignored(signed_post, django_capture_on_commit_callbacks):
-    with django_capture_on_commit_callbacks() as callbacks:
-        response = signed_post(raw(notification(resource_type="urn:svc:platform:something-else", event_type="updated")))
+def test_unknown_types_are_stored_ignored_and_never_handed_to_the_broker(signed_post, tasks_sent):
+    response = signed_post(raw(notification(resource_type="urn:svc:platform:something-else", event_type="updated")))
     assert response.status_code == 202
     assert Notification.objects.get().state == NotificationState.IGNORED
-    assert callbacks == []
+    assert notifications_relay() == 0
+    assert tasks_sent == []
 
 
 def test_simultaneous_duplicates_are_stored_once(live_server, settings):
@@ -186,8 +184,20 @@ def test_simultaneous_duplicates_are_stored_once(live_server, settings):
     assert stored.duplicates == 3
 
 
-def test_broker_down_at_receipt_still_stores_and_answers_202(signed_post, broker_down):
+def test_the_request_publishes_nothing_so_a_broker_outage_changes_nothing(signed_post, broker_down, monkeypatch):
+    """The broker is down and every publish, on commit or not, is watched: the request makes none."""
+    from config.celery import app
+
+    attempts = []
+    send_task = app.send_task
+
+    def watched(name, *args, **kwargs):
+        attempts.append(name)
+        return send_task(name, *args, **kwargs)
+
+    monkeypatch.setattr(app, "send_task", watched)
     response = signed_post(raw(notification("txn-broker-down")))
+
     assert response.status_code == 202
-    stored = Notification.objects.get()
-    assert stored.state == NotificationState.RECEIVED  # left for the relay
+    assert Notification.objects.get().state == NotificationState.RECEIVED  # left for the relay
+    assert attempts == []

@@ -6,7 +6,7 @@ import time
 import pytest
 from django.db import connection
 
-from partner.inbox import dispatch, outbox
+from partner.inbox import outbox
 from partner.inbox.models import Notification, NotificationState
 from partner.inbox.relay import relay_loop
 from tests.conftest import wait_for
@@ -215,18 +215,3 @@ def test_replay_puts_the_notification_back_for_the_relay(published):
     assert outbox.notifications_relay() == 1
     assert published == done
     assert outbox.notification_replay(notification_id=10**9) is False
-
-
-def test_an_ignored_notification_replayed_stays_ignored_and_calls_nothing():
-    ignored = Notification.objects.create(
-        dedupe_key="id:other",
-        resource_type="urn:svc:platform:something-else",
-        resource_id="x-1",
-        event_type="updated",
-        resource_ref="http://127.0.0.1:9/never-called",
-        body="{}",
-        state=NotificationState.QUEUED,  # as the admin's replay leaves it
-    )
-    assert dispatch.notification_process(notification_id=ignored.pk) == NotificationState.IGNORED
-    ignored.refresh_from_db()
-    assert ignored.state == NotificationState.IGNORED

@@ -156,12 +156,13 @@ print(json.dumps({"requests": len(requested), "tokens": sorted(set(got))}), flus
 """
 
 
-def token_race_with_another_process(*, threads: int = 4) -> dict:
+def token_race_with_another_process(service_calls, *, threads: int = 4) -> dict:
     """Ask for a token in this process and, at the same moment, in a second Python process.
 
     The second process runs with the same settings module, run id (so the same
     file cache, or the same Redis from CACHE_URL) and service URLs. Returns the
-    token requests each process made and the tokens each one got. Kept in one
+    token requests each process made (ours as `service_calls`, the test's recorder,
+    saw them) and the tokens each one got. Kept in one
     piece (over 60 lines): the other process, the simultaneous requests and the
     cleanup that always ends that process belong together.
     """
@@ -173,7 +174,6 @@ def token_race_with_another_process(*, threads: int = 4) -> dict:
     from django.conf import settings
 
     from partner.platform import tokens
-    from partner.platform.signals import token_requested
 
     env = {
         **os.environ,
@@ -197,28 +197,21 @@ def token_race_with_another_process(*, threads: int = 4) -> dict:
     )
     try:
         assert other.stdout.readline().strip() == "ready"
-        requested, got = [], []
-
-        def keep(sender, **kwargs):
-            requested.append(kwargs["status"])
-
-        token_requested.connect(keep)
-        try:
-            other.stdin.write("go\n")
-            other.stdin.flush()
-            workers = [threading.Thread(target=lambda: got.append(tokens.token_get())) for _ in range(threads)]
-            for worker in workers:
-                worker.start()
-            for worker in workers:
-                worker.join()
-        finally:
-            token_requested.disconnect(keep)
+        before, got = len(service_calls.tokens), []
+        other.stdin.write("go\n")
+        other.stdin.flush()
+        workers = [threading.Thread(target=lambda: got.append(tokens.token_get())) for _ in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        requested = len(service_calls.tokens) - before
         out, _ = other.communicate(timeout=60)
     finally:
         if other.poll() is None:
             other.kill()
     theirs = json_module.loads(out.strip().splitlines()[-1])
-    return {"ours": {"requests": len(requested), "tokens": sorted(set(got))}, "theirs": theirs}
+    return {"ours": {"requests": requested, "tokens": sorted(set(got))}, "theirs": theirs}
 
 
 @pytest.fixture
@@ -245,32 +238,3 @@ def sandbox(service, settings, fake):
     assert webhook_deliveries_wait(20)
     faults.faults_clear()
     sessions_close()
-
-
-@pytest.fixture
-def service_calls():
-    """Every service_call_finished of the test, as dicts of its keyword arguments."""
-    from partner.platform.signals import service_call_finished
-
-    seen = []
-
-    def keep(sender, **kwargs):
-        seen.append(kwargs)
-
-    service_call_finished.connect(keep)
-    yield seen
-    service_call_finished.disconnect(keep)
-
-
-@pytest.fixture
-def token_requests():
-    from partner.platform.signals import token_requested
-
-    seen = []
-
-    def keep(sender, **kwargs):
-        seen.append(kwargs)
-
-    token_requested.connect(keep)
-    yield seen
-    token_requested.disconnect(keep)

@@ -14,24 +14,11 @@ from partner.platform.errors import (
     ServiceUnavailableError,
     ServiceValidationError,
 )
-from partner.platform.signals import service_call_finished, token_requested
 from partner.platform.types import UploadSlot
 
 from .conftest import Reply
 
 TX = "/svc/partner/v2/transactions/t1"
-
-
-@pytest.fixture
-def calls():
-    seen = []
-
-    def keep(sender, **kwargs):
-        seen.append(kwargs)
-
-    service_call_finished.connect(keep)
-    yield seen
-    service_call_finished.disconnect(keep)
 
 
 # backoff and policy ------------------------------------------------------------------------------------------------
@@ -59,12 +46,12 @@ def test_only_idempotent_methods_are_retried_unless_vouched_for():
 
 
 # retries --------------------------------------------------------------------------------------------------------
-def test_get_is_retried_on_503_then_succeeds(fake_service, calls):
+def test_get_is_retried_on_503_then_succeeds(fake_service, service_calls):
     fake_service.route("GET", TX, Reply(503, {}), Reply(503, {}), Reply(200, {"id": "t1", "request": {"type": "X"}}))
     transaction = client.get_transaction("t1")
     assert transaction.request == {"type": "X"}
     assert len(fake_service.requests_to("GET", TX)) == 3
-    assert [(c["status"], c["attempt"]) for c in calls] == [(503, 1), (503, 2), (200, 3)]
+    assert [(c["status"], c["attempt"]) for c in service_calls] == [(503, 1), (503, 2), (200, 3)]
 
 
 def test_get_is_retried_on_429_honouring_retry_after(fake_service):
@@ -111,14 +98,14 @@ def test_client_errors_are_not_retried(fake_service):
     assert len(fake_service.requests_to("GET", TX)) == 1
 
 
-def test_connection_errors_are_retried_then_raised_from_the_cause(fake_service, settings, calls):
+def test_connection_errors_are_retried_then_raised_from_the_cause(fake_service, settings, service_calls):
     with socket_closed_port() as port:
         settings.SVC_BASE_URL = f"http://127.0.0.1:{port}/svc"
         with pytest.raises(ServiceUnavailableError) as caught:
             client.get_transaction("t1")
     assert isinstance(caught.value.__cause__, requests.ConnectionError)
-    assert [c["attempt"] for c in calls] == [1, 2, 3, 4]
-    assert all(c["status"] is None and c["error"] for c in calls)
+    assert [c["attempt"] for c in service_calls] == [1, 2, 3, 4]
+    assert all(c["status"] is None and c["error"] for c in service_calls)
 
 
 def socket_closed_port():
@@ -254,22 +241,13 @@ def test_upload_refuses_a_slot_without_authorization_or_http_location(fake_servi
 
 
 # signals and sessions --------------------------------------------------------------------------------------------
-def test_signals_separate_service_calls_from_token_requests(fake_service, calls):
-    tokens = []
-
-    def keep(sender, **kwargs):
-        tokens.append(kwargs)
-
-    token_requested.connect(keep)
-    try:
-        fake_service.route("GET", TX, Reply(200, {"id": "t1"}))
-        client.get_transaction("t1")
-        client.get_transaction("t1")
-    finally:
-        token_requested.disconnect(keep)
-    assert [(t["method"], t["status"]) for t in tokens] == [("POST", 200)]
-    assert [(c["method"], c["url"], c["status"]) for c in calls] == [("GET", fake_service.url + TX, 200)] * 2
-    assert all(c["duration"] >= 0 for c in calls)
+def test_signals_separate_service_calls_from_token_requests(fake_service, service_calls):
+    fake_service.route("GET", TX, Reply(200, {"id": "t1"}))
+    client.get_transaction("t1")
+    client.get_transaction("t1")
+    assert [(t["method"], t["status"]) for t in service_calls.tokens] == [("POST", 200)]
+    assert [(c["method"], c["url"], c["status"]) for c in service_calls] == [("GET", fake_service.url + TX, 200)] * 2
+    assert all(c["duration"] >= 0 for c in service_calls)
 
 
 def test_one_session_per_process(monkeypatch):

@@ -30,31 +30,31 @@ def calls_to(calls, suffix, method="GET"):
     return [c for c in calls if c["method"] == method and c["url"].endswith(suffix)]
 
 
-def test_two_processes_make_one_token_request(sandbox):
+def test_two_processes_make_one_token_request(sandbox, service_calls):
     fault_set(endpoint="token", latency=0.5)  # both processes ask while the first is pending
-    race = token_race_with_another_process()
+    race = token_race_with_another_process(service_calls)
     assert race["ours"]["requests"] + race["theirs"]["requests"] == 1
     assert len(race["ours"]["tokens"]) == 1 and race["ours"]["tokens"] == race["theirs"]["tokens"]
     assert AccessToken.objects.count() == 1
 
 
-def test_a_401_renews_the_token_and_retries_once(sandbox, service_calls, token_requests):
+def test_a_401_renews_the_token_and_retries_once(sandbox, service_calls):
     created = new_transaction(sandbox)
     client.get_transaction(created.id)
     token_revoke_all()  # the cached token is now refused
     assert client.get_transaction(created.id).id == created.id
     assert [c["status"] for c in calls_to(service_calls, created.id)] == [200, 401, 200]
-    assert len(token_requests) == 2
+    assert len(service_calls.tokens) == 2
 
 
-def test_a_second_401_fails(sandbox, settings, service_calls, token_requests):
+def test_a_second_401_fails(sandbox, settings, service_calls):
     settings.SANDBOX_TOKEN_LIFETIME = 0  # every token the sandbox issues is already expired
     created = new_transaction(sandbox)
     with pytest.raises(ServiceAuthenticationError) as caught:
         client.get_transaction(created.id)
     assert caught.value.status == 401
     assert [c["status"] for c in calls_to(service_calls, created.id)] == [401, 401]
-    assert len(token_requests) == 2
+    assert len(service_calls.tokens) == 2
 
 
 @pytest.mark.parametrize("status", [503, 429])
@@ -106,7 +106,7 @@ def test_product_merge_patch_is_retried(sandbox, service_calls):
     assert [c["status"] for c in calls_to(service_calls, product_id, method="PATCH")] == [503, 200]
 
 
-def test_an_expired_origin_does_not_cost_a_token_request(sandbox, token_requests, service_calls):
+def test_an_expired_origin_does_not_cost_a_token_request(sandbox, service_calls):
     seed = sandbox.seed
     origin = origin_create(
         user=seed.users["lender.demo"], loan=seed.loans[0], product=seed.products["address-verification"]
@@ -115,9 +115,9 @@ def test_an_expired_origin_does_not_cost_a_token_request(sandbox, token_requests
     origin_expire(origin=origin)
     with pytest.raises(ServiceAuthenticationError):
         client.get_origin(origin.origin_id, origin.partner_access_token)
-    assert len(token_requests) == 1  # the origin's 401 names no Bearer scheme: our token stays
+    assert len(service_calls.tokens) == 1  # the origin's 401 names no Bearer scheme: our token stays
     token_revoke_all()
     origin = origin_refresh(origin=origin)
     assert client.get_origin(origin.origin_id, origin.partner_access_token).id == origin.origin_id
-    assert len(token_requests) == 2  # a refused bearer token is renewed for #1 too
+    assert len(service_calls.tokens) == 2  # a refused bearer token is renewed for #1 too
     assert [c["status"] for c in service_calls] == [200, 401, 401, 200]

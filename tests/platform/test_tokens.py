@@ -77,9 +77,9 @@ def test_many_threads_needing_a_token_make_one_request(fake_service):
     assert len(fake_service.requests_to("POST", TOKEN_PATH)) == 1
 
 
-def test_two_processes_share_one_token_request(fake_service):
+def test_two_processes_share_one_token_request(fake_service, service_calls):
     fake_service.route("POST", TOKEN_PATH, token_reply("cross-process-token", delay=0.5))
-    race = token_race_with_another_process()
+    race = token_race_with_another_process(service_calls)
     assert race["ours"]["tokens"] == race["theirs"]["tokens"] == ["cross-process-token"]
     assert race["ours"]["requests"] + race["theirs"]["requests"] == 1
     assert len(fake_service.requests_to("POST", TOKEN_PATH)) == 1

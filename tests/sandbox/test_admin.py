@@ -20,7 +20,7 @@ from partner.sandbox.models import (
 from partner.sandbox.origins import origin_create
 from partner.sandbox.seeding import sandbox_seed
 from partner.sandbox.transactions import transaction_create
-from partner.sandbox.uploads import slots_request, upload_accept
+from partner.sandbox.uploads import upload_accept, upload_slots_request
 
 MODELS = [Transaction, Response, Event, WebhookDelivery, UploadSlot, FaultRule, Product, Origin, LenderUser, Loan]
 
@@ -33,7 +33,7 @@ def loop(db, settings):
         product="address-verification", user=seed.users["lender.demo"], loan=seed.loans[1], send_webhook=False
     )
     origin_create(user="lender.demo", loan=seed.loans[1], product="address-verification", transaction=transaction)
-    slot = slots_request(
+    slot = upload_slots_request(
         transaction_id=transaction.id,
         items=[{"name": "a.pdf", "mimeType": "application/pdf"}],
         base_url="http://testserver/sandbox",

@@ -1,4 +1,4 @@
-"""Fixtures of the UI tests: demo data on the live server, partner accounts, and Chromium via Playwright."""
+"""Fixtures of the UI tests: Chromium via Playwright (the `demo` data is in tests/conftest.py)."""
 
 import os
 from pathlib import Path
@@ -7,29 +7,10 @@ import pytest
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parent.parent.parent / "test-artifacts" / "ui"
-DEMO_PASSWORD = "demo-password-1"
 
 # Playwright's sync API runs an event loop in this thread; Django's ORM calls from
 # the test body (fixtures, assertions) are still synchronous and safe here.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-
-@pytest.fixture
-def demo(service):
-    """The sandbox's demo data pointing at the live server, and our partner account for lender.demo."""
-    from partner.catalog.services import partner_account_set
-    from partner.sandbox.seeding import sandbox_seed
-
-    seed = sandbox_seed(public_base_url=service.url)
-    partner_account_set(username="lender.demo", password=DEMO_PASSWORD, company="DEMO01")
-    # lender.wrong has an account, but the host holds another password for it.
-    partner_account_set(username="lender.wrong", password="the-right-password-2", company="DEMO01")
-    yield seed
-    # Kept-alive connections hold a live-server thread, and its database session, open
-    # until the end of the run; PostgreSQL then refuses to drop the test database.
-    from partner.platform.http import sessions_close
-
-    sessions_close()
 
 
 @pytest.fixture(scope="session")

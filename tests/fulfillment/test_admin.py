@@ -1,0 +1,54 @@
+"""The trackers in the admin: list, filter, the failure reason, and the retry action."""
+
+import pytest
+from django.urls import reverse
+
+from partner.fulfillment.enqueue import FULFILL_TASK
+from partner.fulfillment.models import FailureCode, Tracker, TrackerStatus
+
+pytestmark = pytest.mark.django_db
+
+CHANGELIST = "admin:fulfillment_tracker_changelist"
+
+
+def failed_tracker(transaction_id="txn-failed") -> Tracker:
+    return Tracker.objects.create(
+        transaction_id=transaction_id,
+        status=TrackerStatus.FAILED,
+        failure_code=FailureCode.RETRIES_EXHAUSTED,
+        failure_reason="Gave up after retries: 503",
+    )
+
+
+def test_tracker_list_and_retry_of_a_failed_tracker(staff):
+    failed = failed_tracker()
+    done = Tracker.objects.create(transaction_id="txn-done", status=TrackerStatus.REQUEST_COMPLETED)
+    url = reverse(CHANGELIST)
+    page = staff.get(url, {"status__exact": "FAILED"}).content.decode()
+    assert "txn-failed" in page and "txn-done" not in page
+    assert (
+        "Gave up after retries"
+        in staff.get(reverse("admin:fulfillment_tracker_change", args=[failed.pk])).content.decode()
+    )
+
+    response = staff.post(url, {"action": "retry", "_selected_action": [failed.pk, done.pk]}, follow=True)
+    text = response.content.decode()
+    assert "1 tracker(s) sent back to work" in text
+    assert "1 tracker(s) were not failed" in text
+    failed.refresh_from_db()
+    done.refresh_from_db()
+    assert failed.status == TrackerStatus.VALIDATION_REQUESTED and failed.failure_reason == ""
+    assert done.status == TrackerStatus.REQUEST_COMPLETED
+
+
+def test_retry_hands_the_failed_tracker_to_a_worker_after_commit(staff, tasks_sent, django_capture_on_commit_callbacks):
+    failed = failed_tracker()
+    done = Tracker.objects.create(transaction_id="txn-done", status=TrackerStatus.REQUEST_COMPLETED)
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        staff.post(reverse(CHANGELIST), {"action": "retry", "_selected_action": [failed.pk, done.pk]})
+    assert tasks_sent == []  # nothing is published before the retry is committed
+
+    for callback in callbacks:
+        callback()
+    assert tasks_sent == [(FULFILL_TASK, {"tracker_id": failed.pk})]  # the failed one only

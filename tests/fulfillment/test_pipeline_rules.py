@@ -1,0 +1,224 @@
+"""The pipeline's rules, each on its own, against a fake of the service's client (no HTTP, no worker).
+
+`tracker_fulfill` resumes after the last recorded step, works only a tracker whose lease it
+takes, retries what is transient and fails what is not. The end-to-end tests over real HTTP and
+a real worker (`test_pipeline.py`, `test_worker_killed.py`) prove the same path for real; these
+prove each rule in milliseconds and say which one broke.
+"""
+
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+
+from partner.fulfillment.fulfillers import FULFILLERS, Attachment, Fulfiller, Fulfillment
+from partner.fulfillment.models import FailureCode, Tracker, TrackerStatus, TrackerStep
+from partner.fulfillment.pipeline import tracker_fulfill
+from partner.fulfillment.services import tracker_open
+from partner.platform.errors import ServiceUnavailableError, ServiceValidationError
+from tests.conftest import LENDER_CREDENTIALS, product_create
+
+pytestmark = pytest.mark.django_db
+
+TXN = "txn-rules-1"
+# Right as sent: 94105 is San Francisco, San Francisco County.
+LOAN = {
+    "property": {
+        "streetAddress": "500 Howard Street",
+        "city": "San Francisco",
+        "state": "CA",
+        "postalCode": "94105",
+        "county": "San Francisco",
+    }
+}
+FULL_RUN = ["get_transaction", "request_upload_slots", "upload_resource", "patch_response"]
+
+
+def unavailable(what: str) -> ServiceUnavailableError:
+    return ServiceUnavailableError(f"{what}: service unavailable", status=503, method="POST", url=settings.SVC_BASE_URL)
+
+
+def order(fake_platform, *, product="address-verification", credentials=LENDER_CREDENTIALS) -> Tracker:
+    """A transaction on the (fake) service and its tracker, as the transaction webhook opens it."""
+    fake_platform.transaction_add(
+        TXN, request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": credentials}, product_name=product
+    )
+    tracker, _ = tracker_open(transaction_id=TXN, product_name=product)
+    return tracker
+
+
+@pytest.fixture
+def tracker(fake_platform):
+    product_create()
+    return order(fake_platform)
+
+
+def steps(tracker: Tracker) -> list[str]:
+    return list(TrackerStep.objects.filter(tracker=tracker).values_list("name", flat=True))
+
+
+def test_a_full_run_makes_the_four_calls_and_delivers_the_report(fake_platform, tracker):
+    done = tracker_fulfill(tracker_id=tracker.pk)
+
+    assert fake_platform.names() == FULL_RUN
+    assert done.status == TrackerStatus.RESPONSE_DELIVERED
+    assert done.claimed_until is None and done.attempts == 1
+    [(slot_id, content)] = fake_platform.called("upload_resource")
+    assert content.startswith(b"%PDF")
+    [(transaction_id, payload)] = fake_platform.called("patch_response")
+    assert transaction_id == TXN
+    assert payload["status"] == "completed" and payload["referenceNumber"].startswith("AV-")
+    assert [resource["id"] for resource in payload["resources"]] == [slot_id] == [done.resource_id]
+    assert done.ordered_by.username == "lender.demo"
+
+
+def test_resume_after_prepared_does_not_read_the_transaction_again(fake_platform, tracker):
+    fake_platform.fail("request_upload_slots", unavailable("upload slot request"))
+    with pytest.raises(ServiceUnavailableError):
+        tracker_fulfill(tracker_id=tracker.pk)
+    assert fake_platform.names() == ["get_transaction", "request_upload_slots"]
+
+    fake_platform.calls.clear()
+    done = tracker_fulfill(tracker_id=tracker.pk)
+
+    assert fake_platform.names() == ["request_upload_slots", "upload_resource", "patch_response"]
+    assert done.status == TrackerStatus.RESPONSE_DELIVERED
+    assert done.attachments.count() == 1  # the fulfiller's report, stored once
+    assert steps(tracker).count("prepared") == 1
+
+
+def test_resume_after_slots_requested_does_not_ask_for_slots_again(fake_platform, tracker):
+    fake_platform.fail("upload_resource", unavailable("upload"))
+    with pytest.raises(ServiceUnavailableError):
+        tracker_fulfill(tracker_id=tracker.pk)
+    [(_, [first_slot_request])] = fake_platform.called("request_upload_slots")
+
+    fake_platform.calls.clear()
+    done = tracker_fulfill(tracker_id=tracker.pk)
+
+    assert fake_platform.names() == ["upload_resource", "patch_response"]
+    [(slot_id, _)] = fake_platform.called("upload_resource")
+    assert slot_id == "res-1"  # the slot the first run was given
+    assert first_slot_request["name"] == done.attachments.get().name
+
+
+class TwoDocumentsFulfiller(Fulfiller):
+    """A fulfiller that attaches two files, for the upload-by-upload resume."""
+
+    key = "two_documents"
+    label = "Two documents"
+
+    def fulfill(self, *, transaction_id, request, product):
+        return Fulfillment(
+            response={"status": "completed", "partnerStatus": "Two documents"},
+            attachments=[
+                Attachment(name="first.txt", mime_type="text/plain", content=b"first document"),
+                Attachment(name="second.txt", mime_type="text/plain", content=b"second document"),
+            ],
+        )
+
+
+def test_resume_after_one_of_two_uploads_uploads_only_the_other(fake_platform, monkeypatch):
+    monkeypatch.setitem(FULFILLERS, TwoDocumentsFulfiller.key, TwoDocumentsFulfiller)
+    product_create(name="two-documents", fulfiller=TwoDocumentsFulfiller.key)
+    tracker = order(fake_platform, product="two-documents")
+    fake_platform.fail("upload_resource", unavailable("upload"), after=1)
+    with pytest.raises(ServiceUnavailableError):
+        tracker_fulfill(tracker_id=tracker.pk)
+    assert fake_platform.called("upload_resource")[0] == ("res-1", b"first document")
+
+    fake_platform.calls.clear()
+    done = tracker_fulfill(tracker_id=tracker.pk)
+
+    assert fake_platform.names() == ["upload_resource", "patch_response"]
+    assert fake_platform.called("upload_resource") == [("res-2", b"second document")]
+    [(_, payload)] = fake_platform.called("patch_response")
+    assert [resource["id"] for resource in payload["resources"]] == ["res-1", "res-2"]
+    assert done.status == TrackerStatus.RESPONSE_DELIVERED
+
+
+def test_resume_after_delivered_sends_no_second_patch(fake_platform, tracker):
+    tracker_fulfill(tracker_id=tracker.pk)
+    # A worker killed between recording the delivery and moving the status leaves it so.
+    Tracker.objects.filter(pk=tracker.pk).update(status=TrackerStatus.IN_PROGRESS)
+
+    fake_platform.calls.clear()
+    again = tracker_fulfill(tracker_id=tracker.pk)
+
+    assert again is not None  # the tracker was taken and looked at
+    assert fake_platform.calls == []
+    assert steps(tracker).count("delivered") == 1
+
+
+def test_a_tracker_another_worker_holds_is_not_worked(fake_platform, tracker):
+    held_until = timezone.now() + timedelta(seconds=60)
+    Tracker.objects.filter(pk=tracker.pk).update(claimed_until=held_until)
+
+    assert tracker_fulfill(tracker_id=tracker.pk) is None
+
+    assert fake_platform.calls == []
+    tracker.refresh_from_db()
+    assert tracker.claimed_until == held_until  # still the other worker's
+    assert tracker.attempts == 0 and tracker.status == TrackerStatus.VALIDATION_REQUESTED
+
+
+def test_an_expired_lease_is_taken(fake_platform, tracker):
+    # The worker that held it died: its lease ran out a second ago.
+    Tracker.objects.filter(pk=tracker.pk).update(claimed_until=timezone.now() - timedelta(seconds=1))
+
+    done = tracker_fulfill(tracker_id=tracker.pk)
+
+    assert fake_platform.names() == FULL_RUN
+    assert done.status == TrackerStatus.RESPONSE_DELIVERED
+    assert done.attempts == 1 and done.claimed_until is None
+
+
+def test_a_transient_error_propagates_and_leaves_the_tracker_active_with_the_lease_released(fake_platform, tracker):
+    fake_platform.fail("get_transaction", unavailable("transaction retrieval"))
+
+    with pytest.raises(ServiceUnavailableError):
+        tracker_fulfill(tracker_id=tracker.pk)
+
+    tracker.refresh_from_db()
+    assert tracker.status == TrackerStatus.VALIDATION_REQUESTED and not tracker.failure_code
+    assert tracker.claimed_until is None
+    assert "service unavailable" in tracker.last_error
+    # Released, so the task's retry takes it at once.
+    fake_platform.calls.clear()
+    assert tracker_fulfill(tracker_id=tracker.pk).status == TrackerStatus.RESPONSE_DELIVERED
+    assert fake_platform.names() == FULL_RUN
+
+
+def test_a_permanent_4xx_fails_the_tracker_with_service_rejected(fake_platform, tracker):
+    refused = ServiceValidationError(
+        "response delivery rejected",
+        status=422,
+        method="PATCH",
+        url=f"{settings.SVC_BASE_URL}/partner/v2/transactions/{TXN}/response",
+    )
+    fake_platform.fail("patch_response", refused)
+
+    done = tracker_fulfill(tracker_id=tracker.pk)  # not raised: nothing to retry
+
+    assert done.status == TrackerStatus.FAILED
+    assert done.failure_code == FailureCode.SERVICE_REJECTED
+    assert done.failure_reason == f"The service refused PATCH /partner/v2/transactions/{TXN}/response with status 422"
+    assert done.claimed_until is None
+    assert fake_platform.names() == FULL_RUN  # the PATCH was sent once, not again
+
+
+def test_invalid_credentials_fail_the_tracker_and_tell_the_lender(fake_platform):
+    product_create()
+    tracker = order(fake_platform, credentials={**LENDER_CREDENTIALS, "password": "not-the-password-9"})
+
+    done = tracker_fulfill(tracker_id=tracker.pk)
+
+    assert done.status == TrackerStatus.FAILED
+    assert done.failure_code == FailureCode.CREDENTIALS_INVALID
+    assert "not-the-password-9" not in done.failure_reason
+    assert fake_platform.names() == ["get_transaction", "patch_response"]  # no slot, no upload
+    [(transaction_id, payload)] = fake_platform.called("patch_response")
+    assert transaction_id == TXN
+    assert payload == {"partnerStatus": f"Order not fulfilled: {done.failure_reason}"}
+    assert "lender_told" in steps(tracker)
