@@ -107,6 +107,13 @@ def reference_number(prefix: str, transaction_id: str) -> str:
     return f"{prefix}-{digest}"
 
 
+def comments_field(label: str) -> forms.CharField:
+    """An optional free-text note of the lender's, up to 500 characters (`request.options.comments`)."""
+    return forms.CharField(
+        label=label, required=False, max_length=500, widget=forms.Textarea, help_text="Up to 500 characters."
+    )
+
+
 class NoOptionsForm(forms.Form):
     """The options form of a fulfiller that asks the lender nothing."""
 

@@ -13,6 +13,7 @@ from partner.fulfillment.fulfillers.base import (
     Fulfiller,
     Fulfillment,
     FulfillmentRefused,
+    comments_field,
     reference_number,
 )
 from partner.platform.formats import (
@@ -49,13 +50,7 @@ def disclosure_details(request: dict) -> dict:
 class DisclosureStatusOptionsForm(forms.Form):
     """Options of the disclosure delivery product: the comment sent with the status update."""
 
-    comments = forms.CharField(
-        label="Comment for the disclosure tracking log (optional)",
-        required=False,
-        max_length=500,
-        widget=forms.Textarea,
-        help_text="Up to 500 characters.",
-    )
+    comments = comments_field("Comment for the disclosure tracking log (optional)")
 
 
 class DisclosureStatusFulfiller(Fulfiller):

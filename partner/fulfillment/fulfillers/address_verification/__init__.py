@@ -26,6 +26,7 @@ from partner.fulfillment.fulfillers.base import (
     Attachment,
     Fulfiller,
     Fulfillment,
+    comments_field,
     reference_number,
 )
 from partner.platform.formats import LOAN_FORMAT, RESPONSE_COMPLETED
@@ -39,13 +40,7 @@ class AddressVerificationOptionsForm(forms.Form):
     with the request on the service, where the lender's team reads it.
     """
 
-    comments = forms.CharField(
-        label="Notes for the order (optional)",
-        required=False,
-        max_length=500,
-        widget=forms.Textarea,
-        help_text="Up to 500 characters.",
-    )
+    comments = comments_field("Notes for the order (optional)")
 
 
 class AddressVerificationFulfiller(Fulfiller):
