@@ -26,7 +26,7 @@ _conn = None
 TABLE = "floor_notification"
 INSERT = (
     f"INSERT INTO {TABLE} (dedupe_key, event_id, resource_type, resource_id, event_type, event_time, "  # noqa: S608
-    "instance_id, resource_ref, body, headers, remote_addr, received_at, created_at, updated_at, state, "
+    "product_name, resource_ref, body, headers, remote_addr, received_at, created_at, updated_at, state, "
     "attempts, duplicates, last_error) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now(), now(), now(), "
     "'queued', 0, 0, '') ON CONFLICT (dedupe_key) DO NOTHING"
 )

@@ -1,3 +1,5 @@
+"""The shared base: models, errors, the API error handler, logging, health, leases and enqueueing."""
+
 from django.apps import AppConfig
 
 

@@ -1,3 +1,5 @@
+"""GET /v1/status/{transaction_id}."""
+
 from django.urls import path
 
 from partner.fulfillment.views import TrackerStatusApi

@@ -1,3 +1,5 @@
+"""The webhook inbox: every notification the service sent, stored, relayed and dispatched."""
+
 from django.apps import AppConfig
 
 

@@ -1,3 +1,5 @@
+"""POST /v1/webhooks."""
+
 from django.db import transaction
 from django.urls import path
 

@@ -1,3 +1,5 @@
+"""The embedded UI the host frames: the new order form and an order's progress."""
+
 from django.apps import AppConfig
 
 
