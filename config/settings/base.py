@@ -109,6 +109,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "partner.core.middleware.TrustedProxyMiddleware",
     "partner.core.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files (the page's script and style, the host's guest library) from gunicorn too.
@@ -169,17 +170,22 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
+# The load balancers or proxies (addresses or networks) whose X-Forwarded-Proto is believed;
+# from anyone else the header is dropped (partner/core/middleware.py).
+TRUSTED_PROXIES = env.list("TRUSTED_PROXIES", default=[])
 if not DEBUG:
     # https://docs.djangoproject.com/en/5.2/ref/middleware/#http-strict-transport-security
     SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
     SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # load balancers probe over plain HTTP
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    # Cookies must cross into the host's iframe: SameSite=None requires Secure.
+    if TRUSTED_PROXIES:
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
-    SESSION_COOKIE_SAMESITE = "None"
+    # The embedded page's CSRF cookie must cross into the host's iframe (SameSite=None requires
+    # Secure); the session cookie is the admin's alone, which is never framed.
+    SESSION_COOKIE_SAMESITE = "Lax"
     CSRF_COOKIE_SAMESITE = "None"
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 

@@ -1,5 +1,6 @@
-"""Request id middleware: every log line of a request carries the same id."""
+"""Request middleware: a request id on every log line, and the forwarded scheme only from trusted proxies."""
 
+import ipaddress
 import re
 import uuid
 
@@ -27,3 +28,32 @@ class RequestIdMiddleware:
             request_id_var.reset(token)
         response[self.header] = request_id
         return response
+
+
+class TrustedProxyMiddleware:
+    """Believe `X-Forwarded-Proto` only from the proxies TRUSTED_PROXIES names.
+
+    Django's SECURE_PROXY_SSL_HEADER trusts the header from anyone, so a client talking plain
+    HTTP straight to us could claim HTTPS and skip the redirect. This runs first and removes the
+    header unless the request came from a trusted proxy's address.
+    """
+
+    header = "HTTP_X_FORWARDED_PROTO"
+
+    def __init__(self, get_response):
+        from django.conf import settings
+
+        self.get_response = get_response
+        self.networks = [ipaddress.ip_network(value, strict=False) for value in settings.TRUSTED_PROXIES]
+
+    def _trusted(self, address: str) -> bool:
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return False
+        return any(ip in network for network in self.networks)
+
+    def __call__(self, request):
+        if self.header in request.META and not self._trusted(request.META.get("REMOTE_ADDR", "")):
+            del request.META[self.header]
+        return self.get_response(request)

@@ -73,13 +73,17 @@ class TrackerAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None):
-        return False
+        return False  # read-only: what happened is never edited by hand
+
+    def has_retry_permission(self, request):
+        """The retry action puts trackers back to work: it needs the change permission, not just view."""
+        return request.user.has_perm("fulfillment.change_tracker")
 
     @admin.display(description="Response")
     def response_pretty(self, obj):
         return format_html("<pre>{}</pre>", json.dumps(obj.response, indent=2, sort_keys=True) if obj.response else "")
 
-    @admin.action(description="Retry the selected failed trackers", permissions=["view"])
+    @admin.action(description="Retry the selected failed trackers", permissions=["retry"])
     def retry(self, request, queryset):
         ids = list(queryset.values_list("pk", flat=True))
         retried = sum(1 for tracker_id in ids if tracker_retry(tracker_id=tracker_id))

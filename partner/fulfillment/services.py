@@ -92,11 +92,15 @@ def tracker_give_up(*, tracker_id: int, error: str) -> None:
 
 
 def tracker_complete(*, transaction_id: str, event_id: str) -> Tracker | None:
-    """The processed callback: REQUEST_COMPLETED, whatever step the tracker recorded last."""
+    """The processed callback: REQUEST_COMPLETED, whatever step the tracker recorded last.
+
+    A failed tracker stays failed; a completed one is left as it is (a replayed callback
+    changes nothing: no second step, the first completion time kept).
+    """
     now = timezone.now()
     done = (
         Tracker.objects.filter(transaction_id=transaction_id)
-        .exclude(status=TrackerStatus.FAILED)
+        .exclude(status__in=[TrackerStatus.FAILED, TrackerStatus.REQUEST_COMPLETED])
         .update(
             status=TrackerStatus.REQUEST_COMPLETED,
             completed_at=now,

@@ -84,7 +84,11 @@ class NotificationAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None):
-        return False
+        return False  # read-only: what happened is never edited by hand
+
+    def has_replay_permission(self, request):
+        """The replay action puts notifications back to work: it needs the change permission, not just view."""
+        return request.user.has_perm("inbox.change_notification")
 
     @admin.display(description="Headers")
     def headers_pretty(self, obj):
@@ -94,7 +98,7 @@ class NotificationAdmin(admin.ModelAdmin):
     def body_pretty(self, obj):
         return format_html("<pre style='white-space: pre-wrap'>{}</pre>", obj.body)
 
-    @admin.action(description="Replay the selected notifications", permissions=["view"])
+    @admin.action(description="Replay the selected notifications", permissions=["replay"])
     def replay(self, request, queryset):
         sent = sum(1 for pk in queryset.values_list("pk", flat=True) if notification_replay(notification_id=pk))
         level = messages.SUCCESS if sent == queryset.count() else messages.WARNING

@@ -72,11 +72,13 @@ def test_production_defaults_are_safe():
     code = (
         "import django; django.setup(); from django.conf import settings as s; "
         "print(s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_HSTS_SECONDS > 0, s.SANDBOX_ENABLED, "
-        "s.SESSION_COOKIE_SAMESITE)"
+        "s.SESSION_COOKIE_SAMESITE, s.CSRF_COOKIE_SAMESITE, s.SECURE_PROXY_SSL_HEADER)"
     )
     result = run_django(PRODUCTION, code)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["True", "True", "True", "False", "None"]
+    # The admin's session cookie stays same-site; only the embedded page's CSRF cookie crosses sites.
+    # No proxy named: X-Forwarded-Proto is not believed.
+    assert result.stdout.split() == ["True", "True", "True", "False", "Lax", "None", "None"]
 
 
 def test_sandbox_can_be_asked_for_in_production():

@@ -52,3 +52,57 @@ def test_retry_hands_the_failed_tracker_to_a_worker_after_commit(staff, tasks_se
     for callback in callbacks:
         callback()
     assert tasks_sent == [(FULFILL_TASK, {"tracker_id": failed.pk})]  # the failed one only
+
+
+@pytest.fixture
+def viewer(client, django_user_model):
+    """A staff member who may look at trackers and notifications, not put them back to work."""
+    from django.contrib.auth.models import Permission
+
+    user = django_user_model.objects.create_user("viewer", "viewer@partner.example", "viewer-password-1")
+    user.is_staff = True
+    user.save()
+    user.user_permissions.set(
+        Permission.objects.filter(codename__in=["view_tracker", "view_notification"]),
+    )
+    client.force_login(user)
+    return client
+
+
+def test_view_only_staff_can_neither_retry_nor_replay(viewer, tasks_sent):
+    from partner.inbox.models import Notification, NotificationState
+
+    failed = failed_tracker("txn-viewer")
+    notification = Notification.objects.create(
+        dedupe_key="id:viewer",
+        resource_type="urn:svc:platform:transaction",
+        resource_id="t",
+        event_type="created",
+        body="{}",
+        state=NotificationState.FAILED,
+    )
+    tracker_page = viewer.get(reverse(CHANGELIST)).content.decode()
+    inbox_url = reverse("admin:inbox_notification_changelist")
+    assert "txn-viewer" in tracker_page and 'value="retry"' not in tracker_page
+    assert 'value="replay"' not in viewer.get(inbox_url).content.decode()
+
+    viewer.post(reverse(CHANGELIST), {"action": "retry", "_selected_action": [failed.pk]})
+    viewer.post(inbox_url, {"action": "replay", "_selected_action": [notification.pk]})
+
+    failed.refresh_from_db()
+    notification.refresh_from_db()
+    assert failed.status == TrackerStatus.FAILED
+    assert notification.state == NotificationState.FAILED
+    assert tasks_sent == []
+
+
+def test_staff_with_the_change_permission_may_retry(viewer, django_user_model):
+    from django.contrib.auth.models import Permission
+
+    user = django_user_model.objects.get(username="viewer")
+    user.user_permissions.add(Permission.objects.get(codename="change_tracker"))
+    failed = failed_tracker("txn-changer")
+    assert 'value="retry"' in viewer.get(reverse(CHANGELIST)).content.decode()
+    viewer.post(reverse(CHANGELIST), {"action": "retry", "_selected_action": [failed.pk]})
+    failed.refresh_from_db()
+    assert failed.status == TrackerStatus.VALIDATION_REQUESTED

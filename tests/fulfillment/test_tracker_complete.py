@@ -50,3 +50,14 @@ def test_giving_up_never_undoes_a_completed_order():
     tracker_give_up(tracker_id=tracker.pk, error="late failure")
     tracker.refresh_from_db()
     assert tracker.status == TrackerStatus.REQUEST_COMPLETED
+
+
+def test_a_replayed_callback_changes_nothing():
+    Tracker.objects.create(transaction_id="t-twice", status=TrackerStatus.RESPONSE_DELIVERED)
+    first = tracker_complete(transaction_id="t-twice", event_id="e-1")
+
+    again = tracker_complete(transaction_id="t-twice", event_id="e-1")
+
+    assert again.completed_at == first.completed_at
+    assert again.event_id == "e-1"
+    assert list(again.steps.filter(name="completed").values_list("detail", flat=True)) == ["event e-1"]
