@@ -8,4 +8,9 @@ class CatalogConfig(AppConfig):
     verbose_name = "Catalog"
 
     def ready(self):
+        from partner.core.health import health_warning_register
+
         from . import checks  # noqa: F401 - registers the system checks
+        from .selectors import secrets_health_warnings
+
+        health_warning_register(secrets_health_warnings)

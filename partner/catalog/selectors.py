@@ -1,5 +1,6 @@
 """Reads of the catalog: products by name or service id, and the signing secrets for webhooks."""
 
+from partner.core.encryption import Undecryptable
 from partner.core.logging import secret_register
 
 from .models import PartnerAccount, Product
@@ -33,3 +34,21 @@ def signing_secrets_all() -> list[str]:
 def partner_account_get(*, username: str) -> PartnerAccount | None:
     """The account with that username, with its company (which the credential check reads)."""
     return PartnerAccount.objects.select_related("company").filter(username=username).first()
+
+
+def products_with_undecryptable_secret() -> list[str]:
+    """Names of the products whose signing secret no FIELD_ENCRYPTION_KEYS key decrypts (their
+    webhooks are refused until it is set again or the key comes back)."""
+    return [
+        name
+        for name, secret in Product.objects.exclude(signing_secret="").values_list("name", "signing_secret")
+        if isinstance(secret, Undecryptable)
+    ]
+
+
+def secrets_health_warnings() -> list[str]:
+    """For /healthz: a product whose signing secret cannot be decrypted."""
+    names = products_with_undecryptable_secret()
+    if not names:
+        return []
+    return [f"signing secret of {', '.join(names)} cannot be decrypted with FIELD_ENCRYPTION_KEYS: set it again"]

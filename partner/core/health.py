@@ -1,11 +1,36 @@
 """Health of what the application needs: the database and the broker.
 
+Apps add warnings (what a person should fix while the application keeps serving, such as
+a product secret no key decrypts) with `health_warning_register`.
+
 The broker is the one of Celery's current app (the project's, set up by `config/celery.py`),
 so this module, at the bottom of the layers, imports nothing of the project above it.
 """
 
+from collections.abc import Callable
+
 from celery import current_app
 from django.db import connection
+
+# Checks the apps add (at start-up, in their AppConfig.ready): each returns what a person should
+# fix, without taking the instance out of service.
+_warning_checks: list[Callable[[], list[str]]] = []
+
+
+def health_warning_register(check: Callable[[], list[str]]) -> None:
+    if check not in _warning_checks:
+        _warning_checks.append(check)
+
+
+def health_warnings() -> list[str]:
+    """What needs a person's attention although the application serves (a warning check that fails is one)."""
+    warnings = []
+    for check in _warning_checks:
+        try:
+            warnings += check()
+        except Exception as exc:  # the database being down is reported by health_report
+            warnings.append(f"{check.__name__} could not run ({type(exc).__name__})")
+    return warnings
 
 
 def database_check() -> bool:

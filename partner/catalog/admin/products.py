@@ -13,6 +13,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from partner.core.encryption import Undecryptable
 from partner.core.errors import ApplicationError
 
 from .. import services, validation
@@ -172,6 +173,8 @@ class ProductAdmin(admin.ModelAdmin):
 
     @admin.display(description="signing secret")
     def signing_secret_state(self, obj):
+        if obj and isinstance(obj.signing_secret, Undecryptable):
+            return "cannot be decrypted: type it again"
         return SET if obj and obj.has_signing_secret else NOT_SET
 
     @admin.display(description="last service copy")
