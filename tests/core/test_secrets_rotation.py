@@ -1,5 +1,6 @@
 """Secrets at rest: keys rotate end to end, and one secret no key decrypts breaks nothing else."""
 
+import io
 import json
 
 import pytest
@@ -41,7 +42,7 @@ def test_keys_rotate_end_to_end_and_the_old_key_can_be_removed(settings, signed_
     product.save()
 
     settings.FIELD_ENCRYPTION_KEYS = [NEW, OLD]  # the new key in front: new writes use it
-    call_command("secrets_reencrypt", stdout=open("/dev/null", "w"))
+    call_command("secrets_reencrypt", stdout=io.StringIO())
     settings.FIELD_ENCRYPTION_KEYS = [NEW]  # the old key retired
 
     assert decrypt(stored_ciphertext(product)) == "product-secret-rotating"
@@ -84,6 +85,6 @@ def test_an_undecryptable_secret_is_skipped_flagged_and_kept(settings, signed_po
 
     # The command says which value it could not rewrite; the key coming back brings it back.
     with pytest.raises(CommandError, match="catalog.Product.signing_secret"):
-        call_command("secrets_reencrypt", stdout=open("/dev/null", "w"))
+        call_command("secrets_reencrypt", stdout=io.StringIO())
     settings.FIELD_ENCRYPTION_KEYS = [NEW, OLD]
     assert Product.objects.get(pk=lost.pk).signing_secret == "secret-under-a-lost-key"
