@@ -3,13 +3,17 @@
 Every variable is read here through django-environ (a `.env` file at the
 repository root works too; real environment variables win over it). With
 `DJANGO_DEBUG` off the defaults are the production ones: a secret key, the
-allowed hosts and the field encryption key must be given, cookies are secure,
-HSTS is on and the sandbox stays unmounted unless asked for.
+allowed hosts, the field encryption key and the service's client secret must be
+given, no demo value of the sandbox or of local runs is accepted, cookies are
+secure, HSTS is on and the sandbox stays unmounted unless the process
+environment itself (never `.env`) asks for it. `manage.py check --deploy` then
+checks the rest of a deployment (partner/core/checks.py).
 
 `.env.example` documents each variable; `config/settings/test.py` adjusts a
 few for the test suite.
 """
 
+import os
 from pathlib import Path
 
 import environ
@@ -18,9 +22,23 @@ from django.core.exceptions import ImproperlyConfigured
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = BASE_DIR / "var"  # run-time files of local runs: broker folders, cache, beat schedule
 
+# What the process was started with, before `.env` adds to it: the file `make setup` writes is a
+# local run's, so some switches obey only the process environment when DJANGO_DEBUG is off.
+_PROCESS_ENVIRON = frozenset(os.environ)
+
 env = environ.Env()
-if env.bool("DJANGO_READ_DOT_ENV_FILE", default=True) and (BASE_DIR / ".env").is_file():
-    environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+# DJANGO_ENV_FILE names another file than the repository's .env (tests, several local set-ups).
+_ENV_FILE = Path(env.str("DJANGO_ENV_FILE", default=str(BASE_DIR / ".env")))
+if env.bool("DJANGO_READ_DOT_ENV_FILE", default=True) and _ENV_FILE.is_file():
+    environ.Env.read_env(_ENV_FILE, overwrite=False)
+
+# Local runs' and the sandbox's values: public (they are in this repository), so they are only
+# ever used with DJANGO_DEBUG on, and refused with it off (partner/core/checks.py knows them too).
+_LOCAL_SECRET_KEY = "local-development-only-not-secret"  # noqa: S105
+_LOCAL_FIELD_ENCRYPTION_KEY = "bG9jYWwtZGV2LW9ubHkta2V5LW5vdC1zZWNyZXQtMDA="
+_SANDBOX_CLIENT_ID = "sandbox-partner-client"
+_SANDBOX_CLIENT_SECRET = "sandbox-partner-client-secret"  # noqa: S105
+_SANDBOX_SIGNING_SECRET = "sandbox-webhook-signing-secret"  # noqa: S105
 
 
 def _read(name, reader, *args, **kwargs):
@@ -42,13 +60,12 @@ DEBUG = _read("DJANGO_DEBUG", env.bool, default=False)
 
 # https://docs.djangoproject.com/en/5.2/ref/settings/#secret-key
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="")
-if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured(
-            "DJANGO_SECRET_KEY is required when DJANGO_DEBUG is off "
-            "(generate one with: python -c 'import secrets; print(secrets.token_urlsafe(50))')"
-        )
-    SECRET_KEY = "local-development-only-not-secret"  # noqa: S105 - only ever used with DEBUG on
+if not DEBUG and SECRET_KEY in ("", _LOCAL_SECRET_KEY):
+    raise ImproperlyConfigured(
+        "DJANGO_SECRET_KEY is required when DJANGO_DEBUG is off, and not the local runs' one "
+        "(generate one with: python -c 'import secrets; print(secrets.token_urlsafe(50))')"
+    )
+SECRET_KEY = SECRET_KEY or _LOCAL_SECRET_KEY
 
 # https://docs.djangoproject.com/en/5.2/ref/settings/#allowed-hosts
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
@@ -192,17 +209,22 @@ CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 # Secrets at rest (product signing secrets, credential values we send on) are
 # encrypted with Fernet; several comma-separated keys allow rotation, newest first.
 FIELD_ENCRYPTION_KEYS = env.list("FIELD_ENCRYPTION_KEYS", default=[])
-if not FIELD_ENCRYPTION_KEYS:
-    if not DEBUG:
-        raise ImproperlyConfigured(
-            "FIELD_ENCRYPTION_KEYS is required when DJANGO_DEBUG is off (generate one with: "
-            "python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')"
-        )
-    FIELD_ENCRYPTION_KEYS = ["bG9jYWwtZGV2LW9ubHkta2V5LW5vdC1zZWNyZXQtMDA="]
+if not DEBUG and (not FIELD_ENCRYPTION_KEYS or _LOCAL_FIELD_ENCRYPTION_KEY in FIELD_ENCRYPTION_KEYS):
+    raise ImproperlyConfigured(
+        "FIELD_ENCRYPTION_KEYS is required when DJANGO_DEBUG is off, and must not hold the local runs' key "
+        "(generate one with: "
+        "python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')"
+    )
+FIELD_ENCRYPTION_KEYS = FIELD_ENCRYPTION_KEYS or [_LOCAL_FIELD_ENCRYPTION_KEY]
 
 # THE SERVICE (the platform we integrate with)
 # ------------------------------------------------------------------------------
+# With DJANGO_DEBUG off the sandbox (whose host API hands out partner access tokens to anyone) is
+# mounted only when the process environment asks: a SANDBOX_ENABLED=true from .env is a local run's
+# and is ignored. `manage.py check --deploy` still fails while it is mounted (partner.E002).
 SANDBOX_ENABLED = _read("SANDBOX_ENABLED", env.bool, default=DEBUG)
+if not DEBUG and "SANDBOX_ENABLED" not in _PROCESS_ENVIRON:
+    SANDBOX_ENABLED = False
 # The sandbox's own knobs (see partner/sandbox/__init__.py): access token lifetime,
 # webhook sender threads and attempts.
 SANDBOX_TOKEN_LIFETIME = env.int("SANDBOX_TOKEN_LIFETIME", default=3600)
@@ -210,10 +232,25 @@ SANDBOX_WEBHOOK_WORKERS = env.int("SANDBOX_WEBHOOK_WORKERS", default=8)
 SANDBOX_WEBHOOK_MAX_ATTEMPTS = env.int("SANDBOX_WEBHOOK_MAX_ATTEMPTS", default=6)
 SVC_BASE_URL = env.str("SVC_BASE_URL", default=f"{PUBLIC_BASE_URL}/sandbox").rstrip("/")
 SVC_TOKEN_URL = env.str("SVC_TOKEN_URL", default=f"{SVC_BASE_URL}/oauth2/v1/token")
-SVC_CLIENT_ID = env.str("SVC_CLIENT_ID", default="sandbox-partner-client")
-SVC_CLIENT_SECRET = env.str("SVC_CLIENT_SECRET", default="sandbox-partner-client-secret")
+# The sandbox's demo client and signing secret are the defaults of local runs only. With DJANGO_DEBUG
+# off the client secret is required and no signing secret is the default: products may have their
+# own only. (A demo SVC_CLIENT_ID alone grants nothing; `check --deploy` reports it, partner.E001.)
+SVC_CLIENT_ID = env.str("SVC_CLIENT_ID", default=_SANDBOX_CLIENT_ID)
+SVC_CLIENT_SECRET = env.str("SVC_CLIENT_SECRET", default=_SANDBOX_CLIENT_SECRET if DEBUG else "")
 SVC_SCOPE = env.str("SVC_SCOPE", default="pc pcapi")
-SVC_SIGNING_SECRETS = env.list("SVC_SIGNING_SECRETS", default=["sandbox-webhook-signing-secret"])
+SVC_SIGNING_SECRETS = env.list("SVC_SIGNING_SECRETS", default=[_SANDBOX_SIGNING_SECRET] if DEBUG else [])
+if not DEBUG:
+    if not SVC_CLIENT_SECRET:
+        raise ImproperlyConfigured("SVC_CLIENT_SECRET is required when DJANGO_DEBUG is off")
+    if SVC_CLIENT_SECRET == _SANDBOX_CLIENT_SECRET:
+        raise ImproperlyConfigured(
+            "SVC_CLIENT_SECRET is the sandbox's public demo secret, refused when DJANGO_DEBUG is off"
+        )
+    if _SANDBOX_SIGNING_SECRET in SVC_SIGNING_SECRETS:
+        raise ImproperlyConfigured(
+            "SVC_SIGNING_SECRETS holds the sandbox's public demo secret, refused when DJANGO_DEBUG is off: "
+            "anyone could sign a webhook for every product (leave it empty when each product has its own)"
+        )
 SVC_SIGNATURE_HEADER = env.str("SVC_SIGNATURE_HEADER", default="Svc-Signature")
 SVC_PAT_HEADER = env.str("SVC_PAT_HEADER", default="X-Svc-PAT")
 SVC_URN_PREFIX = env.str("SVC_URN_PREFIX", default="urn:svc")
@@ -225,8 +262,6 @@ SVC_MAX_RETRIES = env.int("SVC_MAX_RETRIES", default=3)
 SVC_RETRY_BACKOFF = env.float("SVC_RETRY_BACKOFF", default=0.5)
 SVC_RETRY_BACKOFF_MAX = env.float("SVC_RETRY_BACKOFF_MAX", default=8.0)
 SVC_RETRY_AFTER_MAX = env.float("SVC_RETRY_AFTER_MAX", default=30.0)
-if not DEBUG and SVC_CLIENT_SECRET == "sandbox-partner-client-secret" and not SANDBOX_ENABLED:
-    raise ImproperlyConfigured("SVC_CLIENT_SECRET is required when DJANGO_DEBUG is off and the sandbox is not used")
 
 # Webhook intake: the largest body accepted on POST /v1/webhooks.
 WEBHOOK_MAX_BYTES = env.int("WEBHOOK_MAX_BYTES", default=256 * 1024)
@@ -298,6 +333,10 @@ RECONCILE_INTERVAL = env.int("RECONCILE_INTERVAL", default=300)
 # A notification or tracker left this long with no worker holding it had its message lost: the
 # sweep hands it to the broker again (partner/core/leases.py).
 STALL_SECONDS = env.int("STALL_SECONDS", default=120)
+# A delivered order whose "processed" callback has not come after this long is shown as awaiting
+# confirmation (admin filter, /healthz warning); the reconciliation completes it when the service's
+# transaction list says it is completed, and staff can confirm it by hand.
+CONFIRMATION_WAIT_SECONDS = env.int("CONFIRMATION_WAIT_SECONDS", default=900)
 CELERY_BEAT_SCHEDULE = {
     "inbox-sweep": {"task": "inbox.sweep", "schedule": SWEEP_INTERVAL},
     "trackers-sweep": {"task": "fulfillment.sweep", "schedule": SWEEP_INTERVAL},

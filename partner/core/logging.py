@@ -106,15 +106,34 @@ class RedactSecretsFilter(logging.Filter):
         return True
 
 
-class OneLineFormatter(logging.Formatter):
-    """One line per event: line breaks in a message or a traceback are written as `\\n`.
+# Control characters (C0, DEL, C1) and the Unicode line and paragraph separators: none is written raw.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL_NAMES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
-    A log collector then keeps an event (with its traceback) together, and text from a
-    request cannot start a line of its own that looks like another event.
+
+def _control_escape(match) -> str:
+    character = match.group()
+    if character in _CONTROL_NAMES:
+        return _CONTROL_NAMES[character]
+    code = ord(character)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def control_characters_escape(text: str) -> str:
+    """`text` with every control character written as an escape (`\\n`, `\\x1b`, `\\u2028`)."""
+    return _CONTROL.sub(_control_escape, text)
+
+
+class OneLineFormatter(logging.Formatter):
+    """One line per event, and no control character in it: each is written as an escape (`\\n`, `\\x00`).
+
+    A log collector then keeps an event (with its traceback) together, text from a request
+    cannot start a line of its own that looks like another event (nor cut one with a NUL or
+    a NEL), and no escape sequence reaches a terminal that shows the log.
     """
 
     def format(self, record):
-        return super().format(record).replace("\r", "\\r").replace("\n", "\\n")
+        return control_characters_escape(super().format(record))
 
 
 class SecretsExceptionReporterFilter(SafeExceptionReporterFilter):

@@ -6,7 +6,8 @@ from django.contrib import admin, messages
 from django.utils.html import format_html
 
 from partner.fulfillment.models import Tracker, TrackerAttachment, TrackerStep
-from partner.fulfillment.services import tracker_retry
+from partner.fulfillment.selectors import trackers_awaiting_confirmation
+from partner.fulfillment.services import tracker_confirm, tracker_retry
 
 
 class TrackerAttachmentInline(admin.TabularInline):
@@ -35,14 +36,29 @@ class TrackerStepInline(admin.TabularInline):
         return False
 
 
+class AwaitingConfirmationFilter(admin.SimpleListFilter):
+    """Delivered orders whose "processed" callback has not come within CONFIRMATION_WAIT_SECONDS."""
+
+    title = "confirmation"
+    parameter_name = "confirmation"
+
+    def lookups(self, request, model_admin):
+        return [("awaiting", "Awaiting the service's confirmation")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "awaiting":
+            return queryset.filter(pk__in=trackers_awaiting_confirmation().values("pk"))
+        return queryset
+
+
 @admin.register(Tracker)
 class TrackerAdmin(admin.ModelAdmin):
     list_display = ["transaction_id", "product_name", "status", "resource_id", "attempts", "created_at", "updated_at"]
-    list_filter = ["status", "failure_code", "product_name", "request_type"]
+    list_filter = ["status", AwaitingConfirmationFilter, "failure_code", "product_name", "request_type"]
     search_fields = ["transaction_id", "resource_id", "reference_number"]
     date_hierarchy = "created_at"
     inlines = [TrackerAttachmentInline, TrackerStepInline]
-    actions = ["retry"]
+    actions = ["retry", "confirm"]
     readonly_fields = [
         "transaction_id",
         "resource_ref",
@@ -79,6 +95,8 @@ class TrackerAdmin(admin.ModelAdmin):
         """The retry action puts trackers back to work: it needs the change permission, not just view."""
         return request.user.has_perm("fulfillment.change_tracker")
 
+    has_confirm_permission = has_retry_permission
+
     @admin.display(description="Response")
     def response_pretty(self, obj):
         return format_html("<pre>{}</pre>", json.dumps(obj.response, indent=2, sort_keys=True) if obj.response else "")
@@ -91,3 +109,16 @@ class TrackerAdmin(admin.ModelAdmin):
         self.message_user(request, f"{retried} tracker(s) sent back to work.", messages.SUCCESS)
         if skipped:
             self.message_user(request, f"{skipped} tracker(s) were not failed and were left alone.", messages.WARNING)
+
+    @admin.action(description="Confirm the service processed the selected delivered orders", permissions=["confirm"])
+    def confirm(self, request, queryset):
+        ids = list(queryset.values_list("pk", flat=True))
+        who = request.user.get_username()
+        confirmed = sum(1 for tracker_id in ids if tracker_confirm(tracker_id=tracker_id, by=who))
+        self.message_user(request, f"{confirmed} order(s) confirmed as completed.", messages.SUCCESS)
+        if len(ids) - confirmed:
+            self.message_user(
+                request,
+                f"{len(ids) - confirmed} order(s) were not awaiting confirmation and were left alone.",
+                messages.WARNING,
+            )

@@ -14,3 +14,8 @@ class FulfillmentConfig(AppConfig):
         from partner.fulfillment.fulfillers import FULFILLERS
 
         fulfillers_install(FULFILLERS)
+
+        from partner.core.health import health_warning_register
+        from partner.fulfillment.selectors import confirmation_health_warnings
+
+        health_warning_register(confirmation_health_warnings)

@@ -1,5 +1,8 @@
 """Reads of trackers: the status endpoint, the UI's view of a transaction, the sweep's stalled trackers."""
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
@@ -52,3 +55,17 @@ def trackers_stalled():
         status__in=ACTIVE_STATUSES,
         updated_at__lt=stalled,
     )
+
+
+def trackers_awaiting_confirmation():
+    """Delivered orders whose "processed" callback has not come within CONFIRMATION_WAIT_SECONDS."""
+    waited = timezone.now() - timedelta(seconds=settings.CONFIRMATION_WAIT_SECONDS)
+    return Tracker.objects.filter(status=TrackerStatus.RESPONSE_DELIVERED, delivered_at__lt=waited)
+
+
+def confirmation_health_warnings() -> list[str]:
+    """For /healthz: delivered orders the service has not confirmed."""
+    count = trackers_awaiting_confirmation().count()
+    if not count:
+        return []
+    return [f"{count} delivered order(s) await the service's confirmation (see the trackers' admin)"]

@@ -91,11 +91,12 @@ def tracker_give_up(*, tracker_id: int, error: str) -> None:
         tracker_fail(tracker=tracker, code=FailureCode.RETRIES_EXHAUSTED, reason=f"Gave up after retries: {error}")
 
 
-def tracker_complete(*, transaction_id: str, event_id: str) -> Tracker | None:
+def tracker_complete(*, transaction_id: str, event_id: str = "", because: str = "") -> Tracker | None:
     """The processed callback: REQUEST_COMPLETED, whatever step the tracker recorded last.
 
     A failed tracker stays failed; a completed one is left as it is (a replayed callback
-    changes nothing: no second step, the first completion time kept).
+    changes nothing: no second step, the first completion time kept). Without a callback event,
+    `because` says what completed it (the service's transaction list, a staff member).
     """
     now = timezone.now()
     done = (
@@ -113,8 +114,8 @@ def tracker_complete(*, transaction_id: str, event_id: str) -> Tracker | None:
     )
     tracker = Tracker.objects.filter(transaction_id=transaction_id).first()
     if done and tracker is not None:
-        step_record(tracker, "completed", f"event {event_id}")
-        logger.info("transaction %s: request completed (event %s)", transaction_id, event_id)
+        step_record(tracker, "completed", because or f"event {event_id}")
+        logger.info("transaction %s: request completed (%s)", transaction_id, because or f"event {event_id}")
     return tracker
 
 
@@ -149,4 +150,13 @@ def tracker_retry(*, tracker_id: int) -> bool:
         )
         step_record(tracker, "retry_requested")
         tracker_fulfill_enqueue(tracker.pk)
+    return True
+
+
+def tracker_confirm(*, tracker_id: int, by: str) -> bool:
+    """Staff confirm by hand that the service processed a delivered order (its callback was lost)."""
+    tracker = Tracker.objects.filter(pk=tracker_id, status=TrackerStatus.RESPONSE_DELIVERED).first()
+    if tracker is None:
+        return False
+    tracker_complete(transaction_id=tracker.transaction_id, because=f"confirmed by {by}")
     return True
