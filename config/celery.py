@@ -29,6 +29,22 @@ def _task_log_id_clear(**kwargs):
 
 
 @task_prerun.connect
+def _task_one_retry_layer(**kwargs):
+    """A task's calls to the service are one attempt each: the task retries, later, instead of a
+    worker process sleeping in the transport (partner/platform/http.py)."""
+    from partner.platform.http import transport_retries_set
+
+    transport_retries_set(False)
+
+
+@task_postrun.connect
+def _task_one_retry_layer_end(**kwargs):
+    from partner.platform.http import transport_retries_set
+
+    transport_retries_set(True)
+
+
+@task_prerun.connect
 @task_postrun.connect
 def _task_connections_tidied(**kwargs):
     """What Django does around a request: close connections that are too old or broken.

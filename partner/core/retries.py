@@ -2,6 +2,16 @@
 
 Full jitter (a wait drawn uniformly between 0 and the exponential ceiling) spreads the retries
 of many workers that failed together, so they do not come back to the service as one wave.
+
+The budget of one task (a notification's processing, an order's pipeline run): inside a task
+each call to the service is one attempt (`partner.platform.http.transport_retries_off`), and a
+429, 5xx or lost connection schedules the task again, so a call is tried at most
+1 + CELERY_TASK_MAX_RETRIES = 6 times. The waits between runs are drawn below ceilings of 2, 4,
+8, 16 and 32 s (62 s at most in all), or are the service's Retry-After when longer, up to
+CELERY_TASK_RETRY_BACKOFF_MAX (300 s) each: at most 25 minutes before the order fails as
+"gave up after retries". No worker process sleeps during any of it. Outside tasks (the origin
+proxy, the admin's product pull) the transport retries a call itself, at most SVC_MAX_RETRIES
+(3) times, waiting at most SVC_RETRY_AFTER_MAX (30 s) for a Retry-After.
 """
 
 import random

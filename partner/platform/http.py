@@ -16,9 +16,16 @@
   request is harmless (GET and PUT; POST/PATCH only where a function documents
   why). A Retry-After longer than SVC_RETRY_AFTER_MAX is not waited for: the
   429 is raised and the caller (a Celery task) retries later.
+- Inside a Celery task there is one retry layer only, the task's: `transport_retries_off()`
+  (entered around every task by `config/celery.py`) makes each call one attempt, and a
+  429, 5xx or lost connection goes back to the task, which is scheduled again for the
+  Retry-After or a backoff with full jitter (`partner.core.retries`). No worker process
+  sleeps on the service.
 - Every HTTP exchange sends `service_call_finished` (or `token_requested`).
 """
 
+import contextlib
+import contextvars
 import json
 import logging
 import os
@@ -97,6 +104,25 @@ def sessions_close() -> None:
         _sessions.clear()
 
 
+# Off inside a Celery task: the task's retry is then the only one (see the module docstring).
+_transport_retries = contextvars.ContextVar("transport_retries", default=True)
+
+
+def transport_retries_set(enabled: bool) -> None:
+    """For the current thread (a task's): retry in the transport (the default), or leave it to the caller."""
+    _transport_retries.set(enabled)
+
+
+@contextlib.contextmanager
+def transport_retries_off():
+    """Within the block, every call is one attempt: its caller retries (a Celery task, later)."""
+    token = _transport_retries.set(False)
+    try:
+        yield
+    finally:
+        _transport_retries.reset(token)
+
+
 def retry_allowed(method: str, *, harmless: bool = False) -> bool:
     """May a failed request of `method` be sent again? Idempotent methods, or what the caller vouches for."""
     return method.upper() in IDEMPOTENT_METHODS or harmless
@@ -147,7 +173,7 @@ def send(
     statuses, each attempt signalled and logged, read best as one piece.
     """
     method = method.upper()
-    attempts = 1 + (max(0, int(settings.SVC_MAX_RETRIES)) if retry else 0)
+    attempts = 1 + (max(0, int(settings.SVC_MAX_RETRIES)) if retry and _transport_retries.get() else 0)
     shown = url if url.startswith(settings.SVC_BASE_URL + "/") else url_display(url)
     if kwargs.get("params") and shown == url:
         prepared = requests.models.PreparedRequest()
