@@ -113,10 +113,25 @@ def _transaction_read(tracker: Tracker) -> Transaction:
 
 
 def _product(tracker: Tracker, txn: Transaction) -> Product:
-    product_name = tracker.product_name or ((txn.raw.get("product") or {}).get("name") or "")
+    """The product the service's transaction record names: never the notification's word for it.
+
+    A notification's product name (meta.instanceId) is only used when the record names none; when
+    the two differ, the record wins and the difference is recorded for staff.
+    """
+    named = txn.raw.get("product") if isinstance(txn.raw.get("product"), dict) else {}
+    service_id, record_name = str(named.get("id") or ""), str(named.get("name") or "")
+    if record_name and tracker.product_name and record_name != tracker.product_name:
+        step_record(tracker, "product_mismatch", f"notification named {tracker.product_name!r}, record {record_name!r}")
+        logger.warning(
+            "transaction %s: the notification named product %r, the transaction record %r (the record wins)",
+            tracker.transaction_id,
+            tracker.product_name,
+            record_name,
+        )
+    product_name = record_name or tracker.product_name
     try:
-        return product_ensure(name=product_name)
-    except ProductNotFound:
+        return product_ensure(service_id=service_id or None, name=product_name or None)
+    except (ProductNotFound, ValueError):
         raise TrackerFailed(FailureCode.PRODUCT_UNKNOWN, f"Product {product_name!r} is not configured") from None
     except ProductSyncError as exc:
         # Pulling the product hit the service: retry what is transient, fail what is not.

@@ -57,8 +57,34 @@ def tracker_open(*, transaction_id: str, resource_ref: str = "", product_name: s
         created = True
     except IntegrityError:
         tracker, created = Tracker.objects.get(transaction_id=transaction_id), False
+        _reopen_if_failed_by_its_notification(tracker, resource_ref=resource_ref, product_name=product_name)
     tracker_fulfill_enqueue(tracker.pk)
     return tracker, created
+
+
+# Failures that came from the notification itself (its resourceRef or product name), not from the
+# transaction: a later valid notification of the same transaction reopens the order.
+NOTIFICATION_FAILURES = (FailureCode.RESOURCE_OUTSIDE_SERVICE, FailureCode.PRODUCT_UNKNOWN)
+
+
+def _reopen_if_failed_by_its_notification(tracker: Tracker, *, resource_ref: str, product_name: str) -> None:
+    """A forged or broken notification that arrived first must not doom the genuine one."""
+    if tracker.status != TrackerStatus.FAILED or tracker.failure_code not in NOTIFICATION_FAILURES:
+        return
+    if tracker.prepared_at is not None or not resource_ref or resource_ref == tracker.resource_ref:
+        return
+    reopened = Tracker.objects.filter(pk=tracker.pk, status=TrackerStatus.FAILED, prepared_at__isnull=True).update(
+        status=TrackerStatus.VALIDATION_REQUESTED,
+        resource_ref=resource_ref,
+        product_name=product_name,
+        failure_code="",
+        failure_reason="",
+        failed_at=None,
+        updated_at=timezone.now(),
+    )
+    if reopened:
+        step_record(tracker, "reopened", f"a later notification: {resource_ref}")
+        logger.warning("transaction %s reopened by a later notification", tracker.transaction_id)
 
 
 def tracker_fail(*, tracker: Tracker, code: str, reason: str, tell_lender: bool = False) -> None:
