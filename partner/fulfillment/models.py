@@ -89,6 +89,8 @@ class TrackerAttachment(models.Model):
     upload_location = models.URLField(max_length=2000, blank=True)
     # One-time upload authorization from the slot request: a credential, kept encrypted.
     upload_authorization = EncryptedTextField(blank=True)
+    # Set before each PUT: a run that finds it set and no uploaded_at knows the outcome is unknown.
+    upload_started_at = models.DateTimeField(null=True, blank=True)
     uploaded_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -36,7 +36,7 @@ from partner.fulfillment.models import (
 )
 from partner.fulfillment.services import first_time, step_record, tracker_fail, transaction_ref
 from partner.platform import client
-from partner.platform.errors import ResourceOutsideServiceError, ServiceError
+from partner.platform.errors import ResourceOutsideServiceError, ServiceError, ServiceValidationError
 from partner.platform.types import Transaction
 
 logger = logging.getLogger(__name__)
@@ -211,8 +211,46 @@ def _upload_slots_request(tracker: Tracker, attachments: list[TrackerAttachment]
         step_record(tracker, "slots_requested", ", ".join(a.resource_id for a in attachments))
 
 
+def _fresh_slot(tracker: Tracker, attachment: TrackerAttachment, why: str) -> None:
+    """A new slot for one attachment whose earlier upload has an unknown outcome (the spec gives
+    no way to ask whether a location received our bytes): the PATCH then references the new one."""
+    slots = client.request_upload_slots(
+        tracker.transaction_id, [{"name": attachment.name, "mimeType": attachment.mime_type}]
+    )
+    if len(slots) != 1:
+        raise TrackerFailed(FailureCode.SERVICE_REJECTED, "The service returned a different number of upload slots")
+    slot = slots[0]
+    attachment.resource_id = slot.id
+    attachment.upload_location = slot.location
+    attachment.upload_authorization = slot.authorization or ""
+    attachment.upload_started_at = None
+    attachment.save(update_fields=["resource_id", "upload_location", "upload_authorization", "upload_started_at"])
+    if attachment.position == 0:
+        Tracker.objects.filter(pk=tracker.pk).update(resource_id=slot.id)
+    step_record(tracker, "slot_renewed", f"{attachment.name}: {why}; new resource {slot.id}")
+
+
 def _upload(tracker: Tracker, attachment: TrackerAttachment) -> None:
-    client.upload_resource(attachment.upload_slot(), bytes(attachment.content))
+    """PUT one attachment to its slot. An upload a dead worker had started, or one the service
+    says was already made (409: the one-time authorization is spent), goes to a fresh slot."""
+    if attachment.upload_started_at is not None:
+        _fresh_slot(tracker, attachment, "an earlier upload was cut off")
+    for last_try in (False, True):
+        attachment.upload_started_at = timezone.now()
+        attachment.save(update_fields=["upload_started_at"])
+        try:
+            client.upload_resource(attachment.upload_slot(), bytes(attachment.content))
+            break
+        except ServiceValidationError as exc:
+            if exc.status != 409 or last_try:
+                raise
+            _fresh_slot(tracker, attachment, "the slot was already used")
+        except ServiceError as exc:
+            if exc.status is not None:
+                # The service answered (429, 5xx): it did not take the bytes, the slot is still good.
+                attachment.upload_started_at = None
+                attachment.save(update_fields=["upload_started_at"])
+            raise  # no answer at all: the outcome is unknown, the next run takes a fresh slot
     attachment.uploaded_at = timezone.now()
     attachment.save(update_fields=["uploaded_at"])
     step_record(tracker, "uploaded", f"{attachment.name} ({len(attachment.content)} bytes)")

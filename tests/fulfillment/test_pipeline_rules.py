@@ -222,3 +222,53 @@ def test_invalid_credentials_fail_the_tracker_and_tell_the_lender(fake_platform)
     assert transaction_id == TXN
     assert payload == {"partnerStatus": f"Order not fulfilled: {done.failure_reason}"}
     assert "lender_told" in steps(tracker)
+
+
+# An upload whose outcome is unknown -------------------------------------------------------------
+
+
+def test_an_upload_cut_off_by_a_dead_worker_goes_to_a_fresh_slot(fake_platform, tracker):
+    from partner.fulfillment.models import TrackerAttachment
+
+    # No answer to the PUT (a timeout; a worker killed mid-PUT leaves the same): the outcome is unknown.
+    fake_platform.fail(
+        "upload_resource", ServiceUnavailableError("no answer (ReadTimeout)", method="PUT", url=settings.SVC_BASE_URL)
+    )
+    with pytest.raises(ServiceUnavailableError):
+        tracker_fulfill(tracker_id=tracker.pk)
+    attachment = TrackerAttachment.objects.get(tracker=tracker)
+    assert attachment.upload_started_at is not None and attachment.uploaded_at is None
+    first_slot = attachment.resource_id
+
+    done = tracker_fulfill(tracker_id=tracker.pk)
+
+    assert done.status == TrackerStatus.RESPONSE_DELIVERED
+    new_slot = fake_platform.called("request_upload_slots")[-1]
+    assert len(new_slot[1]) == 1  # one fresh slot, for the one attachment
+    [*_, (uploaded_to, _)] = fake_platform.called("upload_resource")
+    assert uploaded_to != first_slot
+    [(_, payload)] = fake_platform.called("patch_response")
+    assert [resource["id"] for resource in payload["resources"]] == [uploaded_to]
+    assert done.resource_id == uploaded_to
+    assert "slot_renewed" in steps(done)
+
+
+def test_a_slot_the_service_says_was_used_goes_to_a_fresh_slot(fake_platform, tracker):
+    already = ServiceValidationError(
+        "upload: already uploaded", status=409, method="PUT", url=f"{settings.SVC_BASE_URL}/uploads/res-1"
+    )
+    fake_platform.fail("upload_resource", already)
+
+    done = tracker_fulfill(tracker_id=tracker.pk)
+
+    assert done.status == TrackerStatus.RESPONSE_DELIVERED
+    assert fake_platform.names() == [
+        "get_transaction",
+        "request_upload_slots",
+        "upload_resource",
+        "request_upload_slots",
+        "upload_resource",
+        "patch_response",
+    ]
+    [(_, payload)] = fake_platform.called("patch_response")
+    assert [resource["id"] for resource in payload["resources"]] == ["res-2"]
