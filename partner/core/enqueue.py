@@ -19,16 +19,17 @@ from django.db import transaction
 logger = logging.getLogger(__name__)
 
 
-def task_send(name: str, /, **kwargs) -> bool:
-    """Publish task `name` with keyword arguments now; False (logged) when the broker refused it."""
+def task_send(name: str, /, *, countdown: float | None = None, **kwargs) -> bool:
+    """Publish task `name` with keyword arguments now (to run after `countdown` seconds when given);
+    False (logged) when the broker refused it."""
     try:
-        current_app.send_task(name, kwargs=kwargs)
+        current_app.send_task(name, kwargs=kwargs, countdown=countdown)
     except Exception as exc:  # kombu and its transports raise several types; the sweep sends it later
         logger.warning("broker unavailable: %s %s left for the sweep (%s)", name, kwargs, type(exc).__name__)
         return False
     return True
 
 
-def enqueue_after_commit(name: str, /, **kwargs) -> None:
+def enqueue_after_commit(name: str, /, *, countdown: float | None = None, **kwargs) -> None:
     """Publish task `name` once the current transaction commits (at once outside a transaction)."""
-    transaction.on_commit(lambda: task_send(name, **kwargs))
+    transaction.on_commit(lambda: task_send(name, countdown=countdown, **kwargs))

@@ -11,6 +11,7 @@ SWEEP_TASK = "fulfillment.sweep"
 RECONCILE_TASK = "fulfillment.reconcile"
 
 
-def tracker_fulfill_enqueue(tracker_id: int) -> None:
-    """Have a worker run the tracker's steps that are not done yet, once the caller's transaction commits."""
-    enqueue_after_commit(FULFILL_TASK, tracker_id=tracker_id)
+def tracker_fulfill_enqueue(tracker_id: int, *, countdown: float | None = None) -> None:
+    """Have a worker run the tracker's steps that are not done yet, once the caller's transaction commits
+    (and `countdown` seconds later when given)."""
+    enqueue_after_commit(FULFILL_TASK, countdown=countdown, tracker_id=tracker_id)

@@ -25,7 +25,7 @@ from partner.catalog.credentials import credentials_check
 from partner.catalog.errors import ProductNotFound, ProductSyncError
 from partner.catalog.models import Product
 from partner.catalog.services import product_ensure
-from partner.core.leases import lease_release, lease_take
+from partner.core.leases import lease_kept, lease_release, lease_take
 from partner.fulfillment.fulfillers import Fulfillment, FulfillmentRefused, fulfiller_for
 from partner.fulfillment.models import (
     ACTIVE_STATUSES,
@@ -68,16 +68,8 @@ def tracker_fulfill(*, tracker_id: int) -> Tracker | None:
     if tracker is None:
         return None
     try:
-        if tracker.prepared_at is None:
-            _prepare(tracker)
-        attachments = list(tracker.attachments.all())
-        if attachments and tracker.slots_requested_at is None:
-            _upload_slots_request(tracker, attachments)
-        for attachment in attachments:
-            if attachment.uploaded_at is None:
-                _upload(tracker, attachment)
-        if tracker.delivered_at is None:
-            _deliver(tracker, attachments)
+        with lease_kept(Tracker.objects.filter(pk=tracker.pk)):
+            _steps_run(tracker)
     except TrackerFailed as failure:
         tracker_fail(tracker=tracker, code=failure.code, reason=failure.reason, tell_lender=failure.tell_lender)
     except ServiceError as exc:
@@ -93,6 +85,19 @@ def tracker_fulfill(*, tracker_id: int) -> Tracker | None:
         lease_release(Tracker.objects.filter(pk=tracker.pk))
     tracker.refresh_from_db()
     return tracker
+
+
+def _steps_run(tracker: Tracker) -> None:
+    if tracker.prepared_at is None:
+        _prepare(tracker)
+    attachments = list(tracker.attachments.all())
+    if attachments and tracker.slots_requested_at is None:
+        _upload_slots_request(tracker, attachments)
+    for attachment in attachments:
+        if attachment.uploaded_at is None:
+            _upload(tracker, attachment)
+    if tracker.delivered_at is None:
+        _deliver(tracker, attachments)
 
 
 def _path(url: str) -> str:

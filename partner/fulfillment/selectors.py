@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from partner.core.leases import lease_free, stalled_before
+from partner.core.leases import lease_free, lease_remaining, stalled_before
 from partner.fulfillment.models import ACTIVE_STATUSES, Tracker, TrackerStatus
 
 # What the lender sees, step by step.
@@ -69,3 +69,8 @@ def confirmation_health_warnings() -> list[str]:
     if not count:
         return []
     return [f"{count} delivered order(s) await the service's confirmation (see the trackers' admin)"]
+
+
+def tracker_held_for(tracker_id: int) -> float:
+    """Seconds until another worker's lease on an active tracker runs out (0: free, or finished)."""
+    return lease_remaining(Tracker.objects.filter(pk=tracker_id, status__in=ACTIVE_STATUSES))

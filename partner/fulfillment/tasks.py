@@ -11,8 +11,9 @@ from django.conf import settings
 
 from partner.core.retries import retry_countdown
 from partner.fulfillment import reconciliation
-from partner.fulfillment.enqueue import FULFILL_TASK, RECONCILE_TASK, SWEEP_TASK
+from partner.fulfillment.enqueue import FULFILL_TASK, RECONCILE_TASK, SWEEP_TASK, tracker_fulfill_enqueue
 from partner.fulfillment.pipeline import tracker_fulfill
+from partner.fulfillment.selectors import tracker_held_for
 from partner.fulfillment.services import tracker_give_up, tracker_retry_scheduled
 from partner.platform.errors import ServiceError
 
@@ -30,11 +31,17 @@ class FulfillTask(Task):
 @shared_task(bind=True, base=FulfillTask, name=FULFILL_TASK, max_retries=settings.CELERY_TASK_MAX_RETRIES)
 def fulfill(self, tracker_id: int):
     try:
-        tracker_fulfill(tracker_id=tracker_id)
+        done = tracker_fulfill(tracker_id=tracker_id)
     except ServiceError as exc:  # only transient ones reach here: the service said "later"
         countdown = retry_countdown(self.request.retries, retry_after=getattr(exc, "retry_after", None))
         tracker_retry_scheduled(tracker_id=tracker_id, countdown=countdown, error=str(exc))
         raise self.retry(exc=exc, countdown=countdown)
+    if done is None:
+        # Held by another worker: a live one renews its lease, a dead one's runs out within
+        # LEASE_SECONDS. Come back then (a redelivered message of a killed worker lands here).
+        held_for = tracker_held_for(tracker_id)
+        if held_for:
+            tracker_fulfill_enqueue(tracker_id, countdown=held_for + 1)
 
 
 @shared_task(name=RECONCILE_TASK)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from django.db.models import F
 from django.utils import timezone
 
-from partner.core.leases import lease_release, lease_take
+from partner.core.leases import lease_kept, lease_release, lease_take
 from partner.fulfillment import handlers
 from partner.inbox.models import Notification, NotificationState
 from partner.platform.errors import ServiceError
@@ -79,11 +79,12 @@ def notification_process(*, notification_id: int) -> str | None:
         _finish(notification, NotificationState.IGNORED)  # an ignored notification replayed from the admin
         return NotificationState.IGNORED
     try:
-        handler(
-            resource_id=notification.resource_id,
-            resource_ref=notification.resource_ref,
-            product_name=notification.product_name,
-        )
+        with lease_kept(Notification.objects.filter(pk=notification.pk)):
+            handler(
+                resource_id=notification.resource_id,
+                resource_ref=notification.resource_ref,
+                product_name=notification.product_name,
+            )
     except ServiceError as exc:
         if exc.transient:
             lease_release(

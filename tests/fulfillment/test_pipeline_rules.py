@@ -272,3 +272,35 @@ def test_a_slot_the_service_says_was_used_goes_to_a_fresh_slot(fake_platform, tr
     ]
     [(_, payload)] = fake_platform.called("patch_response")
     assert [resource["id"] for resource in payload["resources"]] == ["res-2"]
+
+
+def test_a_message_for_an_order_another_worker_holds_comes_back_when_the_lease_runs_out(
+    fake_platform, tracker, monkeypatch, django_capture_on_commit_callbacks
+):
+    """A killed worker's message is redelivered at once, while its lease still runs: the task does
+    not drop it (the order would wait for the sweep) but comes back when the lease ends."""
+    from config.celery import app
+    from partner.fulfillment.tasks import fulfill
+
+    Tracker.objects.filter(pk=tracker.pk).update(claimed_until=timezone.now() + timedelta(seconds=20))
+    sent = []
+    monkeypatch.setattr(app, "send_task", lambda name, **options: sent.append((name, options)))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        fulfill(tracker_id=tracker.pk)
+
+    assert fake_platform.names() == []  # the holder's work is not done twice
+    [(name, options)] = sent
+    assert name == "fulfillment.fulfill" and options["kwargs"] == {"tracker_id": tracker.pk}
+    assert 19 <= options["countdown"] <= 22
+
+
+def test_a_message_for_a_finished_order_is_dropped(fake_platform, tracker, monkeypatch):
+    from config.celery import app
+    from partner.fulfillment.tasks import fulfill
+
+    Tracker.objects.filter(pk=tracker.pk).update(status=TrackerStatus.REQUEST_COMPLETED)
+    sent = []
+    monkeypatch.setattr(app, "send_task", lambda name, **options: sent.append(name))
+    fulfill(tracker_id=tracker.pk)
+    assert sent == [] and fake_platform.names() == []
