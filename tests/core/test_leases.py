@@ -9,7 +9,6 @@ from partner.core.leases import lease_release, lease_seconds, lease_take
 from partner.fulfillment.models import Tracker
 
 
-
 @pytest.mark.django_db
 def test_a_held_row_cannot_be_taken_until_it_is_released():
     tracker = Tracker.objects.create(transaction_id="t-lease")
