@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from partner.catalog.selectors import signing_secrets_all
+from partner.core.logging import control_characters_escape
 from partner.inbox.dispatch import handler_for
 from partner.inbox.models import Notification, NotificationState
 from partner.inbox.notifications import NotANotification, notification_parse
@@ -61,11 +62,15 @@ def signing_secrets_forget() -> None:
 
 
 def headers_storable(headers) -> dict:
-    """The request headers worth keeping for a person reading the inbox: no credential, no signature."""
+    """The request headers worth keeping for a person reading the inbox: no credential, no signature.
+
+    Control characters are kept as escapes (`\\x00`): gunicorn refuses them in a header, but a
+    server that passes them on must not make the row unstorable (PostgreSQL takes no NUL in jsonb).
+    """
     signature_header = settings.SVC_SIGNATURE_HEADER.lower()
     pat_header = settings.SVC_PAT_HEADER.lower()
     return {
-        name: value[:500]
+        control_characters_escape(name): control_characters_escape(value[:500])
         for name, value in headers.items()
         if name.lower() not in _UNSTORED_HEADERS and name.lower() not in (signature_header, pat_header)
     }

@@ -3,11 +3,14 @@
 The spec's notification: eventTime, eventType, meta.resourceType,
 meta.resourceId, meta.instanceId (the product's name), meta.resourceRef; an `eventId` when the
 service sends one. Parsing never trusts the body: anything else is refused
-with a reason.
+with a reason. That includes a body nested deeper than the parser goes, a NUL anywhere in
+it (PostgreSQL takes none in text or jsonb) and any control character in a field we keep
+(ids, types and the reference are plain text, and they are written to the log).
 """
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -16,6 +19,10 @@ from django.utils.dateparse import parse_datetime
 
 class NotANotification(Exception):
     """The body was signed correctly but is not a webhook notification."""
+
+
+# C0, DEL and C1 controls, and the Unicode line and paragraph separators.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 @dataclass(frozen=True)
@@ -53,15 +60,37 @@ def _text(value, name, *, required=True, limit=2000):
         raise NotANotification(f"{name} must be a string")
     if len(value) > limit:
         raise NotANotification(f"{name} is too long")
+    if _CONTROL.search(value):
+        raise NotANotification(f"{name} holds a control character")
     return value
 
 
-def notification_parse(body: bytes) -> ParsedNotification:
+def _nul_refuse(data) -> None:
+    """Refuse a NUL in any string of the body, key or value (walked without recursion: the depth is the sender's)."""
+    pending = [data]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, str) and "\x00" in item:
+            raise NotANotification("the body holds a NUL control character")
+
+
+def _json_load(body: bytes):
     try:
         # UTF-8 only: json.loads would also take UTF-16 or UTF-32 bytes, which we could not store as text.
-        data = json.loads(body.decode("utf-8"))
+        return json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise NotANotification("the body is not JSON") from None
+    except RecursionError:
+        raise NotANotification("the body is nested too deeply") from None
+
+
+def notification_parse(body: bytes) -> ParsedNotification:
+    data = _json_load(body)
     if not isinstance(data, dict):
         raise NotANotification("the body is not a JSON object")
     meta = data.get("meta")
@@ -76,7 +105,7 @@ def notification_parse(body: bytes) -> ParsedNotification:
     if event_time is None:
         raise NotANotification("eventTime must be an ISO 8601 timestamp")
 
-    return ParsedNotification(
+    parsed = ParsedNotification(
         event_id=_text(data.get("eventId"), "eventId", required=False, limit=200),
         event_type=_text(data.get("eventType"), "eventType", limit=100),
         event_time=event_time,
@@ -85,3 +114,5 @@ def notification_parse(body: bytes) -> ParsedNotification:
         product_name=_text(meta.get("instanceId"), "meta.instanceId", required=False, limit=200),
         resource_ref=_text(meta.get("resourceRef"), "meta.resourceRef", required=False),
     )
+    _nul_refuse(data)  # after the fields, which say which one is wrong
+    return parsed

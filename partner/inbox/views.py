@@ -1,7 +1,8 @@
 """POST /v1/webhooks: the service's signed notifications.
 
 The signature is checked over the raw bytes before anything is parsed; an
-accepted notification is stored before the 202 goes out. The view is outside
+accepted notification is stored before the 202 goes out. A chunked body (no
+Content-Length) is read up to the same limit as any other. The view is outside
 any request-wide transaction, so what was stored stays stored.
 """
 
@@ -53,20 +54,58 @@ class MessageSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
-def _too_large(request) -> bool:
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        return True
-    return length > settings.WEBHOOK_MAX_BYTES
+class WebhookBodyRefused(Exception):
+    """The body cannot be read: `status` (411, 413) and `message` are the answer."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
 
 
-def _read_body(request) -> bytes | None:
-    """The raw body, or None when it is larger than WEBHOOK_MAX_BYTES (read no further than that)."""
-    if _too_large(request):
-        return None
-    body = request.read(settings.WEBHOOK_MAX_BYTES + 1)
-    return None if len(body) > settings.WEBHOOK_MAX_BYTES else body
+def _read_at_most(stream, size: int) -> bytes:
+    """Up to `size` bytes of `stream`, fewer only at its end."""
+    parts, left = [], size
+    while left > 0:
+        part = stream.read(left)
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
+def _body_stream(request):
+    """Where the body is read from: Django's request, or the server's own stream for a body without a length.
+
+    Django's WSGI request reads nothing of a body without Content-Length (Transfer-Encoding:
+    chunked), so a signed webhook would be checked as empty. The server's stream is read instead
+    where the server says it ends with the body (`wsgi.input_terminated`: gunicorn decodes the
+    chunks); a server that does not (Django's runserver) cannot hand the body over: 411.
+    """
+    length = request.META.get("CONTENT_LENGTH")
+    environ = getattr(request, "environ", None)  # WSGI; an ASGI request holds the whole body already
+    if length or environ is None or "wsgi.input" not in environ:
+        try:
+            too_large = int(length or 0) > settings.WEBHOOK_MAX_BYTES
+        except ValueError:
+            too_large = True
+        if too_large:
+            raise WebhookBodyRefused(413, "Request body too large")
+        return request
+    if environ.get("wsgi.input_terminated"):
+        return environ["wsgi.input"]
+    if request.META.get("HTTP_TRANSFER_ENCODING"):
+        raise WebhookBodyRefused(411, "A Content-Length is required")
+    return request  # no body at all
+
+
+def _read_body(request) -> bytes:
+    """The raw body, read no further than WEBHOOK_MAX_BYTES and one byte (to tell a larger one: 413)."""
+    body = _read_at_most(_body_stream(request), settings.WEBHOOK_MAX_BYTES + 1)
+    if len(body) > settings.WEBHOOK_MAX_BYTES:
+        raise WebhookBodyRefused(413, "Request body too large")
+    return body
 
 
 class WebhookReceiveApi(APIView):
@@ -90,14 +129,16 @@ class WebhookReceiveApi(APIView):
             202: OpenApiResponse(description="Accepted (also a duplicate delivery or an event we ignore)"),
             400: MessageSerializer,
             401: MessageSerializer,
+            411: MessageSerializer,
             413: MessageSerializer,
             503: MessageSerializer,
         },
     )
     def post(self, request):
-        body = _read_body(request._request)
-        if body is None:
-            return Response({"message": "Request body too large"}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+        try:
+            body = _read_body(request._request)
+        except WebhookBodyRefused as refused:
+            return Response({"message": refused.message}, status=refused.status)
         try:
             notification_id = webhook_receive(
                 body=body,

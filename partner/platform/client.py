@@ -32,12 +32,31 @@ JSON = "application/json"
 UPLOAD_BLOCK = 64 * 1024
 
 
+class ServicePathIdError(ServiceError, ValueError):
+    """An id that cannot be placed in a service path (raised before any request is made).
+
+    Not transient: the same id is refused every time. Both a ServiceError (what the callers of
+    the client handle) and a ValueError (what it is: a bad argument).
+    """
+
+
+# The characters of an id in a path (RFC 3986 unreserved, and ":" and "@", which `resource_ref_parse`
+# takes too); an id of dots only is a dot segment ("." or ".."), which a client or server resolves.
+_PATH_ID = re.compile(r"[A-Za-z0-9._~:@-]{1,200}")
+
+
+def path_id_valid(value) -> bool:
+    """True when `value` may be placed in a service path as one segment."""
+    return isinstance(value, str) and bool(_PATH_ID.fullmatch(value)) and value.strip(".") != ""
+
+
 def _url(*segments) -> str:
+    """The service URL of these path segments, each checked (`path_id_valid`) and percent-encoded."""
     parts = []
     for segment in segments:
-        segment = str(segment)
-        if not segment:
-            raise ValueError("an id in a service path must not be empty")
+        if not path_id_valid(segment):
+            shown = repr(segment)[:60] if isinstance(segment, str) else type(segment).__name__
+            raise ServicePathIdError(f"not an id that may be placed in a service path: {shown}")
         parts.append(quote(segment, safe=""))
     return settings.SVC_BASE_URL + "/" + "/".join(parts)
 

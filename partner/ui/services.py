@@ -27,7 +27,6 @@ _ORIGIN_GONE = {401, 403, 404, 410}
 
 
 _TOKEN_SHAPE = re.compile(r"[\x21-\x7e]{1,4096}")
-_MAX_ID_LENGTH = 200
 
 
 class OriginProblem(Exception):
@@ -75,8 +74,9 @@ def origin_context_fetch(*, origin_id: str, partner_access_token: str) -> Origin
     """Read and check the origin; raise OriginProblem with the proxy's answer when it cannot be shown."""
     if not origin_id or not partner_access_token:
         raise OriginProblem(400, _errors("origin_missing", "An origin id and partner access token are required."))
-    if not _TOKEN_SHAPE.fullmatch(partner_access_token) or len(origin_id) > _MAX_ID_LENGTH:
-        # The token travels on as an HTTP header: only visible ASCII can be one.
+    if not _TOKEN_SHAPE.fullmatch(partner_access_token) or not platform.path_id_valid(origin_id):
+        # The token travels on as an HTTP header: only visible ASCII can be one. The id goes into the
+        # service's path: only a plain id (never "..", "/" or "%") may, or our tokens go to another address.
         raise OriginProblem(400, _errors("origin_malformed", "The origin id or partner access token is malformed."))
     try:
         origin = platform.get_origin(origin_id, partner_access_token)

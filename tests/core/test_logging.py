@@ -135,3 +135,28 @@ def test_an_event_with_a_traceback_or_line_breaks_is_one_line():
     assert "\n" not in line and "\r" not in line
     assert line.startswith("ERROR failed\\nINFO forged line")
     assert "Traceback (most recent call last):\\n" in line and "ValueError: first\\nsecond" in line
+
+
+def test_every_control_character_is_escaped_in_a_line():
+    """C0, DEL and C1 controls (and the Unicode line separators) never reach the log raw: an escape sequence
+    could repaint a terminal, a NUL or a NEL cut the line for a collector."""
+    from partner.core.logging import OneLineFormatter
+
+    controls = [chr(code) for code in [*range(0x20), 0x7F, *range(0x80, 0xA0)]] + ["\u2028", "\u2029"]
+    formatter = OneLineFormatter("%(levelname)s %(message)s")
+    record = logging.LogRecord("x", logging.WARNING, __file__, 1, "id=%s", ("a" + "".join(controls) + "z",), None)
+    line = formatter.format(record)
+    assert not any(character in line for character in controls)
+    assert line.startswith("WARNING id=a\\x00\\x01")
+    assert "\\t\\n\\x0b\\x0c\\r" in line
+    assert line.endswith(
+        "\\x1f\\x7f\\x80" + "".join(f"\\x{code:02x}" for code in range(0x81, 0xA0)) + "\\u2028\\u2029z"
+    )
+
+
+def test_printable_text_is_kept_as_is_in_a_line():
+    from partner.core.logging import OneLineFormatter
+
+    text = "txn-José 42 €5 — done \\n stays"
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "%s", (text,), None)
+    assert OneLineFormatter("%(message)s").format(record) == text

@@ -194,7 +194,7 @@ def test_origin_401_renews_only_when_the_bearer_scheme_is_named(fake_service):
 
 def test_pat_header_name_comes_from_settings(fake_service, settings):
     settings.SVC_PAT_HEADER = "X-Other-PAT"
-    fake_service.route("GET", "/svc/partner/v2/origins/o%2F1", Reply(200, {"id": "o/1"}))
-    assert client.get_origin("o/1", "partner-access-token-2").id == "o/1"  # ids are quoted into one segment
-    [seen] = fake_service.requests_to("GET", "/svc/partner/v2/origins/o%2F1")
+    fake_service.route("GET", "/svc/partner/v2/origins/o%3A1", Reply(200, {"id": "o:1"}))
+    assert client.get_origin("o:1", "partner-access-token-2").id == "o:1"  # ids are quoted into one segment
+    [seen] = fake_service.requests_to("GET", "/svc/partner/v2/origins/o%3A1")
     assert seen.headers["X-Other-PAT"] == "partner-access-token-2" and "X-Svc-PAT" not in seen.headers
