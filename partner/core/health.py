@@ -47,10 +47,13 @@ def broker_check(timeout: float = 2.0) -> bool:
     try:
         with current_app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1, timeout=timeout)
-            # The filesystem transport "connects" without touching anything:
-            # ask for the default queue so a missing folder shows as down.
+            # The filesystem transport "connects" without touching anything: declare the default
+            # queue so a missing folder shows as down. Declared as Celery declares it (durable, not
+            # auto-deleted): RabbitMQ refuses a declaration that differs from the existing queue's.
             with conn.channel() as channel:
-                channel.queue_declare(current_app.conf.task_default_queue, passive=False)
+                channel.queue_declare(
+                    current_app.conf.task_default_queue, passive=False, durable=True, auto_delete=False
+                )
     except Exception:
         return False
     return True

@@ -46,3 +46,33 @@ def test_healthz_broker_down_only(tmp_path):
     status, body = result.stdout.strip().splitlines()[-2:]
     assert status == "503"
     assert json.loads(body)["down"] == ["broker"]
+
+
+def test_the_broker_check_on_rabbitmq_matches_the_queue_celery_declares(settings):
+    """On RabbitMQ the check declared the task queue non-durable: refused (406) once Celery had
+    declared it durable, so /healthz said "broker down" for ever, and the other way round the
+    workers could not start."""
+    import pytest
+    from kombu import Connection, Exchange, Queue
+
+    from partner.core.health import broker_check
+    from tests.conftest import broker_point, port_answers
+
+    if not port_answers(5672):
+        pytest.skip("RabbitMQ does not answer on 127.0.0.1:5672")
+    from config.celery import app
+
+    url = "amqp://guest:guest@127.0.0.1:5672//"
+    name = f"{app.conf.task_default_queue}-health"
+    previous = (app.conf.broker_write_url, app.conf.task_default_queue)
+    with Connection(url) as conn:
+        Queue(name, Exchange(name), name, durable=True)(conn.default_channel).declare()  # as Celery does
+    try:
+        app.conf.task_default_queue = name
+        broker_point(url)
+        assert broker_check() is True
+    finally:
+        app.conf.task_default_queue = previous[1]
+        broker_point(previous[0])
+        with Connection(url) as conn:
+            conn.default_channel.queue_delete(name)
