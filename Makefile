@@ -53,10 +53,18 @@ run: demo
 	@echo ""
 	$(VENV)/bin/honcho -f Procfile start
 
+# The tests whose behaviour is about the queue: run again on RabbitMQ when it answers.
+QUEUE_TESTS = tests/fulfillment/test_pipeline.py tests/fulfillment/test_worker_killed.py \
+	tests/inbox/test_relay.py tests/inbox/test_receive.py tests/core/test_healthz.py
+
 test: setup
 	@eval "$$(bin/test-services)"; \
 	  echo "make test: database $${DATABASE_URL:-sqlite (default)}, broker $${CELERY_BROKER_URL:-filesystem (default)}"; \
-	  $(VENV)/bin/pytest $(PYTEST_ARGS)
+	  $(VENV)/bin/pytest $(PYTEST_ARGS) || exit 1; \
+	  if [ -n "$${RABBITMQ_URL:-}" ] && [ -z "$(PYTEST_ARGS)" ]; then \
+	    echo "make test: the queue tests again on RabbitMQ ($${RABBITMQ_URL%%@*}@...)"; \
+	    CELERY_BROKER_URL="$$RABBITMQ_URL" $(VENV)/bin/pytest $(QUEUE_TESTS) || exit 1; \
+	  else echo "make test: RabbitMQ not answering on 127.0.0.1:5672, its run skipped"; fi
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

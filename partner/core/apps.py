@@ -6,3 +6,6 @@ from django.apps import AppConfig
 class CoreConfig(AppConfig):
     name = "partner.core"
     verbose_name = "Core"
+
+    def ready(self):
+        from . import checks  # noqa: F401 - registers the production preflight (check --deploy)

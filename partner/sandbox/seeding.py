@@ -7,6 +7,7 @@ What the data is lives in `demo`; this module creates it or brings it up to date
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction as db_transaction
 
 from . import demo
@@ -48,6 +49,10 @@ def sandbox_seed(*, public_base_url: str | None = None, reset: bool = False) -> 
             guid=item["guid"], defaults={"instance": instance, "data": item["data"]}
         )
         seed.loans.append(loan)
+    if not settings.SVC_SIGNING_SECRETS:
+        raise ImproperlyConfigured(
+            "The sandbox signs its webhooks with the first of SVC_SIGNING_SECRETS: set it to seed the sandbox."
+        )
     secret = settings.SVC_SIGNING_SECRETS[0]
     for document in demo.product_documents(base):
         product = Product.objects.filter(service_id=document["id"]).first()

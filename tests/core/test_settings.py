@@ -8,17 +8,25 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_django(env_overrides, code="import django; django.setup(); print('started')"):
+def django_env(env_overrides):
+    """The process environment of a Django subprocess: ours without any of the application's variables."""
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("DJANGO_", "DATABASE_URL", "SVC_", "FIELD_", "SANDBOX_", "CELERY_", "CACHE_URL"))
+        if not k.startswith(
+            ("DJANGO_", "DATABASE_URL", "SVC_", "FIELD_", "SANDBOX_", "CELERY_", "CACHE_URL", "HOST_ORIGINS")
+        )
+        and k not in ("PUBLIC_BASE_URL", "LOG_LEVEL")
     }
     # A local .env must not fill in what the test leaves out.
     env.update({"DJANGO_SETTINGS_MODULE": "config.settings.base", "DJANGO_READ_DOT_ENV_FILE": "false", **env_overrides})
+    return env
+
+
+def run_django(env_overrides, code="import django; django.setup(); print('started')"):
     return subprocess.run(
         [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); {code}"],
-        env=env,
+        env=django_env(env_overrides),
         cwd="/",
         capture_output=True,
         text=True,
@@ -30,9 +38,11 @@ PRODUCTION = {
     "DJANGO_DEBUG": "false",
     "DJANGO_SECRET_KEY": "x" * 50,
     "DJANGO_ALLOWED_HOSTS": "partner.example.com",
-    "FIELD_ENCRYPTION_KEYS": "bG9jYWwtZGV2LW9ubHkta2V5LW5vdC1zZWNyZXQtMDA=",
+    # Not the local runs' key (config/settings/base.py), which production refuses.
+    "FIELD_ENCRYPTION_KEYS": "dGVzdHMtZmllbGQta2V5LW5vdC1hLXJlYWwtb25lLTA=",
     "SVC_CLIENT_SECRET": "a-real-secret",
 }
+SETTINGS = "import django; django.setup(); from django.conf import settings as s; "
 
 
 def test_production_settings_start():
@@ -90,3 +100,94 @@ def test_sandbox_can_be_asked_for_in_production():
 def test_debug_mode_runs_without_secrets():
     result = run_django({"DJANGO_DEBUG": "true"})
     assert result.returncode == 0, result.stderr
+
+
+# The sandbox's public demo values (config/settings/base.py, partner/sandbox/tokens.py): the defaults of
+# local runs, known to anyone who has read the code.
+DEMO_CLIENT_ID = "sandbox-partner-client"
+DEMO_CLIENT_SECRET = "sandbox-partner-client-secret"  # noqa: S105
+DEMO_SIGNING_SECRET = "sandbox-webhook-signing-secret"  # noqa: S105
+
+
+def test_debug_mode_keeps_the_sandbox_demo_values():
+    code = SETTINGS + "print(s.SVC_CLIENT_ID, s.SVC_CLIENT_SECRET, *s.SVC_SIGNING_SECRETS, s.SANDBOX_ENABLED)"
+    result = run_django({"DJANGO_DEBUG": "true"}, code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, DEMO_SIGNING_SECRET, "True"]
+
+
+def test_production_has_no_default_signing_secret():
+    # Products may have their own secrets only: no list at all is allowed, the demo one is never filled in.
+    result = run_django(PRODUCTION, SETTINGS + "print(repr(s.SVC_SIGNING_SECRETS))")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_production_refuses_the_demo_signing_secret():
+    for value in (DEMO_SIGNING_SECRET, f"a-real-signing-secret,{DEMO_SIGNING_SECRET}"):
+        result = run_django({**PRODUCTION, "SVC_SIGNING_SECRETS": value})
+        assert result.returncode != 0, value
+        assert "ImproperlyConfigured" in result.stderr
+        assert "SVC_SIGNING_SECRETS" in result.stderr
+
+
+def test_production_refuses_the_demo_client_secret_even_with_the_sandbox():
+    for sandbox in ("false", "true"):
+        result = run_django({**PRODUCTION, "SVC_CLIENT_SECRET": DEMO_CLIENT_SECRET, "SANDBOX_ENABLED": sandbox})
+        assert result.returncode != 0, sandbox
+        assert "SVC_CLIENT_SECRET" in result.stderr
+
+
+def test_production_requires_a_client_secret_even_with_the_sandbox():
+    env = {k: v for k, v in PRODUCTION.items() if k != "SVC_CLIENT_SECRET"}
+    result = run_django({**env, "SANDBOX_ENABLED": "true"})
+    assert result.returncode != 0
+    assert "SVC_CLIENT_SECRET is required" in result.stderr
+
+
+def test_production_refuses_the_local_development_keys():
+    cases = {
+        "DJANGO_SECRET_KEY": "local-development-only-not-secret",
+        "FIELD_ENCRYPTION_KEYS": "bG9jYWwtZGV2LW9ubHkta2V5LW5vdC1zZWNyZXQtMDA=",
+    }
+    for name, value in cases.items():
+        result = run_django({**PRODUCTION, name: value})
+        assert result.returncode != 0, name
+        assert name in result.stderr
+
+
+def test_production_start_up_messages_do_not_echo_the_secret():
+    result = run_django({**PRODUCTION, "SVC_SIGNING_SECRETS": f"secret-of-ours-91f2,{DEMO_SIGNING_SECRET}"})
+    assert result.returncode != 0
+    assert "secret-of-ours-91f2" not in result.stderr
+
+
+def write_env_file(tmp_path, text):
+    path = tmp_path / "dot.env"
+    path.write_text(text)
+    return {"DJANGO_READ_DOT_ENV_FILE": "true", "DJANGO_ENV_FILE": str(path)}
+
+
+def test_dot_env_file_cannot_mount_the_sandbox_in_production(tmp_path):
+    # What `make setup` writes (a copy of .env.example), then DJANGO_DEBUG=false from the process
+    # environment; or the file itself edited to say DJANGO_DEBUG=false.
+    for debug_in_file in ("", "DJANGO_DEBUG=false\n"):
+        file_env = write_env_file(tmp_path, f"{debug_in_file}SANDBOX_ENABLED=true\nLOG_LEVEL=WARNING\n")
+        result = run_django({**PRODUCTION, **file_env}, SETTINGS + "print(s.SANDBOX_ENABLED, s.LOG_LEVEL)")
+        assert result.returncode == 0, result.stderr
+        # The file was read (LOG_LEVEL), its SANDBOX_ENABLED was not obeyed.
+        assert result.stdout.split() == ["False", "WARNING"], debug_in_file
+
+
+def test_dot_env_file_still_mounts_the_sandbox_in_local_runs(tmp_path):
+    file_env = write_env_file(tmp_path, "DJANGO_DEBUG=true\nSANDBOX_ENABLED=true\n")
+    result = run_django(file_env, SETTINGS + "print(s.DEBUG, s.SANDBOX_ENABLED)")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "True"]
+
+
+def test_process_environment_wins_over_dot_env_file(tmp_path):
+    file_env = write_env_file(tmp_path, "SANDBOX_ENABLED=false\n")
+    result = run_django({**PRODUCTION, **file_env, "SANDBOX_ENABLED": "true"}, SETTINGS + "print(s.SANDBOX_ENABLED)")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True"
