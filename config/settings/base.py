@@ -33,12 +33,14 @@ if env.bool("DJANGO_READ_DOT_ENV_FILE", default=True) and _ENV_FILE.is_file():
     environ.Env.read_env(_ENV_FILE, overwrite=False)
 
 # Local runs' and the sandbox's values: public (they are in this repository), so they are only
-# ever used with DJANGO_DEBUG on, and refused with it off (partner/core/checks.py knows them too).
-_LOCAL_SECRET_KEY = "local-development-only-not-secret"  # noqa: S105
-_LOCAL_FIELD_ENCRYPTION_KEY = "bG9jYWwtZGV2LW9ubHkta2V5LW5vdC1zZWNyZXQtMDA="
-_SANDBOX_CLIENT_ID = "sandbox-partner-client"
-_SANDBOX_CLIENT_SECRET = "sandbox-partner-client-secret"  # noqa: S105
-_SANDBOX_SIGNING_SECRET = "sandbox-webhook-signing-secret"  # noqa: S105
+# ever used with DJANGO_DEBUG on, and refused with it off (partner/core/demo_values.py).
+from partner.core import demo_values as _demo  # noqa: E402 - a module of constants, no Django import
+
+_LOCAL_SECRET_KEY = _demo.LOCAL_SECRET_KEY
+_LOCAL_FIELD_ENCRYPTION_KEY = _demo.LOCAL_FIELD_ENCRYPTION_KEY
+_SANDBOX_CLIENT_ID = _demo.SANDBOX_CLIENT_ID
+_SANDBOX_CLIENT_SECRET = _demo.SANDBOX_CLIENT_SECRET
+_SANDBOX_SIGNING_SECRET = _demo.SANDBOX_SIGNING_SECRET
 
 
 def _read(name, reader, *args, **kwargs):

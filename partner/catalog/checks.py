@@ -4,7 +4,7 @@ from django.conf import settings
 from django.core.checks import Error, Warning, register
 from django.db import DatabaseError
 
-from partner.core.checks import SANDBOX_SIGNING_SECRET
+from partner.core.demo_values import SANDBOX_SIGNING_SECRET
 
 
 @register("catalog")

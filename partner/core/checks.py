@@ -19,12 +19,13 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.checks import Error, register
 
-# The public values of local runs and of the sandbox (their defaults in config/settings/base.py).
-SANDBOX_CLIENT_ID = "sandbox-partner-client"
-SANDBOX_CLIENT_SECRET = "sandbox-partner-client-secret"  # noqa: S105 - public demo value
-SANDBOX_SIGNING_SECRET = "sandbox-webhook-signing-secret"  # noqa: S105 - public demo value
-LOCAL_SECRET_KEY = "local-development-only-not-secret"  # noqa: S105 - public local value
-LOCAL_FIELD_ENCRYPTION_KEY = "bG9jYWwtZGV2LW9ubHkta2V5LW5vdC1zZWNyZXQtMDA="
+from partner.core.demo_values import (
+    LOCAL_FIELD_ENCRYPTION_KEY,
+    LOCAL_SECRET_KEY,
+    SANDBOX_CLIENT_ID,
+    SANDBOX_CLIENT_SECRET,
+    SANDBOX_SIGNING_SECRET,
+)
 
 # Kombu transports that run inside the process or on one machine's disk, with no server.
 SERVERLESS_BROKERS = ("filesystem", "memory")

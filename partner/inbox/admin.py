@@ -25,27 +25,6 @@ class NotificationAdmin(admin.ModelAdmin):
     search_fields = ["resource_id", "event_id", "product_name", "dedupe_key"]
     date_hierarchy = "received_at"
     actions = ["replay"]
-    readonly_fields = [
-        "received_at",
-        "state",
-        "attempts",
-        "duplicates",
-        "last_error",
-        "enqueued_at",
-        "claimed_until",
-        "processed_at",
-        "event_id",
-        "event_type",
-        "event_time",
-        "resource_type",
-        "resource_id",
-        "product_name",
-        "resource_ref",
-        "dedupe_key",
-        "remote_addr",
-        "headers_pretty",
-        "body_pretty",
-    ]
     fieldsets = [
         (
             None,
@@ -79,6 +58,8 @@ class NotificationAdmin(admin.ModelAdmin):
         ),
         ("As received", {"fields": ["remote_addr", "headers_pretty", "body_pretty"]}),
     ]
+    # Everything shown is read-only: what the service sent and what we did with it.
+    readonly_fields = [name for _, options in fieldsets for name in options["fields"]]
 
     def has_add_permission(self, request):
         return False

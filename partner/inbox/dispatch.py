@@ -9,9 +9,11 @@ A worker takes a notification with a lease (`partner.core.leases`), so two messa
 notification (a duplicate publish, a replay) are processed once.
 """
 
+import functools
 import logging
 from collections.abc import Callable
 
+from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
@@ -28,8 +30,10 @@ logger = logging.getLogger(__name__)
 Handler = Callable[..., object]
 
 
-def handler_table() -> dict[tuple[str, str], Handler]:
-    """(resource type, event type) -> handler. Built per call: the URNs follow SVC_URN_PREFIX."""
+@functools.cache
+def handler_table(urn_prefix: str) -> dict[tuple[str, str], Handler]:
+    """(resource type, event type) -> handler, for the URNs under `urn_prefix` (built once per prefix:
+    every webhook asks)."""
     return {
         (transaction_resource_type(), WEBHOOK_EVENT_CREATED): handlers.transaction_created,
         (event_resource_type(), WEBHOOK_EVENT_CREATED): handlers.event_created,
@@ -38,7 +42,7 @@ def handler_table() -> dict[tuple[str, str], Handler]:
 
 def handler_for(resource_type: str, event_type: str) -> Handler | None:
     """The handler of a notification, or None when we ignore it."""
-    return handler_table().get((resource_type, event_type))
+    return handler_table(settings.SVC_URN_PREFIX).get((resource_type, event_type))
 
 
 def _take(notification_id: int) -> Notification | None:

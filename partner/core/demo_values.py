@@ -1,0 +1,12 @@
+"""The public values of local runs and of the sandbox: defaults with DJANGO_DEBUG on, refused with it off.
+
+One place for them: `config/settings/base.py` uses them as the local defaults and refuses them in
+production; `partner/core/checks.py` (the `check --deploy` preflight) reports them. They are in
+this repository, so they are secrets of nobody.
+"""
+
+SANDBOX_CLIENT_ID = "sandbox-partner-client"
+SANDBOX_CLIENT_SECRET = "sandbox-partner-client-secret"  # noqa: S105 - public demo value
+SANDBOX_SIGNING_SECRET = "sandbox-webhook-signing-secret"  # noqa: S105 - public demo value
+LOCAL_SECRET_KEY = "local-development-only-not-secret"  # noqa: S105 - public local value
+LOCAL_FIELD_ENCRYPTION_KEY = "bG9jYWwtZGV2LW9ubHkta2V5LW5vdC1zZWNyZXQtMDA="
