@@ -17,18 +17,19 @@ def product_get(*, name: str | None = None, service_id: str | None = None) -> Pr
     return None
 
 
-def signing_secrets_all() -> list[str]:
-    """Every product's own webhook signing secret, in plaintext, for the webhook verifier.
+def product_signing_secrets() -> list[tuple[str, str]]:
+    """(product name, its own webhook signing secret in plaintext) for every product that has one.
 
-    Each is also registered with the log redaction, so that none reaches a log line.
+    A secret that no key decrypts is left out (it verifies nothing; /healthz names the product).
+    Each secret is also registered with the log redaction, so that none reaches a log line.
     """
-    secrets = []
-    for value in Product.objects.exclude(signing_secret="").values_list("signing_secret", flat=True):
+    pairs = []
+    for name, value in Product.objects.exclude(signing_secret="").values_list("name", "signing_secret"):
         # values_list goes through from_db_value, so these are decrypted.
-        if value and value not in secrets:
+        if value:
             secret_register(value)
-            secrets.append(value)
-    return secrets
+            pairs.append((name, str(value)))
+    return pairs
 
 
 def partner_account_get(*, username: str) -> PartnerAccount | None:

@@ -19,6 +19,7 @@ class NotificationState(models.TextChoices):
     PROCESSED = "processed", "Processed"
     IGNORED = "ignored", "Ignored"  # a resource or event type we do not handle
     FAILED = "failed", "Failed"  # gave up; see last_error
+    REFUSED = "refused", "Refused"  # signed with another product's secret: answered 401, never processed
 
 
 class Notification(TimeStampedModel, LeasedModel):

@@ -94,11 +94,12 @@ def notification_replay(*, notification_id: int) -> bool:
     """Admin action: process a notification again, whatever happened to it before.
 
     Put back to `received`; the relay hands it to the broker within INBOX_RELAY_INTERVAL (the
-    sweep, when no relay runs). False when there is no such notification.
+    sweep, when no relay runs). False when there is no such notification, or it was refused (a
+    notification signed with another product's secret is never processed).
     """
     return (
-        Notification.objects.filter(pk=notification_id).update(
-            state=NotificationState.RECEIVED, last_error="", updated_at=timezone.now()
-        )
+        Notification.objects.filter(pk=notification_id)
+        .exclude(state=NotificationState.REFUSED)
+        .update(state=NotificationState.RECEIVED, last_error="", updated_at=timezone.now())
         > 0
     )

@@ -17,21 +17,27 @@ def signature_compute(body: bytes, secret: str) -> str:
     return base64.b64encode(digest).decode("ascii")
 
 
-def signature_verify(body: bytes, signature: str | None, secrets: Iterable[str]) -> bool:
-    """True when `signature` is the signature of `body` under any of `secrets`."""
+def signature_matches(body: bytes, signature: str | None, secrets: Iterable[str]) -> list[str]:
+    """The secrets of `secrets` under which `signature` is the signature of `body` (none: refused)."""
     if not signature:
-        return False
+        return []
     try:
         received = base64.b64decode(signature.strip(), validate=True)
     except (binascii.Error, ValueError):
-        return False
+        return []
     if len(received) != hashlib.sha256().digest_size:
-        return False
-    matched = False
+        return []
+    matched = []
     for secret in secrets:
         if not secret:
             continue
         expected = hmac.new(secret.encode(), body, hashlib.sha256).digest()
         # No early exit: every secret is tried, so timing does not tell which matched.
-        matched |= hmac.compare_digest(expected, received)
+        if hmac.compare_digest(expected, received):
+            matched.append(secret)
     return matched
+
+
+def signature_verify(body: bytes, signature: str | None, secrets: Iterable[str]) -> bool:
+    """True when `signature` is the signature of `body` under any of `secrets`."""
+    return bool(signature_matches(body, signature, secrets))

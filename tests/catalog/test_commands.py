@@ -105,12 +105,12 @@ def test_signing_secret_check_is_quiet_outside_production_or_with_own_secrets(se
     assert signing_secrets_check() == []
 
 
-def test_signing_secrets_all_gives_plaintext():
-    from partner.catalog.selectors import signing_secrets_all
+def test_product_signing_secrets_gives_plaintext_by_product():
+    from partner.catalog.selectors import product_signing_secrets
 
     product_make(signing_secret="secret-one-abcdef")
     product_make(name="other", service_id="p2")
-    assert signing_secrets_all() == ["secret-one-abcdef"]
+    assert product_signing_secrets() == [("address-verification", "secret-one-abcdef")]
 
 
 def test_partner_account_reads_the_process_stdin(monkeypatch):

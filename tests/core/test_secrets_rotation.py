@@ -47,9 +47,8 @@ def test_keys_rotate_end_to_end_and_the_old_key_can_be_removed(settings, signed_
 
     assert decrypt(stored_ciphertext(product)) == "product-secret-rotating"
     assert Product.objects.get(pk=product.pk).signing_secret == "product-secret-rotating"
-    body = json.dumps(
-        {"eventTime": "2026-11-23T10:00:00Z", "eventType": "created", "meta": {"resourceType": "x", "resourceId": "1"}}
-    ).encode()
+    meta = {"resourceType": "x", "resourceId": "1", "instanceId": "rotating"}
+    body = json.dumps({"eventTime": "2026-11-23T10:00:00Z", "eventType": "created", "meta": meta}).encode()
     assert signed_post(body, secret="product-secret-rotating").status_code == 202
 
 
