@@ -55,8 +55,9 @@ def test_a_product_secret_signs_for_its_own_product(signed_post, two_products):
 
 
 def test_a_deployment_secret_signs_for_any_product(signed_post, two_products):
-    assert signed_post(notification("product-b"), secret="deployment-wide-secret-2026").status_code == 202
-    assert signed_post(notification("no-such-product", "txn-2"), secret="deployment-wide-secret-2026").status_code == 202
+    deployment = "deployment-wide-secret-2026"
+    assert signed_post(notification("product-b"), secret=deployment).status_code == 202
+    assert signed_post(notification("no-such-product", "txn-2"), secret=deployment).status_code == 202
 
 
 def test_another_products_secret_is_refused_logged_and_kept_as_refused(signed_post, two_products, caplog):
