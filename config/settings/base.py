@@ -339,8 +339,9 @@ STALL_SECONDS = env.int("STALL_SECONDS", default=120)
 # confirmation (admin filter, /healthz warning); the reconciliation completes it when the service's
 # transaction list says it is completed, and staff can confirm it by hand.
 # A worker's hold on a notification or an order lasts this long unless renewed; it renews it every
-# third of this while it works, so a dead worker's order is free again within this many seconds.
-LEASE_SECONDS = env.float("LEASE_SECONDS", default=30.0)
+# third of this while it works, so a dead worker's order is free again within this many seconds,
+# and picked up by another worker within a third of it more (partner/core/leases.py).
+LEASE_SECONDS = env.float("LEASE_SECONDS", default=15.0)
 CONFIRMATION_WAIT_SECONDS = env.int("CONFIRMATION_WAIT_SECONDS", default=900)
 CELERY_BEAT_SCHEDULE = {
     "inbox-sweep": {"task": "inbox.sweep", "schedule": SWEEP_INTERVAL},

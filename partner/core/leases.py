@@ -5,16 +5,21 @@ UPDATE that only matches while the row's lease is free, so the database decides 
 workers (SQLite and PostgreSQL alike), and sets `claimed_until` LEASE_SECONDS ahead. While it
 works, a thread renews the lease every third of that (`lease_kept`); when the worker dies, the
 renewals stop and the row is free again within LEASE_SECONDS, not after a task's whole time
-limit. A row that waits longer than STALL_SECONDS with nobody holding it had its message lost
-(a broker restart, a worker killed before it took the row): each app's periodic sweep hands
-such rows to the broker again. The two apps
-sweep their own tables with their own task because each owns its rows and its queue; the
-rule of when a row is taken and when it is stalled lives here, once.
+limit. A lease that ran out while still set (`claimed_until` in the past, never released) is the mark
+of a worker that died holding the row: every worker's housekeeping loop (the inbox relay)
+looks for such rows every third of LEASE_SECONDS and hands them back at once
+(`leases_expired_hand_back`), whatever the broker does with the dead worker's message (RabbitMQ
+redelivers it at once, Redis only after its visibility timeout). A row that waits longer than
+STALL_SECONDS with nobody holding it had its message lost (a broker restart, a worker killed
+before it took the row): each app's periodic sweep hands such rows to the broker again. Each
+app hands back and sweeps its own rows, because each owns its rows and its queue; the rule of
+when a row is taken, when it was left by a dead worker and when it is stalled lives here, once.
 """
 
 import contextlib
 import logging
 import threading
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -90,6 +95,38 @@ def lease_remaining(queryset: models.QuerySet) -> float:
     """Seconds until the lease of the row of `queryset` runs out (0 when it is free)."""
     until = queryset.values_list("claimed_until", flat=True).first()
     return max(0.0, (until - timezone.now()).total_seconds()) if until else 0.0
+
+
+def leases_expired_free(queryset: models.QuerySet, *, limit: int = 100, **updates) -> list:
+    """Free the rows of `queryset` whose lease ran out without being released (their worker died),
+    applying `updates`; the primary keys freed. Each row is freed for one caller only, however many
+    workers look at once: the UPDATE matches only the lease value that was read."""
+    freed = []
+    now = timezone.now()
+    for pk, until in queryset.filter(claimed_until__lt=now).values_list("pk", "claimed_until")[:limit]:
+        if queryset.filter(pk=pk, claimed_until=until).update(claimed_until=None, **updates):
+            freed.append(pk)
+    return freed
+
+
+# name -> a function that frees its app's rows left by dead workers and hands them to the broker
+# again (how many). Registered by each app in its ready(): this layer knows no app.
+_hand_backs: dict[str, Callable[[], int]] = {}
+
+
+def lease_hand_back_register(name: str, hand_back: Callable[[], int]) -> None:
+    _hand_backs[name] = hand_back
+
+
+def leases_expired_hand_back() -> int:
+    """Hand every row left by a dead worker back to the broker; how many."""
+    total = 0
+    for name, hand_back in _hand_backs.items():
+        count = hand_back()
+        if count:
+            logger.warning("%d %s left by a worker that stopped renewing its lease: handed back", count, name)
+        total += count
+    return total
 
 
 def stalled_before() -> datetime:

@@ -19,3 +19,8 @@ class FulfillmentConfig(AppConfig):
         from partner.fulfillment.selectors import confirmation_health_warnings
 
         health_warning_register(confirmation_health_warnings)
+
+        from partner.core.leases import lease_hand_back_register
+        from partner.fulfillment.reconciliation import trackers_left_hand_back
+
+        lease_hand_back_register("trackers", trackers_left_hand_back)

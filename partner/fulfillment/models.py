@@ -7,6 +7,7 @@ never uploads or patches twice.
 """
 
 from django.db import models
+from django.db.models import Q
 
 from partner.core.encryption import EncryptedTextField
 from partner.core.leases import LeasedModel
@@ -71,7 +72,11 @@ class Tracker(TimeStampedModel, LeasedModel):
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["status", "updated_at"], name="tracker_status_updated")]
+        indexes = [
+            models.Index(fields=["status", "updated_at"], name="tracker_status_updated"),
+            # The hand-back of dead workers' trackers, every few seconds in every worker: held ones only.
+            models.Index(fields=["claimed_until"], condition=Q(claimed_until__isnull=False), name="tracker_held"),
+        ]
 
     def __str__(self):
         return f"{self.transaction_id} ({self.status})"

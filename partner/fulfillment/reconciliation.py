@@ -1,7 +1,9 @@
 """Nothing accepted is lost: re-enqueue stalled trackers, and start transactions we never heard of.
 
-`trackers_sweep` finds active trackers whose task was lost (broker down when it was enqueued,
-or a worker killed: see `partner.core.leases`) and enqueues them again.
+`trackers_left_hand_back` enqueues at once the active trackers whose worker died holding them
+(their lease ran out unreleased; every worker looks every few seconds). `trackers_sweep` finds
+active trackers whose task was lost (broker down when it was enqueued, or a worker killed
+before it took the tracker: see `partner.core.leases`) and enqueues them again.
 `transactions_reconcile` lists the service's transactions (endpoint #7, every page) and opens
 a tracker for each one we have none for, so a lost webhook delays an order and never loses it;
 it also completes a delivered order whose "processed" callback was lost, when the list says the
@@ -17,8 +19,9 @@ decides who opens a tracker, and a tracker's lease decides who works on it.
 
 import logging
 
+from partner.core.leases import leases_expired_free
 from partner.fulfillment.enqueue import tracker_fulfill_enqueue
-from partner.fulfillment.models import Tracker
+from partner.fulfillment.models import ACTIVE_STATUSES, Tracker
 from partner.fulfillment.selectors import trackers_awaiting_confirmation, trackers_stalled
 from partner.fulfillment.services import tracker_complete, tracker_open
 from partner.platform import client
@@ -29,6 +32,14 @@ logger = logging.getLogger(__name__)
 FINISHED_SERVICE_STATUSES = {"completed", "cancelled", "canceled"}
 # The status that says the service holds our final response.
 COMPLETED_SERVICE_STATUS = "completed"
+
+
+def trackers_left_hand_back() -> int:
+    """Hand the active trackers whose worker died holding them to a worker again; how many."""
+    ids = leases_expired_free(Tracker.objects.filter(status__in=ACTIVE_STATUSES))
+    for tracker_id in ids:
+        tracker_fulfill_enqueue(tracker_id)
+    return len(ids)
 
 
 def trackers_sweep(*, limit: int = 500) -> int:

@@ -6,3 +6,9 @@ from django.apps import AppConfig
 class InboxConfig(AppConfig):
     name = "partner.inbox"
     verbose_name = "Inbox"
+
+    def ready(self):
+        from partner.core.leases import lease_hand_back_register
+        from partner.inbox.outbox import notifications_left_hand_back
+
+        lease_hand_back_register("notifications", notifications_left_hand_back)

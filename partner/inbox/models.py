@@ -7,6 +7,7 @@ with a lease (`claimed_until`) while it processes it.
 """
 
 from django.db import models
+from django.db.models import Q
 
 from partner.core.leases import LeasedModel
 from partner.core.models import TimeStampedModel
@@ -48,7 +49,11 @@ class Notification(TimeStampedModel, LeasedModel):
 
     class Meta:
         ordering = ["-received_at"]
-        indexes = [models.Index(fields=["state", "updated_at"], name="inbox_state_updated")]
+        indexes = [
+            models.Index(fields=["state", "updated_at"], name="inbox_state_updated"),
+            # The hand-back of dead workers' notifications, every few seconds in every worker: held ones only.
+            models.Index(fields=["claimed_until"], condition=Q(claimed_until__isnull=False), name="inbox_held"),
+        ]
 
     def __str__(self):
         return f"{self.event_type} {self.resource_type} {self.resource_id}"

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from partner.core.leases import lease_free, stalled_before
+from partner.core.leases import lease_free, leases_expired_free, stalled_before
 from partner.inbox.models import Notification, NotificationState
 
 logger = logging.getLogger(__name__)
@@ -76,6 +76,13 @@ def notifications_stalled():
         Q(state=NotificationState.QUEUED, updated_at__lt=stalled_before())
         | (Q(state=NotificationState.PROCESSING) & lease_free(now))
     )
+
+
+def notifications_left_hand_back() -> int:
+    """Put the notifications whose worker died processing them back to `received` (the relay hands
+    them over on its next round); how many."""
+    processing = Notification.objects.filter(state=NotificationState.PROCESSING)
+    return len(leases_expired_free(processing, state=NotificationState.RECEIVED, updated_at=timezone.now()))
 
 
 def notifications_sweep(*, limit: int = 500) -> int:

@@ -8,16 +8,22 @@ in several workers share the rows without waiting on each other. It sleeps
 INBOX_RELAY_INTERVAL seconds when there is nothing to hand over, and goes
 again at once while there is; 0 turns it off (the periodic sweep still
 enqueues what waits, only later).
+
+The loop also does the workers' other frequent chore: every third of LEASE_SECONDS it hands back
+the rows a dead worker held (`partner.core.leases.leases_expired_hand_back`), so that an order
+whose worker was killed is picked up within seconds on any broker.
 """
 
 import logging
 import os
 import threading
+import time
 
 from celery import bootsteps
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from partner.core.leases import lease_seconds, leases_expired_hand_back
 from partner.inbox.outbox import notifications_relay
 
 logger = logging.getLogger(__name__)
@@ -64,11 +70,15 @@ def relay_loop(stop: threading.Event, *, interval: float) -> None:
     """Relay until `stop` is set. A failure (database or broker away) is logged and retried later."""
     _fork_guard_install()
     failing = False
+    hand_back_at = 0.0
     while not stop.is_set():
         moved = 0
         try:
             with _round:
                 close_old_connections()  # as around a request: drop a connection the database closed
+                if time.monotonic() >= hand_back_at:
+                    leases_expired_hand_back()
+                    hand_back_at = time.monotonic() + lease_seconds() / 3
                 moved = notifications_relay(limit=BATCH)
                 if connection.vendor == "sqlite":
                     # SQLite's file locks are per process: no open handle goes into a forked child.

@@ -47,3 +47,50 @@ def test_a_working_worker_renews_its_short_lease_and_a_dead_one_loses_it(setting
     # The worker is gone (no more renewals): the lease runs out within LEASE_SECONDS.
     time.sleep(0.8)
     assert lease_take(rows) is True
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rows_left_by_a_dead_worker_are_handed_back_once_and_nothing_else_is(tasks_sent):
+    from partner.core.leases import leases_expired_hand_back
+    from partner.fulfillment.models import TrackerStatus
+    from partner.inbox.models import Notification, NotificationState
+
+    past, future = timezone.now() - timedelta(seconds=1), timezone.now() + timedelta(seconds=30)
+    left = Tracker.objects.create(transaction_id="t-left", status=TrackerStatus.IN_PROGRESS, claimed_until=past)
+    Tracker.objects.create(transaction_id="t-held", status=TrackerStatus.IN_PROGRESS, claimed_until=future)
+    Tracker.objects.create(transaction_id="t-free", status=TrackerStatus.IN_PROGRESS)
+    Tracker.objects.create(transaction_id="t-done", status=TrackerStatus.REQUEST_COMPLETED, claimed_until=past)
+    note = Notification.objects.create(
+        dedupe_key="k-left", resource_type="x", resource_id="1", event_type="created", body="{}",
+        state=NotificationState.PROCESSING, claimed_until=past,
+    )  # fmt: skip
+
+    assert leases_expired_hand_back() == 2
+    assert tasks_sent == [("fulfillment.fulfill", {"tracker_id": left.pk})]
+    left.refresh_from_db()
+    note.refresh_from_db()
+    assert left.claimed_until is None
+    assert (note.state, note.claimed_until) == (NotificationState.RECEIVED, None)  # for the relay's next round
+    assert leases_expired_hand_back() == 0  # each row handed back once, however many workers look
+
+
+@pytest.mark.django_db
+def test_a_lease_renewed_meanwhile_is_not_freed():
+    from partner.core.leases import leases_expired_free
+
+    past = timezone.now() - timedelta(seconds=1)
+    tracker = Tracker.objects.create(transaction_id="t-renewed", claimed_until=past)
+    rows = Tracker.objects.filter(pk=tracker.pk)
+    # Read as expired, then renewed by its (slow, alive) worker before the UPDATE: the UPDATE
+    # matches only the value read, so the live worker keeps it.
+    original = rows.filter
+
+    def renewed_between(*args, **kwargs):
+        if "claimed_until" in kwargs:
+            Tracker.objects.filter(pk=tracker.pk).update(claimed_until=timezone.now() + timedelta(seconds=30))
+        return original(*args, **kwargs)
+
+    rows.filter = renewed_between
+    assert leases_expired_free(rows) == []
+    tracker.refresh_from_db()
+    assert tracker.claimed_until > timezone.now()

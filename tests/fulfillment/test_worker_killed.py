@@ -1,18 +1,27 @@
 """A worker killed (SIGKILL) mid-fulfillment: after a restart the order completes, nothing twice.
 
-The worker is a real `celery -A config worker` process. The sandbox answers
-the response PATCH with 503 until the test clears the fault, so the worker
-has uploaded the report and waits to retry the PATCH (the 503's Retry-After
-holds the retry back, so the kill lands between attempts) when it is killed.
-The sweeper (or, on the filesystem broker, the redelivered retry) hands the
-tracker to a new worker, which resumes after the last recorded step: no
-second slot request, upload or PATCH.
+Two drills, run on every broker `make test` finds (Redis, RabbitMQ, the local default):
+
+Killed during a slow upload (the sandbox's latency fault holds the PUT): the outcome of the upload
+is unknown, so the order is delivered with a fresh slot and one PATCH, within 30 s of the kill.
+The dead worker's lease runs out (LEASE_SECONDS, 15 s) and the new worker's housekeeping loop
+hands the tracker back at once; nothing waits for the broker's redelivery (Redis's comes after
+its visibility timeout, an hour).
+
+Killed between attempts: the sandbox answers the response PATCH with 503 until the test clears
+the fault, so the worker has uploaded the report and waits to retry the PATCH (the 503's
+Retry-After holds the retry back, so the kill lands between attempts) when it is killed. The
+sweeper (or a redelivered retry) hands the tracker to a new worker, which resumes after the last
+recorded step: no second slot request, upload or PATCH.
+
+The workers are real `celery -A config worker` processes.
 """
 
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -113,3 +122,51 @@ def test_worker_killed_mid_fulfillment_resumes_without_a_second_upload_or_patch(
     assert UploadSlot.objects.filter(transaction_id=txn.id).count() == 1  # one slot request
     assert UploadSlot.objects.filter(transaction_id=txn.id, uploaded_at__isnull=False).count() == 1  # one upload
     assert Response.objects.get(transaction_id=txn.id).patch_count == 1  # one PATCH that landed
+
+
+def test_worker_killed_during_a_slow_upload_completes_with_one_patch_within_30_s(demo, service, tmp_path):
+    from config.celery import app
+
+    app.control.purge()
+    fault_set(endpoint="upload", latency=20, count=1)  # the first PUT is held long enough to be killed in
+    log = tmp_path / "worker.log"
+
+    first = worker_start(service, log)
+    try:
+        txn = transaction_create(
+            product=demo.products["address-verification"], user=demo.users["lender.demo"], loan=demo.loans[2]
+        )
+        wait_for(
+            lambda: TrackerAttachment.objects.filter(
+                tracker__transaction_id=txn.id, upload_started_at__isnull=False
+            ).exists(),
+            timeout=90,
+            message=lambda: f"the upload to start; worker log:\n{log.read_text()[-3000:]}",
+        )
+        time.sleep(1.0)  # the PUT is on its way and held by the service
+    finally:
+        worker_kill(first)
+    killed_at = time.monotonic()
+    assert first.returncode == -signal.SIGKILL
+    assert Tracker.objects.get(transaction_id=txn.id).claimed_until is not None  # held by a dead worker
+
+    second = worker_start(service, log)
+    try:
+        wait_for(
+            lambda: Tracker.objects.filter(transaction_id=txn.id, status=TrackerStatus.REQUEST_COMPLETED).exists(),
+            timeout=60,
+            message=lambda: f"completion; worker log:\n{log.read_text()[-3000:]}",
+        )
+        took = time.monotonic() - killed_at
+    finally:
+        worker_kill(second)
+
+    print(f"\nkilled during the upload: completed {took:.1f} s after the kill")
+    assert took <= 30
+    response = Response.objects.get(transaction_id=txn.id)
+    assert response.patch_count == 1  # one PATCH that landed
+    referenced = {resource["id"] for resource in response.data["resources"]}
+    uploaded = set(
+        UploadSlot.objects.filter(transaction_id=txn.id, uploaded_at__isnull=False).values_list("id", flat=True)
+    )
+    assert referenced and referenced <= uploaded  # the PATCH names what was really uploaded
