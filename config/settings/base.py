@@ -264,6 +264,12 @@ SVC_MAX_RETRIES = env.int("SVC_MAX_RETRIES", default=3)
 SVC_RETRY_BACKOFF = env.float("SVC_RETRY_BACKOFF", default=0.5)
 SVC_RETRY_BACKOFF_MAX = env.float("SVC_RETRY_BACKOFF_MAX", default=8.0)
 SVC_RETRY_AFTER_MAX = env.float("SVC_RETRY_AFTER_MAX", default=30.0)
+# Where an upload slot's location may point (partner/platform/locations.py). Strict whenever
+# DJANGO_DEBUG is off, with no variable to turn it off: https only, and only to public addresses.
+# SVC_UPLOAD_HOSTS: the hosts allowed (`uploads.example.com`, or `.example.com` for a domain and its
+# subdomains), in every mode; empty allows any host.
+SVC_UPLOAD_LOCATION_STRICT = not DEBUG
+SVC_UPLOAD_HOSTS = env.list("SVC_UPLOAD_HOSTS", default=[])
 
 # Webhook intake: the largest body accepted on POST /v1/webhooks.
 WEBHOOK_MAX_BYTES = env.int("WEBHOOK_MAX_BYTES", default=256 * 1024)

@@ -37,6 +37,7 @@ from partner.fulfillment.models import (
 from partner.fulfillment.services import first_time, step_record, tracker_fail, transaction_ref
 from partner.platform import client
 from partner.platform.errors import ResourceOutsideServiceError, ServiceError, ServiceValidationError
+from partner.platform.locations import UploadLocationRefusedError
 from partner.platform.types import Transaction
 
 logger = logging.getLogger(__name__)
@@ -246,6 +247,11 @@ def _upload(tracker: Tracker, attachment: TrackerAttachment) -> None:
         try:
             client.upload_resource(attachment.upload_slot(), bytes(attachment.content))
             break
+        except UploadLocationRefusedError as exc:  # nothing was sent; a service that says so again is no better
+            raise TrackerFailed(
+                FailureCode.SERVICE_REJECTED,
+                f"The service gave an upload location we do not send documents to ({exc})",
+            ) from None
         except ServiceValidationError as exc:
             if exc.status != 409 or last_try:
                 raise

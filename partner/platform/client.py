@@ -23,6 +23,7 @@ from django.conf import settings
 from partner.core.logging import secret_register
 from partner.platform.errors import ResourceOutsideServiceError, ServiceError
 from partner.platform.http import response_json, retry_allowed, send, session_upload
+from partner.platform.locations import upload_location_check
 from partner.platform.tokens import authorized_send, bearer_refused
 from partner.platform.types import Origin, Page, Product, ResourceRef, Transaction, TransactionEvent, UploadSlot
 
@@ -153,12 +154,12 @@ def upload_resource(slot: UploadSlot, data) -> None:
     through the upload session, which never carries our bearer token and ignores
     ~/.netrc. Retried (PUT) when the body can be sent again: bytes, or a
     seekable file (rewound to where it started); a non-seekable stream is sent once.
+    The location must pass `upload_location_check` (partner.platform.locations: https and a
+    public address in production) or UploadLocationRefusedError is raised before any connection.
     """
-    parts = urlsplit(slot.location)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ServiceError("upload location is not an http(s) URL", method="PUT", url=slot.location)
     if not slot.authorization:
         raise ServiceError("upload slot carries no authorization value", method="PUT", url=slot.location)
+    upload_location_check(slot.location)
     rewind = None
     if isinstance(data, bytes | bytearray | memoryview):
         body, retry = bytes(data), retry_allowed("PUT")
