@@ -50,7 +50,9 @@ run: demo
 	@echo "  Host page (sandbox)   http://127.0.0.1:8000/sandbox/host/"
 	@echo "  Admin                 http://127.0.0.1:8000/admin/   (python manage.py createsuperuser)"
 	@echo "  Health                http://127.0.0.1:8000/healthz"
+	@echo "  Metrics               http://127.0.0.1:8000/metrics"
 	@echo ""
+	@rm -rf var/metrics  # the figures of this run's processes only (Prometheus multiprocess mode)
 	$(VENV)/bin/honcho -f Procfile start
 
 # The tests whose behaviour is about the queue: run again on RabbitMQ when it answers.

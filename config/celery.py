@@ -3,7 +3,7 @@
 import os
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun
+from celery.signals import task_postrun, task_prerun, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
 
@@ -59,3 +59,14 @@ def _task_connections_tidied(**kwargs):
 # The inbox relay runs in every worker (partner/inbox/relay.py). Named, not imported: the step is
 # loaded when the worker starts, after Django has set up the models it uses.
 app.steps["worker"].add("partner.inbox.relay:InboxRelay")
+
+
+@worker_ready.connect
+def _worker_metrics(**kwargs):
+    """A worker host without a web process serves its processes' figures (WORKER_METRICS_PORT)."""
+    from django.conf import settings
+
+    from partner.core.metrics import worker_metrics_serve
+
+    if settings.WORKER_METRICS_PORT:
+        worker_metrics_serve(settings.WORKER_METRICS_PORT)

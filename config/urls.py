@@ -5,10 +5,14 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from partner.core.views import healthz
+from partner.core.ratelimits import admin_login_limited
+from partner.core.views import healthz, metrics
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics, name="metrics"),
+    # Before admin.site.urls, so the admin's sign-in is answered through its rate limits.
+    path("admin/login/", admin_login_limited(admin.site.login)),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("v1/", include("partner.inbox.urls")),

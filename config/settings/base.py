@@ -274,6 +274,31 @@ SVC_UPLOAD_HOSTS = env.list("SVC_UPLOAD_HOSTS", default=[])
 # Webhook intake: the largest body accepted on POST /v1/webhooks.
 WEBHOOK_MAX_BYTES = env.int("WEBHOOK_MAX_BYTES", default=256 * 1024)
 
+
+# RATE LIMITS
+# ------------------------------------------------------------------------------
+# https://django-ratelimit.readthedocs.io/en/stable/rates.html
+# A rate is "count/period", the period s, m, h or d with an optional multiplier ("10/m", "100/5m").
+# Counted in the default cache per client address (REMOTE_ADDR as TrustedProxyMiddleware leaves
+# it), so the limits hold across processes only with a shared cache (Redis; partner.E005); beyond
+# a limit the answer is 429 with Retry-After (partner/core/ratelimits.py).
+def _rate(name: str, default: str) -> str:
+    value = env.str(name, default=default).strip()
+    count, _, period = value.partition("/")
+    multiplier, unit = period[:-1] or "1", period[-1:]
+    well_formed = count.isdecimal() and multiplier.isdecimal() and unit in ("s", "m", "h", "d")
+    if not well_formed or int(count) == 0 or int(multiplier) == 0:
+        raise ImproperlyConfigured(f"{name} must be a rate like 60/m (a count per s, m, h or d, e.g. 100/5m)")
+    return value
+
+
+# The embedded page's JSON reads that each cost the service a call with the lender's token (the origin
+# proxy, an order's progress, the order check) share one count per address. A page polling its order
+# takes 20 a minute: raise this when many lenders reach us from one address.
+RATELIMIT_ORIGIN = _rate("RATELIMIT_ORIGIN", "120/m")
+# The admin's sign-in: POSTs per address, and failed attempts per username tried.
+RATELIMIT_ADMIN_LOGIN = _rate("RATELIMIT_ADMIN_LOGIN", "10/m")
+
 # CELERY
 # ------------------------------------------------------------------------------
 # https://docs.celeryq.dev/en/stable/userguide/configuration.html
@@ -403,3 +428,17 @@ LOGGING = {
     },
 }
 DEFAULT_EXCEPTION_REPORTER_FILTER = "partner.core.logging.SecretsExceptionReporterFilter"
+# METRICS
+# ------------------------------------------------------------------------------
+# Prometheus figures at /metrics (partner/core/metrics.py). Every process of a host counts into
+# one directory (the client library's multiprocess mode), emptied when the host's processes start.
+PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default=str(VAR_DIR / "metrics"))
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = PROMETHEUS_MULTIPROC_DIR  # read by the library, before its first use
+Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
+# Open to anyone in local runs only; in production a bearer token or the networks named open it.
+METRICS_PUBLIC = DEBUG
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+METRICS_ALLOWED_NETWORKS = env.list("METRICS_ALLOWED_NETWORKS", default=[])
+# A worker host without a web process serves its processes' figures on this port (0: not served).
+WORKER_METRICS_PORT = env.int("WORKER_METRICS_PORT", default=0)
+

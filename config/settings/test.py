@@ -13,6 +13,20 @@ os.environ.setdefault(
     "DATABASE_URL", "sqlite:///" + os.path.join(os.path.dirname(__file__), "..", "..", "var", "test.sqlite3")
 )
 
+# Each run counts its metrics apart, in its own folder (the workers a test starts inherit it).
+os.environ.setdefault(
+    "PROMETHEUS_MULTIPROC_DIR",
+    os.path.join(
+        os.path.dirname(__file__),
+        "..",
+        "..",
+        "var",
+        "test-runs",
+        os.environ.setdefault("TEST_RUN_ID", str(os.getpid())),
+        "metrics",
+    ),
+)
+
 from .base import *  # noqa: E402,F403
 from .base import CELERY_BROKER_URL, VAR_DIR  # noqa: E402
 

@@ -9,3 +9,6 @@ class CoreConfig(AppConfig):
 
     def ready(self):
         from . import checks  # noqa: F401 - registers the production preflight (check --deploy)
+        from .metrics import broker_waiting_collect, metrics_collector_register
+
+        metrics_collector_register("broker", broker_waiting_collect)

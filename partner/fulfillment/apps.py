@@ -24,3 +24,8 @@ class FulfillmentConfig(AppConfig):
         from partner.fulfillment.reconciliation import trackers_left_hand_back
 
         lease_hand_back_register("trackers", trackers_left_hand_back)
+
+        from partner.core.metrics import metrics_collector_register
+        from partner.fulfillment.metrics import orders_collect
+
+        metrics_collector_register("orders", orders_collect)

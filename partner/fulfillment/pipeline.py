@@ -28,6 +28,7 @@ from partner.catalog.services import product_ensure
 from partner.core.leases import lease_kept, lease_release, lease_take
 from partner.fulfillment.fulfillers import Fulfillment, FulfillmentRefused, fulfiller_for
 from partner.fulfillment.models import (
+from partner.fulfillment.metrics import order_delivered
     ACTIVE_STATUSES,
     FailureCode,
     Tracker,
@@ -293,3 +294,4 @@ def _deliver(tracker: Tracker, attachments: list[TrackerAttachment]) -> None:
     )
     step_record(tracker, "delivered", f"{len(attachments)} resource(s)")
     logger.info("transaction %s: response delivered", tracker.transaction_id)
+    order_delivered(tracker, now)

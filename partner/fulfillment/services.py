@@ -16,6 +16,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from partner.fulfillment.enqueue import tracker_fulfill_enqueue
+from partner.fulfillment.metrics import order_completed, order_failed
 from partner.fulfillment.models import ACTIVE_STATUSES, FailureCode, Tracker, TrackerStatus, TrackerStep
 from partner.platform import client
 from partner.platform.errors import ServiceError
@@ -90,9 +91,15 @@ def _reopen_if_failed_by_its_notification(tracker: Tracker, *, resource_ref: str
 def tracker_fail(*, tracker: Tracker, code: str, reason: str, tell_lender: bool = False) -> None:
     """Fail the tracker for good; tell the lender through partnerStatus where that helps them."""
     now = timezone.now()
-    Tracker.objects.filter(pk=tracker.pk).exclude(status=TrackerStatus.REQUEST_COMPLETED).update(
-        status=TrackerStatus.FAILED, failure_code=code, failure_reason=reason[:2000], failed_at=now, updated_at=now
+    failed = (
+        Tracker.objects.filter(pk=tracker.pk)
+        .exclude(status=TrackerStatus.REQUEST_COMPLETED)
+        .update(
+            status=TrackerStatus.FAILED, failure_code=code, failure_reason=reason[:2000], failed_at=now, updated_at=now
+        )
     )
+    if failed:
+        order_failed(tracker, code)
     step_record(tracker, "failed", reason)
     logger.warning("transaction %s failed: %s (%s)", tracker.transaction_id, reason, code)
     if tell_lender:
@@ -140,6 +147,7 @@ def tracker_complete(*, transaction_id: str, event_id: str = "", because: str = 
     )
     tracker = Tracker.objects.filter(transaction_id=transaction_id).first()
     if done and tracker is not None:
+        order_completed(tracker, now)
         step_record(tracker, "completed", because or f"event {event_id}")
         logger.info("transaction %s: request completed (%s)", transaction_id, because or f"event {event_id}")
     return tracker

@@ -12,3 +12,8 @@ class InboxConfig(AppConfig):
         from partner.inbox.outbox import notifications_left_hand_back
 
         lease_hand_back_register("notifications", notifications_left_hand_back)
+
+        from partner.core.metrics import metrics_collector_register
+        from partner.inbox.metrics import inbox_collect
+
+        metrics_collector_register("inbox", inbox_collect)

@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from partner.inbox.intake import WebhookNotANotification, WebhookSignatureInvalid, webhook_receive
+from partner.inbox.metrics import WEBHOOKS
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +113,10 @@ class WebhookReceiveApi(APIView):
     authentication_classes = []
     permission_classes = []
     parser_classes = [RawBodyParser]
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        WEBHOOKS.labels(str(response.status_code)).inc()  # every answer, whichever branch gave it
+        return super().finalize_response(request, response, *args, **kwargs)
 
     # On the method, not the class: an operation_id on an APIView class breaks the schema (drf-spectacular).
     @extend_schema(

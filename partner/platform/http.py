@@ -38,6 +38,7 @@ import requests
 from django.conf import settings
 from requests.adapters import HTTPAdapter
 
+from partner.platform import metrics as _metrics  # noqa: F401 - counts every exchange (it connects to the signals)
 from partner.platform.errors import (
     ServiceError,
     ServiceUnavailableError,

@@ -21,6 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from partner.core.framing import embeddable
+from partner.core.ratelimits import address_rate_limited
 from partner.ui.forms import order_options_form_class
 from partner.ui.selectors import TransactionNotShown, transaction_progress_get
 from partner.ui.services import OriginProblem, origin_context_fetch
@@ -33,6 +34,12 @@ PAGE_CSP = (
 
 ORIGIN_ID_HEADER = "HTTP_X_ORIGIN_ID"
 PAT_HEADER = "HTTP_X_PARTNER_ACCESS_TOKEN"  # noqa: S105 - a header name, not a secret
+
+
+# Each JSON read below asks the service about the origin with the lender's token: one count per client
+# address over all of them (settings.RATELIMIT_ORIGIN), so that no address can make us call the service
+# at will; beyond it 429 with Retry-After, and the service is not called.
+_origin_rate_limited = address_rate_limited(group="ui-origin", rate_setting="RATELIMIT_ORIGIN")
 
 
 def _with_page_csp(view):
@@ -104,6 +111,7 @@ class OriginProxyApi(APIView):
             400: ErrorsSerializer,
             401: OpenApiTypes.OBJECT,
             404: ErrorsSerializer,
+            429: ErrorsSerializer,
             502: ErrorsSerializer,
         },
     )
@@ -147,6 +155,7 @@ class TransactionProgressApi(APIView):
             400: ErrorsSerializer,
             401: OpenApiTypes.OBJECT,
             404: ErrorsSerializer,
+            429: ErrorsSerializer,
             502: ErrorsSerializer,
         },
     )
@@ -175,6 +184,7 @@ class TransactionProgressApi(APIView):
         return Response(self.ProgressOutputSerializer(progress).data)
 
 
+@_origin_rate_limited
 @never_cache
 @require_POST
 def order_check(request):
@@ -203,5 +213,5 @@ def order_check(request):
     return JsonResponse({"request": {"type": "NEW_REQUEST", "options": form.cleaned_data}})
 
 
-origin_proxy = never_cache(OriginProxyApi.as_view())
-transaction_progress = never_cache(TransactionProgressApi.as_view())
+origin_proxy = _origin_rate_limited(never_cache(OriginProxyApi.as_view()))
+transaction_progress = _origin_rate_limited(never_cache(TransactionProgressApi.as_view()))

@@ -17,15 +17,10 @@ recorded step: no second slot request, upload or PATCH.
 The workers are real `celery -A config worker` processes.
 """
 
-import os
 import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-from django.db import connection
 
 from partner.fulfillment.models import Tracker, TrackerAttachment, TrackerStatus
 from partner.fulfillment.reconciliation import trackers_sweep
@@ -33,42 +28,9 @@ from partner.sandbox.faults import fault_set, faults_clear
 from partner.sandbox.models import Response, UploadSlot
 from partner.sandbox.transactions import transaction_create
 from tests.conftest import wait_for
+from tests.workers import worker_kill, worker_start
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def database_url() -> str:
-    db = connection.settings_dict
-    if db["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{db['NAME']}"
-    return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
-def worker_start(service, log_path: Path) -> subprocess.Popen:
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings.test",
-        "DATABASE_URL": database_url(),
-        "PUBLIC_BASE_URL": service.url,
-        "SVC_BASE_URL": service.base_url,
-        "SVC_TOKEN_URL": service.token_url,
-    }
-    log = log_path.open("ab")
-    return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=prefork", "--concurrency=1", "-l", "INFO"],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
-def worker_kill(process: subprocess.Popen) -> None:
-    os.killpg(process.pid, signal.SIGKILL)  # the whole worker: main process and its child
-    process.wait(timeout=30)
 
 
 def test_worker_killed_mid_fulfillment_resumes_without_a_second_upload_or_patch(demo, service, settings, tmp_path):

@@ -1,0 +1,132 @@
+"""Rate limits: what a client may ask of us per window before it is answered 429 with Retry-After.
+
+Counting is django-ratelimit's (`get_usage`): fixed windows in the default cache, so the limits hold
+across every web process only when that cache is shared (Redis in production, partner.E005). Limited
+requests do nothing else: the view is not called, so no call goes to the service and no login is tried.
+
+- `address_rate_limited(group=..., rate_setting=...)`: every request counts against the client's
+  address; beyond the rate, 429 with the UI's error shape `{"errors": [{status, code, message}]}`.
+- `admin_login_limited(view)`: the admin's sign-in. Every POST counts against the address (counted
+  before the attempt, so parallel requests cannot slip past); failed attempts count against the
+  username tried, so that a botnet cannot share the guessing at one account while the account's owner
+  is never locked out by signing in. Past either limit even the right password is refused with 429
+  until the window frees. The username check comes before the attempt and the count after it, so
+  parallel failures may pass it by at most the server's concurrency.
+
+The client's address is REMOTE_ADDR as partner.core.middleware.TrustedProxyMiddleware leaves it; an
+IPv6 client counts by its /64, the share one host is usually given.
+"""
+
+import functools
+import ipaddress
+
+from django.conf import settings
+from django.http import HttpResponse, JsonResponse
+from django_ratelimit.core import get_usage
+
+# An IPv6 client may change addresses inside the /64 it was given: count the network.
+IPV6_PREFIX = 64
+
+
+def client_address(group, request) -> str:
+    """The rate-limit key of the client's address (django-ratelimit calls keys with the group too)."""
+    address = request.META.get("REMOTE_ADDR", "")
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address  # not an address (a Unix socket's peer): all such requests share one count
+    if ip.version == 6:
+        return str(ipaddress.ip_network(f"{ip}/{IPV6_PREFIX}", strict=False).network_address)
+    return str(ip)
+
+
+def login_username(request) -> str:
+    """The username a sign-in tried, as the limit counts it: case and surrounding spaces do not matter."""
+    return request.POST.get("username", "").strip().casefold()
+
+
+def retry_after(usage: dict) -> int:
+    """Whole seconds until the window of `usage` frees.
+
+    django-ratelimit's window ends at a whole second (`time_left` after the current one) and its next
+    window begins one second later; a failed cache read gives -1, answered as 1.
+    """
+    return max(1, usage["time_left"] + 1)
+
+
+def _rate_limited_json(seconds: int) -> JsonResponse:
+    message = f"Too many requests from this address. Try again in {seconds} seconds."
+    response = JsonResponse({"errors": [{"status": None, "code": "rate_limited", "message": message}]}, status=429)
+    response["Retry-After"] = str(seconds)
+    return response
+
+
+def address_rate_limited(*, group: str, rate_setting: str):
+    """Decorate a view: at most `settings.<rate_setting>` requests ("60/m") per client address in `group`.
+
+    Views decorated with the same group share one count.
+    """
+
+    def decorate(view):
+        @functools.wraps(view)
+        def limited(request, *args, **kwargs):
+            rate = getattr(settings, rate_setting)
+            usage = get_usage(request, group=group, key=client_address, rate=rate, increment=True)
+            if usage is not None and usage["should_limit"]:
+                return _rate_limited_json(retry_after(usage))
+            return view(request, *args, **kwargs)
+
+        return limited
+
+    return decorate
+
+
+def _login_refused(seconds: int) -> HttpResponse:
+    text = f"Too many sign-in attempts. Wait {seconds} seconds, then try again.\n"
+    response = HttpResponse(text, status=429, content_type="text/plain; charset=utf-8")
+    response["Retry-After"] = str(seconds)
+    return response
+
+
+def _signed_in(request, response) -> bool:
+    # The admin's login view redirects once it has logged the user in; a refused form is shown again (200).
+    return response.status_code == 302 and request.user.is_authenticated
+
+
+def admin_login_limited(view):
+    """Decorate the admin's login view with settings.RATELIMIT_ADMIN_LOGIN per address and per username."""
+
+    @functools.wraps(view)
+    def limited(request, *args, **kwargs):
+        if request.method != "POST":
+            return view(request, *args, **kwargs)
+        rate = settings.RATELIMIT_ADMIN_LOGIN
+        username = login_username(request)
+
+        def by_username(increment: bool):
+            return get_usage(
+                request,
+                group="admin-login:username",
+                key=lambda _group, _request: username,
+                rate=rate,
+                increment=increment,
+            )
+
+        waits = []
+        by_address = get_usage(request, group="admin-login:address", key=client_address, rate=rate, increment=True)
+        if by_address is not None and by_address["should_limit"]:
+            waits.append(retry_after(by_address))
+        if username:
+            # Read, not counted: `count` is the failures so far, so the limit is reached at `limit` of them.
+            failures = by_username(increment=False)
+            if failures is not None and failures["count"] >= failures["limit"]:
+                waits.append(retry_after(failures))
+        if waits:
+            return _login_refused(max(waits))
+
+        response = view(request, *args, **kwargs)
+        if username and not _signed_in(request, response):
+            by_username(increment=True)
+        return response
+
+    return limited

@@ -1,0 +1,58 @@
+"""The orders' figures: outcomes, failures and turnarounds (counted), open orders (read when scraped).
+
+A turnaround runs from the tracker's opening (the "created" webhook, processed within a moment of
+its arrival) to the delivery of our response, and to its completion (the service's callback).
+"""
+
+from django.db.models import Count
+from prometheus_client import Counter, Histogram
+
+from partner.core.metrics import gauge
+from partner.fulfillment.models import Tracker, TrackerStatus
+from partner.fulfillment.selectors import trackers_awaiting_confirmation
+
+ORDERS_FINISHED = Counter(
+    "partner_orders_finished", "Orders that ended, by product and outcome (completed, failed).", ["product", "outcome"]
+)
+FAILURES = Counter("partner_order_failures", "Orders failed, by failure code.", ["code"])
+TURNAROUND = Histogram(
+    "partner_order_turnaround_seconds",
+    "From the order's webhook to its delivery (stage=delivered) and its completion (stage=completed).",
+    ["product", "stage"],
+    buckets=(1, 2, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 86400, 3 * 86400, 7 * 86400),
+)
+
+FINAL_STATUSES = (TrackerStatus.REQUEST_COMPLETED, TrackerStatus.FAILED)
+
+
+def _product(tracker: Tracker) -> str:
+    return tracker.product_name or "unknown"
+
+
+def order_delivered(tracker: Tracker, when) -> None:
+    TURNAROUND.labels(_product(tracker), "delivered").observe((when - tracker.created_at).total_seconds())
+
+
+def order_completed(tracker: Tracker, when) -> None:
+    TURNAROUND.labels(_product(tracker), "completed").observe((when - tracker.created_at).total_seconds())
+    ORDERS_FINISHED.labels(_product(tracker), "completed").inc()
+
+
+def order_failed(tracker: Tracker, code: str) -> None:
+    FAILURES.labels(code or "unknown").inc()
+    ORDERS_FINISHED.labels(_product(tracker), "failed").inc()
+
+
+def orders_collect():
+    open_orders = (
+        Tracker.objects.exclude(status__in=FINAL_STATUSES)
+        .values_list("status", "product_name")
+        .annotate(count=Count("pk"))
+    )
+    samples = {(status, product or "unknown"): count for status, product, count in open_orders}
+    yield gauge("partner_orders_open", "Orders not finished, by status and product.", samples, ("status", "product"))
+    yield gauge(
+        "partner_orders_awaiting_confirmation",
+        "Delivered orders whose 'processed' callback has not come within CONFIRMATION_WAIT_SECONDS.",
+        {(): trackers_awaiting_confirmation().count()},
+    )
