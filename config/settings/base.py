@@ -189,8 +189,8 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
-# The load balancers or proxies (addresses or networks) whose X-Forwarded-Proto is believed;
-# from anyone else the header is dropped (partner/core/middleware.py).
+# The load balancers or proxies (addresses or networks) whose X-Forwarded-Proto and X-Forwarded-For
+# are believed; from anyone else the headers are ignored (partner/core/middleware.py).
 TRUSTED_PROXIES = env.list("TRUSTED_PROXIES", default=[])
 if not DEBUG:
     # https://docs.djangoproject.com/en/5.2/ref/middleware/#http-strict-transport-security

@@ -31,14 +31,20 @@ class RequestIdMiddleware:
 
 
 class TrustedProxyMiddleware:
-    """Believe `X-Forwarded-Proto` only from the proxies TRUSTED_PROXIES names.
+    """Believe `X-Forwarded-Proto` and `X-Forwarded-For` only from the proxies TRUSTED_PROXIES names.
 
     Django's SECURE_PROXY_SSL_HEADER trusts the header from anyone, so a client talking plain
     HTTP straight to us could claim HTTPS and skip the redirect. This runs first and removes the
     header unless the request came from a trusted proxy's address.
+
+    Behind trusted proxies, REMOTE_ADDR becomes the client's address: the right-most address of
+    X-Forwarded-For that is not itself a trusted proxy (each proxy appends the address it saw, so
+    the ones on the left are the client's word and may be forged). The rate limits and the
+    inbox's record of who sent a webhook read it.
     """
 
-    header = "HTTP_X_FORWARDED_PROTO"
+    proto_header = "HTTP_X_FORWARDED_PROTO"
+    for_header = "HTTP_X_FORWARDED_FOR"
 
     def __init__(self, get_response):
         from django.conf import settings
@@ -53,7 +59,23 @@ class TrustedProxyMiddleware:
             return False
         return any(ip in network for network in self.networks)
 
+    def _client(self, forwarded_for: str) -> str | None:
+        """The right-most valid address of X-Forwarded-For that is not a trusted proxy."""
+        for hop in reversed([part.strip() for part in forwarded_for.split(",")]):
+            try:
+                address = str(ipaddress.ip_address(hop))
+            except ValueError:
+                return None  # a hop we cannot read: stop believing the header there
+            if not self._trusted(address):
+                return address
+        return None
+
     def __call__(self, request):
-        if self.header in request.META and not self._trusted(request.META.get("REMOTE_ADDR", "")):
-            del request.META[self.header]
+        meta = request.META
+        if self._trusted(meta.get("REMOTE_ADDR", "")):
+            client = self._client(meta.get(self.for_header, ""))
+            if client:
+                meta["REMOTE_ADDR"] = client
+        elif self.proto_header in meta:
+            del meta[self.proto_header]
         return self.get_response(request)

@@ -27,3 +27,39 @@ def test_the_named_proxy_is_believed(client):
 @override_settings(SECURE_SSL_REDIRECT=True, SECURE_PROXY_SSL_HEADER=PROXY_HEADER, TRUSTED_PROXIES=[])
 def test_with_no_proxy_named_nobody_is_believed(client):
     assert scheme_seen(client, "127.0.0.1") == 301
+
+
+def client_address_seen(*, remote_addr: str, forwarded_for: str | None, proxies: list[str]) -> str:
+    """REMOTE_ADDR as the views see it after the middleware."""
+    from django.http import HttpResponse
+    from django.test import RequestFactory
+
+    from partner.core.middleware import TrustedProxyMiddleware
+
+    seen = {}
+
+    def view(request):
+        seen["address"] = request.META["REMOTE_ADDR"]
+        return HttpResponse()
+
+    extra = {"HTTP_X_FORWARDED_FOR": forwarded_for} if forwarded_for is not None else {}
+    request = RequestFactory().get("/", REMOTE_ADDR=remote_addr, **extra)
+    with override_settings(TRUSTED_PROXIES=proxies):
+        TrustedProxyMiddleware(view)(request)
+    return seen["address"]
+
+
+@pytest.mark.parametrize(
+    "remote_addr, forwarded_for, expected",
+    [
+        ("10.0.0.5", "198.51.100.7", "198.51.100.7"),  # the client, as our load balancer saw it
+        ("10.0.0.5", "1.2.3.4, 198.51.100.7", "198.51.100.7"),  # the left part is the client's word
+        ("10.0.0.5", "198.51.100.7, 10.0.0.9", "198.51.100.7"),  # through two of our proxies
+        ("10.0.0.5", "garbage, 198.51.100.7", "198.51.100.7"),
+        ("10.0.0.5", "198.51.100.7, garbage", "10.0.0.5"),  # unreadable next to us: not believed
+        ("10.0.0.5", None, "10.0.0.5"),
+        ("203.0.113.9", "198.51.100.7", "203.0.113.9"),  # not from a proxy: the header is a claim
+    ],
+)
+def test_the_client_address_comes_from_x_forwarded_for_of_trusted_proxies_only(remote_addr, forwarded_for, expected):
+    assert client_address_seen(remote_addr=remote_addr, forwarded_for=forwarded_for, proxies=["10.0.0.0/8"]) == expected
