@@ -393,12 +393,24 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Partner application API",
     "DESCRIPTION": "Webhook receiver, origin proxy and transaction status of the partner application.",
+# RETENTION: borrowers' personal data is kept this many days, then purged by the daily task
+# (`core.purge` below; `manage.py purge --dry-run` says what it would do): personal fields erased
+# with the row kept, or whole rows deleted (partner/core/retention.py and each app's retention.py).
+# Counted from when a row was finished (a notification processed, an order completed or failed);
+# nothing of an open order is ever touched. 0 keeps that kind for ever.
+RETENTION_NOTIFICATION_BODY_DAYS = _read("RETENTION_NOTIFICATION_BODY_DAYS", env.int, default=30)  # body, headers
+RETENTION_NOTIFICATION_DAYS = _read("RETENTION_NOTIFICATION_DAYS", env.int, default=365)  # rows (dedupe keys)
+RETENTION_ORDER_DATA_DAYS = _read("RETENTION_ORDER_DATA_DAYS", env.int, default=90)  # response, errors
+RETENTION_DOCUMENT_DAYS = _read("RETENTION_DOCUMENT_DAYS", env.int, default=90)  # attachments' bytes (PDFs)
+RETENTION_STEP_DAYS = _read("RETENTION_STEP_DAYS", env.int, default=365)  # an order's step rows
+RETENTION_SANDBOX_DAYS = _read("RETENTION_SANDBOX_DAYS", env.int, default=7)  # the emulator's transactions etc.
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
 }
 
 # LOGGING
 # ------------------------------------------------------------------------------
+    "data-purge": {"task": "core.purge", "schedule": 24 * 60 * 60},  # once a day (RETENTION above)
 # One line per event with the request id; the redaction filter keeps secrets
 # (client secret, signing secrets, passwords, tokens) out of every line.
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")

@@ -13,6 +13,8 @@ class FulfillmentConfig(AppConfig):
         from partner.catalog.fulfiller_keys import fulfillers_install
         from partner.fulfillment.fulfillers import FULFILLERS
 
+        from . import retention  # noqa: F401 - registers what it keeps and how it is purged
+
         fulfillers_install(FULFILLERS)
 
         from partner.core.health import health_warning_register

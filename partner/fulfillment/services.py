@@ -173,6 +173,9 @@ def tracker_retry(*, tracker_id: int) -> bool:
         tracker = Tracker.objects.select_for_update().filter(pk=tracker_id, status=TrackerStatus.FAILED).first()
         if tracker is None:
             return False
+        if tracker.prepared_at and tracker.response is None and tracker.delivered_at is None:
+            # Its data was purged (retention): a retry would deliver an empty response.
+            return False
         Tracker.objects.filter(pk=tracker.pk).update(
             status=TrackerStatus.IN_PROGRESS if tracker.prepared_at else TrackerStatus.VALIDATION_REQUESTED,
             failure_code="",

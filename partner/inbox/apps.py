@@ -11,6 +11,8 @@ class InboxConfig(AppConfig):
         from partner.core.leases import lease_hand_back_register
         from partner.inbox.outbox import notifications_left_hand_back
 
+        from . import retention  # noqa: F401 - registers what it keeps and how it is purged
+
         lease_hand_back_register("notifications", notifications_left_hand_back)
 
         from partner.core.metrics import metrics_collector_register

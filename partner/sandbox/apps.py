@@ -15,6 +15,7 @@ class SandboxConfig(AppConfig):
     verbose_name = "Sandbox (service emulator)"
 
     def ready(self):
+        from . import retention  # noqa: F401 - registers what it keeps and how it is purged
         from .models import FaultRule
 
         # The fault rules are cached for a second per process: forget them on any

@@ -1,0 +1,104 @@
+"""What the fulfillment keeps of a finished order, and for how long (partner/core/retention.py).
+
+An order (tracker) is finished when it is completed or failed; every other status (validation
+requested, in progress, delivered and awaiting the service's callback) is open, and nothing of an
+open order is ever touched. Counted from when the order finished:
+
+- order data (RETENTION_ORDER_DATA_DAYS): the response we delivered (loan data: the corrected
+  property address, the result), the last error and failure reason, and the details of its steps
+  (which may quote a ZIP code) are erased;
+- documents (RETENTION_DOCUMENT_DAYS): each attachment's bytes (the PDF report) and its spent upload
+  location and authorization are erased; its name, type, resource id and upload time stay;
+- steps (RETENTION_STEP_DAYS): the order's step rows are deleted.
+
+The tracker's skeleton stays for good: transaction id, product, who ordered, request type, status,
+reference number, resource id and every step time. It holds no borrower data, feeds the dashboard,
+and is what makes a late or repeated notification of that transaction open nothing new.
+"""
+
+from collections.abc import Iterator
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import Exists, OuterRef, Q, QuerySet
+
+from partner.core.retention import DELETE, ERASE, pk_batches, purge_register, transactions_open_register
+from partner.fulfillment.models import Tracker, TrackerAttachment, TrackerStatus, TrackerStep
+
+FINISHED_STATUSES = (TrackerStatus.REQUEST_COMPLETED, TrackerStatus.FAILED)
+
+
+def trackers_open() -> QuerySet:
+    """Orders not finished: a status added later counts as open until this module says otherwise."""
+    return Tracker.objects.exclude(status__in=FINISHED_STATUSES)
+
+
+def transactions_with_open_order(transaction_ids: list[str]) -> set[str]:
+    return set(trackers_open().filter(transaction_id__in=transaction_ids).values_list("transaction_id", flat=True))
+
+
+def trackers_finished_before(cutoff: datetime) -> QuerySet:
+    return Tracker.objects.filter(
+        Q(status=TrackerStatus.REQUEST_COMPLETED, completed_at__lt=cutoff)
+        | Q(status=TrackerStatus.FAILED, failed_at__lt=cutoff)
+        # A finished order that never recorded when (none today): its last change says.
+        | Q(status__in=FINISHED_STATUSES, completed_at__isnull=True, failed_at__isnull=True, updated_at__lt=cutoff)
+    )
+
+
+def _order_data(cutoff: datetime) -> QuerySet:
+    detailed_steps = TrackerStep.objects.filter(tracker=OuterRef("pk")).exclude(detail="")
+    return trackers_finished_before(cutoff).filter(
+        Q(response__isnull=False) | ~Q(last_error="") | ~Q(failure_reason="") | Exists(detailed_steps)
+    )
+
+
+def order_data_plan(cutoff: datetime) -> int:
+    return _order_data(cutoff).count()
+
+
+def order_data_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
+    for batch in pk_batches(_order_data(cutoff), size=batch_size):
+        with transaction.atomic():
+            # Locked and checked again: an order retried meanwhile is open, and left alone.
+            ids = list(_order_data(cutoff).filter(pk__in=batch).select_for_update().values_list("pk", flat=True))
+            TrackerStep.objects.filter(tracker_id__in=ids).exclude(detail="").update(detail="")
+            erased = Tracker.objects.filter(pk__in=ids).update(response=None, last_error="", failure_reason="")
+        yield erased
+
+
+def _documents(cutoff: datetime) -> QuerySet:
+    return TrackerAttachment.objects.filter(tracker__in=trackers_finished_before(cutoff)).filter(
+        ~Q(content=b"") | ~Q(upload_location="") | ~Q(upload_authorization="")
+    )
+
+
+def documents_plan(cutoff: datetime) -> int:
+    return _documents(cutoff).count()
+
+
+def documents_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
+    for batch in pk_batches(_documents(cutoff), size=batch_size):
+        yield _documents(cutoff).filter(pk__in=batch).update(content=b"", upload_location="", upload_authorization="")
+
+
+def _steps(cutoff: datetime) -> QuerySet:
+    return TrackerStep.objects.filter(tracker__in=trackers_finished_before(cutoff))
+
+
+def steps_plan(cutoff: datetime) -> int:
+    return _steps(cutoff).count()
+
+
+def steps_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
+    for batch in pk_batches(_steps(cutoff), size=batch_size):
+        deleted, _ = _steps(cutoff).filter(pk__in=batch).delete()
+        yield deleted
+
+
+transactions_open_register(transactions_with_open_order)
+purge_register(
+    "order data", setting="RETENTION_ORDER_DATA_DAYS", action=ERASE, plan=order_data_plan, purge=order_data_purge
+)
+purge_register("documents", setting="RETENTION_DOCUMENT_DAYS", action=ERASE, plan=documents_plan, purge=documents_purge)
+purge_register("order steps", setting="RETENTION_STEP_DAYS", action=DELETE, plan=steps_plan, purge=steps_purge)

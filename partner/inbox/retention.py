@@ -1,0 +1,89 @@
+"""What the inbox keeps of a notification, and for how long (partner/core/retention.py).
+
+A notification is finished once processed, ignored, failed or refused; one still received, queued
+or processing is left alone, and so is every notification of an open order (its transaction's, or
+an event of it), whatever its age.
+
+- notification bodies (RETENTION_NOTIFICATION_BODY_DAYS, counted from when it was processed, or
+  received when it never was): the raw body, the request headers and the sender's address are
+  erased. The rest of the row stays: its `dedupe_key` still answers a late redelivery of the same
+  notification with 202 and no second processing, and a replay needs only the ids it keeps.
+- notifications (RETENTION_NOTIFICATION_DAYS, counted the same way): the rows themselves are
+  deleted, long after the service stops redelivering. A copy arriving even later would only find
+  the order's tracker, which stays for good, and do nothing.
+"""
+
+from collections.abc import Iterator
+from datetime import datetime
+
+from django.db.models import Exists, OuterRef, Q, QuerySet, Value
+from django.db.models.functions import Concat, StrIndex
+
+from partner.core.retention import DELETE, ERASE, pk_batches, purge_register
+from partner.fulfillment.retention import trackers_open
+from partner.inbox.models import Notification, NotificationState
+
+FINISHED_STATES = (
+    NotificationState.PROCESSED,
+    NotificationState.IGNORED,
+    NotificationState.FAILED,
+    NotificationState.REFUSED,
+)
+
+
+def _of_open_order() -> Exists:
+    """The notification names a transaction with an open order: as its resource (a transaction
+    notification) or in its reference (`.../transactions/<id>/events/<event id>`, the callback)."""
+    marker = Concat(Value("/transactions/"), "transaction_id", Value("/"))
+    in_ref = StrIndex(OuterRef("resource_ref"), marker)
+    return Exists(
+        trackers_open().annotate(in_ref=in_ref).filter(Q(transaction_id=OuterRef("resource_id")) | Q(in_ref__gt=0))
+    )
+
+
+def notifications_finished_before(cutoff: datetime) -> QuerySet:
+    return (
+        Notification.objects.filter(state__in=FINISHED_STATES, received_at__lt=cutoff)
+        .filter(Q(processed_at__lt=cutoff) | Q(processed_at__isnull=True))
+        .exclude(_of_open_order())
+    )
+
+
+def _bodies(cutoff: datetime) -> QuerySet:
+    return notifications_finished_before(cutoff).filter(~Q(body="") | ~Q(headers={}) | Q(remote_addr__isnull=False))
+
+
+def bodies_plan(cutoff: datetime) -> int:
+    return _bodies(cutoff).count()
+
+
+def bodies_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
+    for batch in pk_batches(_bodies(cutoff), size=batch_size):
+        # The conditions again in the UPDATE: a notification replayed meanwhile is not finished.
+        yield _bodies(cutoff).filter(pk__in=batch).update(body="", headers={}, remote_addr=None)
+
+
+def notifications_plan(cutoff: datetime) -> int:
+    return notifications_finished_before(cutoff).count()
+
+
+def notifications_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
+    for batch in pk_batches(notifications_finished_before(cutoff), size=batch_size):
+        deleted, _ = notifications_finished_before(cutoff).filter(pk__in=batch).delete()
+        yield deleted
+
+
+purge_register(
+    "notification bodies",
+    setting="RETENTION_NOTIFICATION_BODY_DAYS",
+    action=ERASE,
+    plan=bodies_plan,
+    purge=bodies_purge,
+)
+purge_register(
+    "notifications",
+    setting="RETENTION_NOTIFICATION_DAYS",
+    action=DELETE,
+    plan=notifications_plan,
+    purge=notifications_purge,
+)
