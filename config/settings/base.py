@@ -369,16 +369,28 @@ STALL_SECONDS = env.int("STALL_SECONDS", default=120)
 # A delivered order whose "processed" callback has not come after this long is shown as awaiting
 # confirmation (admin filter, /healthz warning); the reconciliation completes it when the service's
 # transaction list says it is completed, and staff can confirm it by hand.
+CONFIRMATION_WAIT_SECONDS = env.int("CONFIRMATION_WAIT_SECONDS", default=900)
 # A worker's hold on a notification or an order lasts this long unless renewed; it renews it every
 # third of this while it works, so a dead worker's order is free again within this many seconds,
 # and picked up by another worker within a third of it more (partner/core/leases.py).
 LEASE_SECONDS = env.float("LEASE_SECONDS", default=15.0)
-CONFIRMATION_WAIT_SECONDS = env.int("CONFIRMATION_WAIT_SECONDS", default=900)
+# RETENTION: borrowers' personal data is kept this many days, then purged by the daily task
+# (`core.purge` below; `manage.py purge --dry-run` says what it would do): personal fields erased
+# with the row kept, or whole rows deleted (partner/core/retention.py and each app's retention.py).
+# Counted from when a row was finished (a notification processed, an order completed or failed);
+# nothing of an open order is ever touched. 0 keeps that kind for ever.
+RETENTION_NOTIFICATION_BODY_DAYS = _read("RETENTION_NOTIFICATION_BODY_DAYS", env.int, default=30)  # body, headers
+RETENTION_NOTIFICATION_DAYS = _read("RETENTION_NOTIFICATION_DAYS", env.int, default=365)  # rows (dedupe keys)
+RETENTION_ORDER_DATA_DAYS = _read("RETENTION_ORDER_DATA_DAYS", env.int, default=90)  # response, errors
+RETENTION_DOCUMENT_DAYS = _read("RETENTION_DOCUMENT_DAYS", env.int, default=90)  # attachments' bytes (PDFs)
+RETENTION_STEP_DAYS = _read("RETENTION_STEP_DAYS", env.int, default=365)  # an order's step rows
+RETENTION_SANDBOX_DAYS = _read("RETENTION_SANDBOX_DAYS", env.int, default=7)  # the emulator's transactions etc.
 CELERY_BEAT_SCHEDULE = {
     "inbox-sweep": {"task": "inbox.sweep", "schedule": SWEEP_INTERVAL},
     "trackers-sweep": {"task": "fulfillment.sweep", "schedule": SWEEP_INTERVAL},
     "transactions-reconcile": {"task": "fulfillment.reconcile", "schedule": RECONCILE_INTERVAL},
     "products-pull": {"task": "catalog.pull", "schedule": RECONCILE_INTERVAL},
+    "data-purge": {"task": "core.purge", "schedule": 24 * 60 * 60},  # once a day (RETENTION above)
 }
 
 # REST FRAMEWORK
@@ -393,24 +405,27 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Partner application API",
     "DESCRIPTION": "Webhook receiver, origin proxy and transaction status of the partner application.",
-# RETENTION: borrowers' personal data is kept this many days, then purged by the daily task
-# (`core.purge` below; `manage.py purge --dry-run` says what it would do): personal fields erased
-# with the row kept, or whole rows deleted (partner/core/retention.py and each app's retention.py).
-# Counted from when a row was finished (a notification processed, an order completed or failed);
-# nothing of an open order is ever touched. 0 keeps that kind for ever.
-RETENTION_NOTIFICATION_BODY_DAYS = _read("RETENTION_NOTIFICATION_BODY_DAYS", env.int, default=30)  # body, headers
-RETENTION_NOTIFICATION_DAYS = _read("RETENTION_NOTIFICATION_DAYS", env.int, default=365)  # rows (dedupe keys)
-RETENTION_ORDER_DATA_DAYS = _read("RETENTION_ORDER_DATA_DAYS", env.int, default=90)  # response, errors
-RETENTION_DOCUMENT_DAYS = _read("RETENTION_DOCUMENT_DAYS", env.int, default=90)  # attachments' bytes (PDFs)
-RETENTION_STEP_DAYS = _read("RETENTION_STEP_DAYS", env.int, default=365)  # an order's step rows
-RETENTION_SANDBOX_DAYS = _read("RETENTION_SANDBOX_DAYS", env.int, default=7)  # the emulator's transactions etc.
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
 }
 
+# METRICS
+# ------------------------------------------------------------------------------
+# Prometheus figures at /metrics (partner/core/metrics.py). Every process of a host counts into
+# one directory (the client library's multiprocess mode), emptied when the host's processes start.
+PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default=str(VAR_DIR / "metrics"))
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = PROMETHEUS_MULTIPROC_DIR  # read by the library, before its first use
+Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
+# Open to anyone in local runs only; in production a bearer token or the networks named open it.
+METRICS_PUBLIC = DEBUG
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+METRICS_ALLOWED_NETWORKS = env.list("METRICS_ALLOWED_NETWORKS", default=[])
+# A worker host without a web process serves its processes' figures on this port (0: not served).
+WORKER_METRICS_PORT = env.int("WORKER_METRICS_PORT", default=0)
+
+
 # LOGGING
 # ------------------------------------------------------------------------------
-    "data-purge": {"task": "core.purge", "schedule": 24 * 60 * 60},  # once a day (RETENTION above)
 # One line per event with the request id; the redaction filter keeps secrets
 # (client secret, signing secrets, passwords, tokens) out of every line.
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
@@ -440,17 +455,3 @@ LOGGING = {
     },
 }
 DEFAULT_EXCEPTION_REPORTER_FILTER = "partner.core.logging.SecretsExceptionReporterFilter"
-# METRICS
-# ------------------------------------------------------------------------------
-# Prometheus figures at /metrics (partner/core/metrics.py). Every process of a host counts into
-# one directory (the client library's multiprocess mode), emptied when the host's processes start.
-PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default=str(VAR_DIR / "metrics"))
-os.environ["PROMETHEUS_MULTIPROC_DIR"] = PROMETHEUS_MULTIPROC_DIR  # read by the library, before its first use
-Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
-# Open to anyone in local runs only; in production a bearer token or the networks named open it.
-METRICS_PUBLIC = DEBUG
-METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
-METRICS_ALLOWED_NETWORKS = env.list("METRICS_ALLOWED_NETWORKS", default=[])
-# A worker host without a web process serves its processes' figures on this port (0: not served).
-WORKER_METRICS_PORT = env.int("WORKER_METRICS_PORT", default=0)
-
