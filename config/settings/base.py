@@ -423,12 +423,16 @@ METRICS_ALLOWED_NETWORKS = env.list("METRICS_ALLOWED_NETWORKS", default=[])
 # A worker host without a web process serves its processes' figures on this port (0: not served).
 WORKER_METRICS_PORT = env.int("WORKER_METRICS_PORT", default=0)
 
-
 # LOGGING
 # ------------------------------------------------------------------------------
-# One line per event with the request id; the redaction filter keeps secrets
-# (client secret, signing secrets, passwords, tokens) out of every line.
+# One line per event with the request id and the ids of the work at hand (notification, tracker,
+# transaction: partner.core.logging.log_context); the redaction filter keeps secrets (client secret,
+# signing secrets, passwords, tokens) out of every line. LOG_FORMAT=json writes one JSON object per
+# line instead of text, for a log collector (gunicorn.conf.py follows it for gunicorn's own lines).
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+LOG_FORMAT = env.str("LOG_FORMAT", default="text").strip().lower() or "text"
+if LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured("LOG_FORMAT must be text (the default) or json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -439,11 +443,17 @@ LOGGING = {
     "formatters": {
         "line": {
             "()": "partner.core.logging.OneLineFormatter",
-            "format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s",
+            "format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s%(log_context_text)s] %(message)s",
+            "defaults": {"request_id": "-", "log_context_text": ""},  # a handler without RequestIdFilter
         },
+        "json": {"()": "partner.core.logging.JsonLineFormatter"},
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "line", "filters": ["request_id", "redact"]},
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if LOG_FORMAT == "json" else "line",
+            "filters": ["request_id", "redact"],
+        },
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
@@ -455,3 +465,22 @@ LOGGING = {
     },
 }
 DEFAULT_EXCEPTION_REPORTER_FILTER = "partner.core.logging.SecretsExceptionReporterFilter"
+
+# ERROR REPORTING
+# ------------------------------------------------------------------------------
+# https://docs.sentry.io/platforms/python/integrations/django/
+# Sentry, only when SENTRY_DSN is set: errors of requests and tasks and lines logged at ERROR, with
+# secrets, credential headers and request bodies scrubbed (partner/core/error_reporting.py).
+SENTRY_DSN = env.str("SENTRY_DSN", default="")
+if SENTRY_DSN:
+    from partner.core.error_reporting import error_reporting_init  # noqa: E402 - only with a DSN
+
+    _SENTRY_TRACES_SAMPLE_RATE = _read("SENTRY_TRACES_SAMPLE_RATE", env.float, default=None)
+    if _SENTRY_TRACES_SAMPLE_RATE is not None and not 0 <= _SENTRY_TRACES_SAMPLE_RATE <= 1:
+        raise ImproperlyConfigured("SENTRY_TRACES_SAMPLE_RATE must be between 0 and 1")
+    error_reporting_init(
+        dsn=SENTRY_DSN,
+        environment=env.str("SENTRY_ENVIRONMENT", default="") or None,
+        traces_sample_rate=_SENTRY_TRACES_SAMPLE_RATE,
+        secret_headers=[SVC_PAT_HEADER, SVC_SIGNATURE_HEADER],
+    )

@@ -26,9 +26,10 @@ from partner.catalog.errors import ProductNotFound, ProductSyncError
 from partner.catalog.models import Product
 from partner.catalog.services import product_ensure
 from partner.core.leases import lease_kept, lease_release, lease_take
+from partner.core.logging import log_context
 from partner.fulfillment.fulfillers import Fulfillment, FulfillmentRefused, fulfiller_for
-from partner.fulfillment.models import (
 from partner.fulfillment.metrics import order_delivered
+from partner.fulfillment.models import (
     ACTIVE_STATUSES,
     FailureCode,
     Tracker,
@@ -69,6 +70,11 @@ def tracker_fulfill(*, tracker_id: int) -> Tracker | None:
     tracker = _take(tracker_id)
     if tracker is None:
         return None
+    with log_context(tracker_id=tracker.pk, transaction_id=tracker.transaction_id):  # its failure's lines too
+        return _taken_fulfill(tracker)
+
+
+def _taken_fulfill(tracker: Tracker) -> Tracker:
     try:
         with lease_kept(Tracker.objects.filter(pk=tracker.pk)):
             _steps_run(tracker)
@@ -292,6 +298,6 @@ def _deliver(tracker: Tracker, attachments: list[TrackerAttachment]) -> None:
         ),
         updated_at=now,
     )
+    order_delivered(tracker, now)
     step_record(tracker, "delivered", f"{len(attachments)} resource(s)")
     logger.info("transaction %s: response delivered", tracker.transaction_id)
-    order_delivered(tracker, now)

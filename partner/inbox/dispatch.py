@@ -18,6 +18,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from partner.core.leases import lease_kept, lease_release, lease_take
+from partner.core.logging import log_context
 from partner.fulfillment import handlers
 from partner.inbox.models import Notification, NotificationState
 from partner.platform.errors import ServiceError
@@ -82,8 +83,12 @@ def notification_process(*, notification_id: int) -> str | None:
     if handler is None:
         _finish(notification, NotificationState.IGNORED)  # an ignored notification replayed from the admin
         return NotificationState.IGNORED
+    txn_id = notification.resource_id if notification.resource_type == transaction_resource_type() else None
     try:
-        with lease_kept(Notification.objects.filter(pk=notification.pk)):
+        with (
+            log_context(notification_id=notification.pk, transaction_id=txn_id),
+            lease_kept(Notification.objects.filter(pk=notification.pk)),
+        ):
             handler(
                 resource_id=notification.resource_id,
                 resource_ref=notification.resource_ref,
