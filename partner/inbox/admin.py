@@ -1,12 +1,19 @@
-"""The webhook inbox in the admin: read-only, searchable, with the raw body and a replay action."""
+"""The webhook inbox in the admin: read-only, searchable, with the raw body and a replay action.
+
+Also the operations dashboard's page (/admin/dashboard/, `partner.inbox.dashboard`): this app is the
+one that sees both the orders and the inbox.
+"""
 
 import json
 
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
+from partner.inbox.dashboard import dashboard_install
 from partner.inbox.models import Notification
 from partner.inbox.outbox import notification_replay
+
+dashboard_install(admin.site)
 
 
 @admin.register(Notification)
