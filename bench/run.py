@@ -73,7 +73,7 @@ def verdict(name: str, measured, target, ok: bool) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Benchmarks of the partner application")
-    parser.add_argument("--only", default="intake,floor,end_to_end", help="comma-separated benchmarks")
+    parser.add_argument("--only", default="intake,floor,end_to_end,reconcile_cost", help="comma-separated benchmarks")
     parser.add_argument("--requests", type=int, default=20000, help="intake: notifications in the closed loop")
     parser.add_argument("--concurrency", type=int, default=32, help="intake: connections of the load generator")
     parser.add_argument("--rate", type=float, default=1000.0, help="intake: the fixed-rate phase (10 s)")
@@ -147,6 +147,12 @@ def main(argv=None) -> int:
             "\n== end to end: sandbox -> webhook -> worker -> sandbox" + (" (WHAT-IF: cheap hash)" if suffix else ""),
             e2e,
         )
+    if "reconcile_cost" in only:
+        from bench.reconcile_cost import reconcile_cost_process
+
+        cost = reconcile_cost_process()
+        results["reconcile_cost"] = cost
+        show("\n== reconciliation: calls to the service per run (bench/reconcile_cost.py)", cost)
 
     print("\n== against the targets")
     results["verdicts"] = verdicts(results)

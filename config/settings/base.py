@@ -363,6 +363,11 @@ INBOX_RELAY_INTERVAL = env.float("INBOX_RELAY_INTERVAL", default=0.2)
 # How often the periodic jobs run (seconds).
 SWEEP_INTERVAL = env.int("SWEEP_INTERVAL", default=30)
 RECONCILE_INTERVAL = env.int("RECONCILE_INTERVAL", default=300)
+# The reconciliation's full pass (every page of the service's transaction list) runs at most this
+# often, in the run of `fulfillment.reconcile` that finds it due (its time is kept in the database,
+# so a restarted scheduler does not put it off); the other runs read only the list's end
+# (partner/fulfillment/reconciliation.py). 0: every run reads every page.
+RECONCILE_FULL_INTERVAL = env.int("RECONCILE_FULL_INTERVAL", default=86400)
 # A notification or tracker left this long with no worker holding it had its message lost: the
 # sweep hands it to the broker again (partner/core/leases.py).
 STALL_SECONDS = env.int("STALL_SECONDS", default=120)
@@ -388,6 +393,7 @@ RETENTION_SANDBOX_DAYS = _read("RETENTION_SANDBOX_DAYS", env.int, default=7)  # 
 CELERY_BEAT_SCHEDULE = {
     "inbox-sweep": {"task": "inbox.sweep", "schedule": SWEEP_INTERVAL},
     "trackers-sweep": {"task": "fulfillment.sweep", "schedule": SWEEP_INTERVAL},
+    # The cheap pass each time; the full pass in the run that finds RECONCILE_FULL_INTERVAL passed.
     "transactions-reconcile": {"task": "fulfillment.reconcile", "schedule": RECONCILE_INTERVAL},
     "products-pull": {"task": "catalog.pull", "schedule": RECONCILE_INTERVAL},
     "data-purge": {"task": "core.purge", "schedule": 24 * 60 * 60},  # once a day (RETENTION above)

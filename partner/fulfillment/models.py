@@ -129,3 +129,23 @@ class TrackerStep(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class ReconciliationState(models.Model):
+    """Where the reconciliation left the service's transaction list: one row (`partner.fulfillment.reconciliation`).
+
+    The cheap pass reads the list from `position` (less the marker) and checks the marker there; the
+    full pass reads every page when `full_pass_at` is a RECONCILE_FULL_INTERVAL old.
+    """
+
+    name = models.CharField(max_length=50, unique=True)
+    position = models.PositiveIntegerField(default=0, help_text="Items of the list read: the next pass starts here.")
+    marker = models.JSONField(default=list, blank=True, help_text="Ids of the items just before `position`.")
+    watched = models.JSONField(
+        default=dict, blank=True, help_text="Where each unfinished transaction was seen: id -> position."
+    )
+    full_pass_at = models.DateTimeField(null=True, blank=True, help_text="When the last full pass began.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"{self.name} at {self.position}"
