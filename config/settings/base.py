@@ -180,6 +180,52 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 # for a CDN or a web server in front.
 WHITENOISE_USE_FINDERS = True
 
+# DOCUMENTS
+# ------------------------------------------------------------------------------
+# Documents (generated reports, staff uploads) are files of Django's storage, never database rows:
+# the file system under MEDIA_ROOT by default, or an S3-compatible bucket (django-storages) with
+# DOCUMENT_STORAGE=s3. They are never served as public files: staff download them through the
+# admin, lenders through views that check the order is theirs.
+MEDIA_ROOT = env.str("MEDIA_ROOT", default=str(VAR_DIR / "media"))
+DOCUMENT_STORAGE = env.str("DOCUMENT_STORAGE", default="filesystem")
+if DOCUMENT_STORAGE == "filesystem":
+    _documents_storage = {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": MEDIA_ROOT}}
+elif DOCUMENT_STORAGE == "s3":
+    # https://django-storages.readthedocs.io/en/latest/backends/amazon-S3.html
+    _documents_storage = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": _read("DOCUMENTS_S3_BUCKET", env.str),
+            "endpoint_url": env.str("DOCUMENTS_S3_ENDPOINT_URL", default="") or None,  # MinIO, R2, ...
+            "region_name": env.str("DOCUMENTS_S3_REGION", default="") or None,
+            "access_key": env.str("DOCUMENTS_S3_ACCESS_KEY_ID", default="") or None,  # else the instance's role
+            "secret_key": env.str("DOCUMENTS_S3_SECRET_ACCESS_KEY", default="") or None,
+            "location": env.str("DOCUMENTS_S3_PREFIX", default=""),
+            "default_acl": "private",
+            "querystring_auth": True,
+            "file_overwrite": False,
+        },
+    }
+else:
+    raise ImproperlyConfigured("DOCUMENT_STORAGE must be filesystem (the default) or s3")
+STORAGES = {
+    "default": _documents_storage,
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+# The largest document staff may attach, and the kinds (checked by content, not by name).
+DOCUMENT_MAX_BYTES = env.int("DOCUMENT_MAX_BYTES", default=20 * 1024 * 1024)
+
+# While a staff-worked order is with staff (hours or days), the lender's open panel asks for news
+# this often (seconds); an automated order's every 3 s.
+UI_STAFF_POLL_SECONDS = env.int("UI_STAFF_POLL_SECONDS", default=15)
+
+# E-MAIL
+# ------------------------------------------------------------------------------
+# Staff are told of a new staff-worked order and of one past its due time. EMAIL_URL as
+# django-environ reads it (smtp+tls://user:password@host:587); the console by default.
+vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="orders@partner.example")
+
 # SECURITY
 # ------------------------------------------------------------------------------
 # The UI lives in the host's iframe: only HOST_ORIGINS may frame it (CSP
@@ -302,21 +348,38 @@ RATELIMIT_ADMIN_LOGIN = _rate("RATELIMIT_ADMIN_LOGIN", "10/m")
 # CELERY
 # ------------------------------------------------------------------------------
 # https://docs.celeryq.dev/en/stable/userguide/configuration.html
-# The default broker is kombu's filesystem transport: no server, so `make run`
-# works anywhere; production sets CELERY_BROKER_URL=redis://... (or amqp://).
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
-if CELERY_BROKER_URL.startswith("filesystem://"):
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(VAR_DIR / "broker" / "queue"),
-        "data_folder_out": str(VAR_DIR / "broker" / "queue"),
-        "processed_folder": str(VAR_DIR / "broker" / "processed"),
-        "control_folder": str(VAR_DIR / "broker" / "control"),
-        "store_processed": False,
-    }
-    _default_results = f"file://{VAR_DIR / 'celery-results'}"
-    # The transport needs its folders before the first message.
-    for _folder in ("broker/queue", "broker/processed", "broker/control", "celery-results"):
-        (VAR_DIR / _folder).mkdir(parents=True, exist_ok=True)
+# The default broker of local runs (DJANGO_DEBUG on) is kombu's SQLAlchemy transport on one SQLite
+# file, var/broker.sqlite3: no server, so `make run` works anywhere, and a worker never reads half a
+# message (the filesystem transport's could, and the worker stopped: partner/core/brokers.py,
+# bench/broker_local.py). With DJANGO_DEBUG off a broker that needs no server is refused at start:
+# production sets CELERY_BROKER_URL=redis://... or amqp://... (`check --deploy` says it too, E003).
+from partner.core import brokers as _brokers  # noqa: E402 - no Django import; kombu only when used
+
+CELERY_BROKER_URL = env.str(
+    "CELERY_BROKER_URL", default=_brokers.sqlite_broker_url(VAR_DIR / "broker.sqlite3") if DEBUG else ""
+)
+if not DEBUG and not CELERY_BROKER_URL:
+    raise ImproperlyConfigured(
+        "CELERY_BROKER_URL is required when DJANGO_DEBUG is off: redis://host:6379/0 or amqp://user:password@host//"
+    )
+if not DEBUG and _brokers.broker_url_serverless(CELERY_BROKER_URL):
+    raise ImproperlyConfigured(
+        "CELERY_BROKER_URL names a broker that needs no server (filesystem, memory or SQLite), refused when "
+        "DJANGO_DEBUG is off: its queue is one machine's or one process's. Use redis://host:6379/0 or "
+        "amqp://user:password@host//"
+    )
+_LOCAL_BROKER_FILE = _brokers.sqlite_broker_path(CELERY_BROKER_URL)
+if _LOCAL_BROKER_FILE is not None:
+    # No visibility timeout on this transport: the messages a worker held when it was killed
+    # (SIGKILL; a normal stop gives them back) are not delivered again. The sweeps hand the stalled
+    # notifications and orders to the broker again after STALL_SECONDS, as after any lost message.
+    CELERY_BROKER_TRANSPORT_OPTIONS = _brokers.sqlite_broker_options(_LOCAL_BROKER_FILE)
+    # Results (only `check_worker` waits for one) in a SQLite file of their own, beside it.
+    _default_results = f"db+sqlite:///{_LOCAL_BROKER_FILE.with_name('celery-results.sqlite3')}"
+    CELERY_DATABASE_ENGINE_OPTIONS = {"connect_args": {"timeout": _brokers.SQLITE_BUSY_TIMEOUT}}
+    # The file, kombu's tables and Celery's default queue exist before web, worker and beat race to
+    # create them (which would stop the worker that lost).
+    _brokers.sqlite_broker_prepare(CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS, queue="celery")
 else:
     # Stay under the visibility timeout so an unacknowledged task is not
     # redelivered while it still runs (time limits below are far shorter).
@@ -397,6 +460,8 @@ CELERY_BEAT_SCHEDULE = {
     "transactions-reconcile": {"task": "fulfillment.reconcile", "schedule": RECONCILE_INTERVAL},
     "products-pull": {"task": "catalog.pull", "schedule": RECONCILE_INTERVAL},
     "data-purge": {"task": "core.purge", "schedule": 24 * 60 * 60},  # once a day (RETENTION above)
+    # Staff-worked orders past their due time: staff are told once (partner/fulfillment/staff_events.py).
+    "staff-overdue": {"task": "fulfillment.overdue", "schedule": 300},
 }
 
 # REST FRAMEWORK

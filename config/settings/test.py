@@ -2,7 +2,7 @@
 
 `make test` exports DATABASE_URL, CELERY_BROKER_URL and CACHE_URL for
 PostgreSQL and Redis when they answer on 127.0.0.1; otherwise SQLite, the
-filesystem broker and a file cache are used.
+local SQLite broker and a file cache are used, each a file of the run's own.
 """
 
 import os
@@ -27,8 +27,10 @@ os.environ.setdefault(
     ),
 )
 
+from partner.core import brokers  # noqa: E402
+
 from .base import *  # noqa: E402,F403
-from .base import CELERY_BROKER_URL, VAR_DIR  # noqa: E402
+from .base import CELERY_BROKER_TRANSPORT_OPTIONS, CELERY_BROKER_URL, VAR_DIR  # noqa: E402
 
 # One id per test run, inherited by the processes a test starts (workers), so
 # that runs side by side on one machine never share a database, queue or cache.
@@ -46,17 +48,16 @@ else:
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
-if CELERY_BROKER_URL.startswith("filesystem://"):
-    # Separate folders so a test run never consumes a local run's messages.
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(RUN_DIR / "broker"),
-        "data_folder_out": str(RUN_DIR / "broker"),
-        "control_folder": str(RUN_DIR / "control"),
-        "store_processed": False,
-    }
-    CELERY_RESULT_BACKEND = f"file://{RUN_DIR / 'results'}"
-    for _folder in ("broker", "control", "results"):
-        (RUN_DIR / _folder).mkdir(parents=True, exist_ok=True)
+if "CELERY_BROKER_URL" not in os.environ:
+    # The local SQLite broker (config/settings/base.py), in a file of this run's own: a test run never
+    # consumes a local run's messages, nor another run's.
+    CELERY_BROKER_URL = brokers.sqlite_broker_url(RUN_DIR / "broker.sqlite3")
+    CELERY_BROKER_TRANSPORT_OPTIONS = brokers.sqlite_broker_options(RUN_DIR / "broker.sqlite3")
+    if "CELERY_RESULT_BACKEND" not in os.environ:
+        CELERY_RESULT_BACKEND = f"db+sqlite:///{RUN_DIR / 'celery-results.sqlite3'}"
+if brokers.sqlite_broker_path(CELERY_BROKER_URL) is not None:
+    # This run's queue too exists before its processes race to create it.
+    brokers.sqlite_broker_prepare(CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS, queue=CELERY_TASK_DEFAULT_QUEUE)
 if "CACHE_URL" not in os.environ:
     CACHES = {
         "default": {
@@ -64,3 +65,9 @@ if "CACHE_URL" not in os.environ:
             "LOCATION": str(RUN_DIR / "cache"),
         }
     }
+
+# Documents of this run in a folder of its own (the workers a test starts use the same settings).
+STORAGES["default"] = {  # noqa: F405
+    "BACKEND": "django.core.files.storage.FileSystemStorage",
+    "OPTIONS": {"location": str(RUN_DIR / "media")},
+}

@@ -1,14 +1,16 @@
 """The production preflight: `manage.py check --deploy` fails on what must never ship.
 
 Deployment checks only (`register(..., deploy=True)`), so `make run` and `make test` (SQLite, the
-filesystem broker, a file cache, the sandbox) are untouched; registered by `CoreConfig.ready`.
+local SQLite broker, a file cache, the sandbox) are untouched; registered by `CoreConfig.ready`.
 
 - partner.E001: a demo secret or credential (the sandbox's client and signing secret, the local
   runs' secret key and field encryption key). Settings refuse most of them at start-up with
   DJANGO_DEBUG off; this also catches a settings module that sets them after base.
 - partner.E002: the sandbox is mounted (its host API hands out partner access tokens to anyone).
 - partner.E003: a broker that needs no server (filesystem, memory, SQLAlchemy over SQLite): each
-  process or machine would have its own queue.
+  process or machine would have its own queue. The settings refuse it at start-up with DJANGO_DEBUG
+  off (the same test, `partner/core/brokers.py`); this also catches a settings module that sets it
+  after base.
 - partner.E004: SQLite.
 - partner.E005: a per-process or file cache: the service token and its lock must be shared.
 - partner.E006 / E007: HOST_ORIGINS / PUBLIC_BASE_URL not https.
@@ -19,6 +21,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.checks import Error, register
 
+from partner.core.brokers import broker_url_serverless
 from partner.core.demo_values import (
     LOCAL_FIELD_ENCRYPTION_KEY,
     LOCAL_SECRET_KEY,
@@ -27,8 +30,6 @@ from partner.core.demo_values import (
     SANDBOX_SIGNING_SECRET,
 )
 
-# Kombu transports that run inside the process or on one machine's disk, with no server.
-SERVERLESS_BROKERS = ("filesystem", "memory")
 # Cache backends that are per process (locmem), per machine (file) or none at all (dummy).
 UNSHARED_CACHES = (
     "django.core.cache.backends.locmem.LocMemCache",
@@ -77,19 +78,10 @@ def sandbox_check(app_configs=None, **kwargs):
     ]
 
 
-def _serverless(url: str) -> bool:
-    scheme = url.strip().split("://", 1)[0].lower()
-    transport, _, database = scheme.partition("+")
-    if transport in ("sqla", "sqlalchemy"):
-        return database.startswith("sqlite")
-    return transport in SERVERLESS_BROKERS
-
-
 @register(deploy=True)
 def broker_check(app_configs=None, **kwargs):
     """partner.E003: a broker URL (or one of its failover URLs) that needs no server."""
-    urls = [url for url in str(settings.CELERY_BROKER_URL or "").split(";") if url.strip()]
-    if not any(_serverless(url) for url in urls):
+    if not broker_url_serverless(settings.CELERY_BROKER_URL):
         return []
     return [
         Error(

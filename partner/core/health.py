@@ -47,9 +47,11 @@ def broker_check(timeout: float = 2.0) -> bool:
     try:
         with current_app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1, timeout=timeout)
-            # The filesystem transport "connects" without touching anything: declare the default
-            # queue so a missing folder shows as down. Declared as Celery declares it (durable, not
-            # auto-deleted): RabbitMQ refuses a declaration that differs from the existing queue's.
+            # The local SQLite broker (kombu's SQLAlchemy transport) "connects" without touching its
+            # file: declare the default queue, which reads the queue's row, so a file that cannot be
+            # opened or has lost kombu's tables shows as down (a read: it never waits for a writer).
+            # Declared as Celery declares it (durable, not auto-deleted): RabbitMQ refuses a
+            # declaration that differs from the existing queue's.
             with conn.channel() as channel:
                 channel.queue_declare(
                     current_app.conf.task_default_queue, passive=False, durable=True, auto_delete=False

@@ -76,3 +76,31 @@ def test_the_broker_check_on_rabbitmq_matches_the_queue_celery_declares(settings
         broker_point(previous[0])
         with Connection(url) as conn:
             conn.default_channel.queue_delete(name)
+
+
+LOCAL_HEALTHZ_IN_SUBPROCESS = (
+    "import django, json; django.setup(); from django.test import Client; "
+    "r = Client().get('/healthz', HTTP_HOST='127.0.0.1'); print(r.status_code); print(r.content.decode())"
+)
+
+
+def test_healthz_reports_the_local_sqlite_broker(tmp_path):
+    """A local run's broker (kombu's SQLAlchemy transport on SQLite): up, then down when its file
+    cannot be opened (the transport itself would "connect" to anything without touching it)."""
+    env = {
+        "DJANGO_DEBUG": "true",
+        "DATABASE_URL": f"sqlite:///{tmp_path}/h.sqlite3",
+        "CELERY_BROKER_URL": f"sqla+sqlite:///{tmp_path}/broker.sqlite3",
+    }
+    result = run_django(env, LOCAL_HEALTHZ_IN_SUBPROCESS)
+    status, body = result.stdout.strip().splitlines()[-2:]
+    assert status == "200", result.stderr
+    assert json.loads(body)["broker"] == "ok"
+
+    (tmp_path / "a-file").write_text("")
+    result = run_django(
+        {**env, "CELERY_BROKER_URL": f"sqla+sqlite:///{tmp_path}/a-file/broker.sqlite3"}, LOCAL_HEALTHZ_IN_SUBPROCESS
+    )
+    status, body = result.stdout.strip().splitlines()[-2:]
+    assert status == "503", result.stderr
+    assert json.loads(body)["down"] == ["broker"]

@@ -1,9 +1,12 @@
 """Settings parsing: bad configuration stops start-up with a message that names the problem."""
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,6 +44,8 @@ PRODUCTION = {
     # Not the local runs' key (config/settings/base.py), which production refuses.
     "FIELD_ENCRYPTION_KEYS": "dGVzdHMtZmllbGQta2V5LW5vdC1hLXJlYWwtb25lLTA=",
     "SVC_CLIENT_SECRET": "a-real-secret",
+    # A broker server: one that needs none is refused with DJANGO_DEBUG off (settings do not connect).
+    "CELERY_BROKER_URL": "redis://redis.partner.example:6379/0",
 }
 SETTINGS = "import django; django.setup(); from django.conf import settings as s; "
 
@@ -191,3 +196,67 @@ def test_process_environment_wins_over_dot_env_file(tmp_path):
     result = run_django({**PRODUCTION, **file_env, "SANDBOX_ENABLED": "true"}, SETTINGS + "print(s.SANDBOX_ENABLED)")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "True"
+
+
+# The broker: the local runs' default needs no server; production refuses every such broker at start.
+
+
+def test_debug_mode_defaults_to_the_local_sqlite_broker():
+    code = SETTINGS + "print(s.CELERY_BROKER_URL); print(s.CELERY_RESULT_BACKEND)"
+    result = run_django({"DJANGO_DEBUG": "true"}, code)
+    assert result.returncode == 0, result.stderr
+    broker, results = result.stdout.split()
+    assert broker == f"sqla+sqlite:///{ROOT / 'var' / 'broker.sqlite3'}"
+    assert results == f"db+sqlite:///{ROOT / 'var' / 'celery-results.sqlite3'}"
+
+
+def test_debug_mode_opens_the_sqlite_broker_in_wal_mode_with_a_busy_timeout(tmp_path):
+    url = f"sqla+sqlite:///{tmp_path / 'broker.sqlite3'}"
+    code = SETTINGS + (
+        "engine_connect = s.CELERY_BROKER_TRANSPORT_OPTIONS['creator']; db = engine_connect(); "
+        "print(db.execute('PRAGMA journal_mode').fetchone()[0], db.execute('PRAGMA busy_timeout').fetchone()[0])"
+    )
+    result = run_django({"DJANGO_DEBUG": "true", "CELERY_BROKER_URL": url}, code)
+    assert result.returncode == 0, result.stderr
+    journal, busy_ms = result.stdout.split()
+    assert journal == "wal"
+    assert int(busy_ms) >= 5000
+    # The settings made the file, kombu's tables and Celery's default queue before any process used it.
+    with sqlite3.connect(tmp_path / "broker.sqlite3") as db:
+        assert db.execute("SELECT name FROM kombu_queue").fetchall() == [("celery",)]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "filesystem://",
+        "memory://",
+        "sqla+sqlite:///var/broker.sqlite3",
+        "sqlalchemy+sqlite:////srv/partner/broker.sqlite3",
+        "SQLA+SQLITE:///var/broker.sqlite3",
+        "redis://:broker-pw-7d1e@redis-a.example:6379/0;memory://",
+    ],
+)
+def test_production_refuses_a_broker_that_needs_no_server(url):
+    result = run_django({**PRODUCTION, "CELERY_BROKER_URL": url})
+    assert result.returncode != 0, url
+    assert "ImproperlyConfigured" in result.stderr
+    assert "CELERY_BROKER_URL" in result.stderr
+    assert "redis://" in result.stderr and "amqp://" in result.stderr
+    assert "broker-pw-7d1e" not in result.stderr  # the URL is named, never echoed
+
+
+def test_production_requires_a_broker_url():
+    # No default with DJANGO_DEBUG off: the local one needs no server, and would be refused.
+    env = {k: v for k, v in PRODUCTION.items() if k != "CELERY_BROKER_URL"}
+    result = run_django(env)
+    assert result.returncode != 0
+    assert "CELERY_BROKER_URL is required" in result.stderr
+    assert "redis://" in result.stderr and "amqp://" in result.stderr
+
+
+def test_production_accepts_a_broker_server():
+    for url in ("redis://:pw@redis.partner.example:6379/0", "amqp://partner:pw@rabbit.partner.example//"):
+        result = run_django({**PRODUCTION, "CELERY_BROKER_URL": url}, SETTINGS + "print(s.CELERY_BROKER_URL)")
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == url

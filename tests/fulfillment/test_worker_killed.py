@@ -67,7 +67,7 @@ def test_worker_killed_mid_fulfillment_resumes_without_a_second_upload_or_patch(
         assert tracker.status == TrackerStatus.IN_PROGRESS
 
         # On Redis the killed worker's retry is gone with it, and the sweeper hands the tracker on
-        # once the retry is due; the filesystem broker hands the retry message to the new worker.
+        # once the retry is due; a broker that redelivers hands the retry message to the new worker.
         def handed_on():
             done = Tracker.objects.filter(transaction_id=txn.id, status=TrackerStatus.REQUEST_COMPLETED).exists()
             return done or trackers_sweep()
