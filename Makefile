@@ -38,17 +38,24 @@ migrate: $(VENV)/.installed .env
 static: $(VENV)/.installed .env node_modules/.installed
 	$(PY) manage.py collectstatic --no-input -v 0
 
-# Demo data: the sandbox's lender, loans and products, and the partner account
-# its demo user signs in with (the same password the sandbox user has configured).
+# Demo data: the sandbox's lender, loans and products; our catalog filled from the sandbox's
+# product listing (the service is not up yet: the periodic pull keeps it in step later), the
+# appraisal's turnaround and staff address; the partner account its demo user signs in with (the
+# same password the sandbox user has configured); and an admin login for the staff who work
+# orders (refused with DJANGO_DEBUG off: its password is public).
 demo: setup
-	$(PY) manage.py sandbox_seed
+	$(PY) manage.py sandbox_seed --listing var/sandbox-products.json
+	$(PY) manage.py products_import var/sandbox-products.json
+	$(PY) manage.py product_settings appraisal --turnaround-hours 48 --staff-email appraisals@partner.example
 	@printf 'demo-password-1\n' | $(PY) manage.py partner_account lender.demo --company DEMO01
+	@printf 'staff-demo-password-1\n' | $(PY) manage.py staff_account staff.demo --email staff.demo@partner.example
 
 run: demo
 	@echo ""
 	@echo "  Partner application   http://127.0.0.1:8000/"
 	@echo "  Host page (sandbox)   http://127.0.0.1:8000/sandbox/host/"
 	@echo "  Admin                 http://127.0.0.1:8000/admin/   (python manage.py createsuperuser)"
+	@echo "  Staff login (orders)  staff.demo / staff-demo-password-1 at http://127.0.0.1:8000/admin/"
 	@echo "  Health                http://127.0.0.1:8000/healthz"
 	@echo "  Metrics               http://127.0.0.1:8000/metrics"
 	@echo ""
@@ -61,7 +68,7 @@ QUEUE_TESTS = tests/fulfillment/test_pipeline.py tests/fulfillment/test_worker_k
 
 test: setup
 	@eval "$$(bin/test-services)"; \
-	  echo "make test: database $${DATABASE_URL:-sqlite (default)}, broker $${CELERY_BROKER_URL:-filesystem (default)}"; \
+	  echo "make test: database $${DATABASE_URL:-sqlite (default)}, broker $${CELERY_BROKER_URL:-SQLite (default)}"; \
 	  $(VENV)/bin/pytest $(PYTEST_ARGS) || exit 1; \
 	  if [ -n "$${RABBITMQ_URL:-}" ] && [ -z "$(PYTEST_ARGS)" ]; then \
 	    echo "make test: the queue tests again on RabbitMQ ($${RABBITMQ_URL%%@*}@...)"; \

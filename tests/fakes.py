@@ -34,7 +34,7 @@ class FakePlatform:
 
     def __init__(self):
         self.transactions: dict[str, dict] = {}  # transaction id -> its JSON (id, request, product)
-        self.events: dict[tuple[str, str], str] = {}  # (transaction id, event id) -> event type
+        self.events: dict[tuple[str, str], str | dict] = {}  # (transaction id, event id) -> its type, or its JSON
         self.products: list[dict] = []  # the service's Product objects, as #8 lists them
         self.calls: list[Call] = []
         self._outcomes: dict[str, list[ServiceError | None]] = defaultdict(list)  # None: answer
@@ -99,7 +99,7 @@ class FakePlatform:
         return slots
 
     def upload_resource(self, slot: UploadSlot, data) -> None:
-        self._record("upload_resource", slot.id, bytes(data))
+        self._record("upload_resource", slot.id, data.read() if hasattr(data, "read") else bytes(data))
 
     def patch_response(self, transaction_id: str, payload: dict) -> dict:
         self._record("patch_response", transaction_id, payload)
@@ -114,7 +114,10 @@ class FakePlatform:
                 method="GET",
                 url=f"{settings.SVC_BASE_URL}/partner/v2/transactions/{transaction_id}/events/{event_id}",
             )
-        return TransactionEvent(id=event_id, type=self.events[(transaction_id, event_id)])
+        event = self.events[(transaction_id, event_id)]
+        if isinstance(event, dict):  # the event's whole JSON (details included)
+            return TransactionEvent.from_json(event, event_id=event_id)
+        return TransactionEvent(id=event_id, type=event)
 
     def iter_products(self, page_size: int = client.MAX_PAGE_SIZE):
         self._record("iter_products")

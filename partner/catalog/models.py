@@ -68,6 +68,12 @@ class Product(TimeStampedModel):
     fulfiller = models.CharField(
         max_length=100, default=fulfiller_main, help_text="Which of our fulfillers does its work."
     )
+    turnaround_hours = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The turnaround we promise, in hours: an order is due this long after it came."
+    )
+    staff_email = models.EmailField(
+        blank=True, help_text="Where staff are told of a new order of a staff-worked product, and of one past due."
+    )
     signing_secret = EncryptedTextField(blank=True, default="", help_text="Webhook signing secret (encrypted).")
 
     class Meta:

@@ -8,6 +8,10 @@
 - `product_access_patch(product, ...)` merge-patches (#10) only
   `entitlements.access.allow`/`deny`.
 - `product_ensure(...)` gives the local product, pulling it when we lack it.
+- `products_import(documents)` stores products as a pull would, from a listing saved beforehand
+  (`make demo` fills the catalog from the sandbox's seed before the service is up).
+- `product_staff_settings_set(...)` sets our own settings of a product: its turnaround and the
+  staff e-mail address (local fields, never pushed, kept by every pull).
 
 The service has no "get one product" endpoint: the current copy of a product is
 found by paging through the listing.
@@ -171,6 +175,49 @@ def products_pull(*, keep_unpushed: bool = False) -> PullResult:
     _service_call("Pulling the products", pull)
     logger.info("catalog: products pulled from the service: %s", result)
     return result
+
+
+def products_import(documents, *, keep_unpushed: bool = True) -> PullResult:
+    """Store the products of a saved listing (Product objects, as #8 lists them) as a pull would.
+
+    For a catalog filled before the service can be reached (the demo's first start); the next pull
+    takes the service's own copy. Products edited here and not pushed are left as they are, as by
+    the periodic pull, unless `keep_unpushed` is false.
+    """
+    if not isinstance(documents, list) or not all(isinstance(item, dict) for item in documents):
+        raise ApplicationError("A product listing is a JSON array of Product objects.")
+    result = PullResult()
+    for data in documents:
+        product, outcome = _product_upsert(data, keep_unpushed=keep_unpushed)
+        if product is None:
+            result.skipped.append(outcome)
+        else:
+            getattr(result, outcome).append(product.name)
+    logger.info("catalog: products imported from a saved listing: %s", result)
+    return result
+
+
+def product_staff_settings_set(
+    *, name: str, turnaround_hours: int | None = None, staff_email: str | None = None
+) -> Product:
+    """Set our own settings of a product: the turnaround we promise (hours) and where staff are told
+    of its orders. Both are local (never pushed to the service, kept by every pull); None leaves one
+    as it is, 0 and "" clear it."""
+    product = Product.objects.filter(name=name).first()
+    if product is None:
+        raise ProductNotFound(f"We hold no product {name!r}: pull or import it first.")
+    if turnaround_hours is not None:
+        if isinstance(turnaround_hours, bool) or not isinstance(turnaround_hours, int) or turnaround_hours < 0:
+            raise ApplicationError("The turnaround is a whole number of hours (0 clears it).")
+        product.turnaround_hours = turnaround_hours or None
+    if staff_email is not None:
+        try:
+            product.staff_email = Product._meta.get_field("staff_email").clean(staff_email.strip(), product)
+        except ValidationError as exc:
+            raise ApplicationError(f"The staff e-mail address is not valid: {' '.join(exc.messages)}") from None
+    product.save(update_fields=["turnaround_hours", "staff_email", "updated_at"])
+    logger.info("catalog: product %s: turnaround %s h, staff e-mail set", product.name, product.turnaround_hours)
+    return product
 
 
 def service_product_find(*, service_id: str | None = None, name: str | None = None) -> dict | None:

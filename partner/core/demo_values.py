@@ -2,7 +2,8 @@
 
 One place for them: `config/settings/base.py` uses them as the local defaults and refuses them in
 production; `partner/core/checks.py` (the `check --deploy` preflight) reports them. They are in
-this repository, so they are secrets of nobody.
+this repository, so they are secrets of nobody. The demo staff login's password (`make demo`) is
+refused by `manage.py staff_account` with DJANGO_DEBUG off.
 """
 
 SANDBOX_CLIENT_ID = "sandbox-partner-client"
@@ -10,3 +11,7 @@ SANDBOX_CLIENT_SECRET = "sandbox-partner-client-secret"  # noqa: S105 - public d
 SANDBOX_SIGNING_SECRET = "sandbox-webhook-signing-secret"  # noqa: S105 - public demo value
 LOCAL_SECRET_KEY = "local-development-only-not-secret"  # noqa: S105 - public local value
 LOCAL_FIELD_ENCRYPTION_KEY = "bG9jYWwtZGV2LW9ubHkta2V5LW5vdC1zZWNyZXQtMDA="
+
+# The admin login `make demo` creates for working orders (`manage.py staff_account`).
+DEMO_STAFF_USERNAME = "staff.demo"
+DEMO_STAFF_PASSWORD = "staff-demo-password-1"  # noqa: S105 - public demo value

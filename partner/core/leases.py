@@ -44,9 +44,9 @@ def lease_seconds() -> float:
     return float(settings.LEASE_SECONDS)
 
 
-def lease_free(now: datetime) -> Q:
-    """Rows nobody holds at `now`."""
-    return Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
+def lease_free(now: datetime, *, through: str = "") -> Q:
+    """Rows nobody holds at `now` (`through`: the path to the leased row, e.g. "tracker__")."""
+    return Q(**{f"{through}claimed_until__isnull": True}) | Q(**{f"{through}claimed_until__lt": now})
 
 
 def lease_take(queryset: models.QuerySet, **updates) -> bool:

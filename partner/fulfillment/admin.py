@@ -3,8 +3,10 @@
 import json
 
 from django.contrib import admin, messages
+from django.urls import reverse
 from django.utils.html import format_html
 
+from partner.fulfillment import admin_staff  # noqa: F401  (registers the staff's work queue and order pages)
 from partner.fulfillment.models import Tracker, TrackerAttachment, TrackerStep
 from partner.fulfillment.selectors import trackers_awaiting_confirmation
 from partner.fulfillment.services import tracker_confirm, tracker_retry
@@ -12,22 +14,26 @@ from partner.fulfillment.services import tracker_confirm, tracker_retry
 
 class TrackerAttachmentInline(admin.TabularInline):
     model = TrackerAttachment
-    fields = ["position", "name", "mime_type", "size", "resource_id", "uploaded_at"]
+    fields = ["position", "name", "mime_type", "size", "resource_id", "uploaded_at", "download"]
     readonly_fields = fields
     extra = 0
     can_delete = False
 
-    @admin.display(description="Bytes")
-    def size(self, obj):
-        return len(obj.content or b"")
-
     def has_add_permission(self, request, obj=None):
         return False
+
+    @admin.display(description="file")
+    def download(self, obj):
+        """The document's bytes, for staff (a logged download); "–" once purged."""
+        if not obj.file:
+            return "–"
+        url = reverse("admin:fulfillment_stafforder_document_download", args=[obj.pk])
+        return format_html('<a href="{}">download</a>', url)
 
 
 class TrackerStepInline(admin.TabularInline):
     model = TrackerStep
-    fields = ["created_at", "name", "detail"]
+    fields = ["created_at", "name", "detail", "actor"]
     readonly_fields = fields
     extra = 0
     can_delete = False

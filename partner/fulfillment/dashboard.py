@@ -34,8 +34,7 @@ from django.db.models import (
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from partner.fulfillment.metrics import FINAL_STATUSES
-from partner.fulfillment.models import FailureCode, Tracker, TrackerStatus
+from partner.fulfillment.models import FINAL_STATUSES, FailureCode, Tracker, TrackerStatus
 from partner.fulfillment.selectors import trackers_awaiting_confirmation
 
 OPEN_STATUSES = tuple(status for status in TrackerStatus if status not in FINAL_STATUSES)
@@ -43,6 +42,7 @@ OPEN_STATUSES = tuple(status for status in TrackerStatus if status not in FINAL_
 OUTCOME_STATUSES = {
     "completed": (TrackerStatus.REQUEST_COMPLETED,),
     "failed": (TrackerStatus.FAILED,),
+    "declined": (TrackerStatus.DECLINED,),
     "open": OPEN_STATUSES,
 }
 OUTCOMES = tuple(OUTCOME_STATUSES)

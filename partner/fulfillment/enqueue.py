@@ -9,9 +9,16 @@ from partner.core.enqueue import enqueue_after_commit
 FULFILL_TASK = "fulfillment.fulfill"
 SWEEP_TASK = "fulfillment.sweep"
 RECONCILE_TASK = "fulfillment.reconcile"
+DELIVERIES_TASK = "fulfillment.deliveries_send"
+OVERDUE_TASK = "fulfillment.overdue"
 
 
 def tracker_fulfill_enqueue(tracker_id: int, *, countdown: float | None = None) -> None:
     """Have a worker run the tracker's steps that are not done yet, once the caller's transaction commits
     (and `countdown` seconds later when given)."""
     enqueue_after_commit(FULFILL_TASK, countdown=countdown, tracker_id=tracker_id)
+
+
+def deliveries_send_enqueue(tracker_id: int, *, countdown: float | None = None) -> None:
+    """Have a worker send the staff's deliveries of the order that wait, in order, after commit."""
+    enqueue_after_commit(DELIVERIES_TASK, countdown=countdown, tracker_id=tracker_id)

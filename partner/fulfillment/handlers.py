@@ -5,7 +5,8 @@ these functions; each takes the notification's resource id, resource reference a
 name, so the fulfillment needs to know nothing of the inbox.
 """
 
-from partner.fulfillment.services import tracker_event_handle, tracker_open
+from partner.fulfillment.callbacks import tracker_event_handle
+from partner.fulfillment.services import tracker_open
 
 
 def transaction_created(*, resource_id: str, resource_ref: str, product_name: str) -> None:

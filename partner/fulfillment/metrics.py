@@ -8,7 +8,7 @@ from django.db.models import Count
 from prometheus_client import Counter, Histogram
 
 from partner.core.metrics import gauge
-from partner.fulfillment.models import Tracker, TrackerStatus
+from partner.fulfillment.models import FINAL_STATUSES, Tracker
 from partner.fulfillment.selectors import trackers_awaiting_confirmation
 
 ORDERS_FINISHED = Counter(
@@ -21,8 +21,6 @@ TURNAROUND = Histogram(
     ["product", "stage"],
     buckets=(1, 2, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 86400, 3 * 86400, 7 * 86400),
 )
-
-FINAL_STATUSES = (TrackerStatus.REQUEST_COMPLETED, TrackerStatus.FAILED)
 
 
 def _product(tracker: Tracker) -> str:

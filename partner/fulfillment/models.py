@@ -4,8 +4,14 @@ The spec's states are VALIDATION_REQUESTED (transaction webhook) and
 REQUEST_COMPLETED (processed callback); ours in between say how far the work
 got, so a retried or restarted task resumes after the last completed step and
 never uploads or patches twice.
+
+An automated order is answered by one PATCH. A staff-worked order is acknowledged by the pipeline
+(`WITH_STAFF`), then worked by people: each of their status updates, deliveries and declines is a
+`Delivery`, stored first and sent by a worker; its documents are `TrackerAttachment` rows whose
+bytes are files in Django's storage.
 """
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
@@ -18,12 +24,17 @@ from partner.platform.types import UploadSlot
 class TrackerStatus(models.TextChoices):
     VALIDATION_REQUESTED = "VALIDATION_REQUESTED", "Validation requested"  # webhook received
     IN_PROGRESS = "IN_PROGRESS", "In progress"  # transaction read, work under way
+    WITH_STAFF = "WITH_STAFF", "With staff"  # a staff-worked order, acknowledged: people are working it
     RESPONSE_DELIVERED = "RESPONSE_DELIVERED", "Response delivered"  # PATCHed; waiting for the callback
     REQUEST_COMPLETED = "REQUEST_COMPLETED", "Request completed"  # the service processed our response
     FAILED = "FAILED", "Failed"  # permanent failure; see failure_reason
+    DECLINED = "DECLINED", "Declined"  # a staff-worked order staff declined, with a reason the lender read
 
 
+# Worked by the automated pipeline (and its sweeps): a tracker with staff is not.
 ACTIVE_STATUSES = (TrackerStatus.VALIDATION_REQUESTED, TrackerStatus.IN_PROGRESS)
+# Nothing more happens to these.
+FINAL_STATUSES = (TrackerStatus.REQUEST_COMPLETED, TrackerStatus.FAILED, TrackerStatus.DECLINED)
 
 
 class FailureCode(models.TextChoices):
@@ -70,6 +81,19 @@ class Tracker(TimeStampedModel, LeasedModel):
     # A worker holds the tracker until claimed_until (LeasedModel); a retry is due at next_attempt_at.
     next_attempt_at = models.DateTimeField(null=True, blank=True)
 
+    # The order as the lender sent it (`request` of the transaction: loan data, options, notes),
+    # for the staff who work it; borrowers' data, erased with the order's data (retention).
+    request = models.JSONField(null=True, blank=True, help_text="The transaction request as the lender sent it.")
+    loan_number = models.CharField(max_length=100, blank=True, db_index=True)
+    # Staff-worked orders: who works it, and by when.
+    staff_worked = models.BooleanField(default=False, help_text="Worked by staff after an acknowledgement.")
+    assigned_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    assigned_at = models.DateTimeField(null=True, blank=True)
+    due_at = models.DateTimeField(null=True, blank=True, help_text="The product's turnaround target from the order.")
+    overdue_notified_at = models.DateTimeField(null=True, blank=True)
+
     class Meta:
         ordering = ["-created_at"]
         indexes = [
@@ -82,14 +106,29 @@ class Tracker(TimeStampedModel, LeasedModel):
         return f"{self.transaction_id} ({self.status})"
 
 
+def _document_path(attachment, filename: str) -> str:
+    """Where a document's file is stored: by order, never by a name the uploader chose alone."""
+    return f"documents/{attachment.tracker.transaction_id}/{attachment.position}-{filename}"
+
+
 class TrackerAttachment(models.Model):
-    """A file we deliver with the response: its bytes, its slot, whether it is uploaded."""
+    """A document we deliver: its file (Django's storage), its slot, whether it is uploaded.
+
+    An automated order's documents are delivered with its one PATCH. A staff-worked order's are
+    attached by staff, waiting (`delivery` empty) until a delivery takes them.
+    """
 
     tracker = models.ForeignKey(Tracker, on_delete=models.CASCADE, related_name="attachments")
+    delivery = models.ForeignKey(
+        "Delivery", null=True, blank=True, on_delete=models.PROTECT, related_name="attachments"
+    )
     position = models.PositiveSmallIntegerField()
     name = models.CharField(max_length=255)
     mime_type = models.CharField(max_length=100)
-    content = models.BinaryField()
+    file = models.FileField(upload_to=_document_path, max_length=500, blank=True)
+    size = models.PositiveIntegerField(default=0)
+    added_by = models.CharField(max_length=150, blank=True, help_text="The staff member who attached it.")
+    added_at = models.DateTimeField(null=True, blank=True)
     resource_id = models.CharField(max_length=200, blank=True)
     upload_location = models.URLField(max_length=2000, blank=True)
     # One-time upload authorization from the slot request: a credential, kept encrypted.
@@ -104,6 +143,13 @@ class TrackerAttachment(models.Model):
 
     def __str__(self):
         return self.name
+
+    def read(self) -> bytes:
+        """The document's bytes (b"" once purged)."""
+        if not self.file:
+            return b""
+        with self.file.open("rb") as handle:
+            return handle.read()
 
     def upload_slot(self) -> UploadSlot:
         """The slot the service gave this attachment (after the slot request)."""
@@ -122,6 +168,7 @@ class TrackerStep(models.Model):
     tracker = models.ForeignKey(Tracker, on_delete=models.CASCADE, related_name="steps")
     name = models.CharField(max_length=50)
     detail = models.TextField(blank=True)
+    actor = models.CharField(max_length=150, blank=True, help_text="The staff member who did it (empty: a worker).")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -129,6 +176,59 @@ class TrackerStep(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class DeliveryKind(models.TextChoices):
+    ACKNOWLEDGEMENT = "acknowledgement", "Acknowledgement"  # the pipeline's first PATCH of a staff-worked order
+    STATUS_UPDATE = "status_update", "Status update"  # partnerStatus only
+    PARTIAL = "partial", "Partial delivery"  # status processing, with data and documents
+    FINAL = "final", "Final delivery"  # status completed: the order is done once the service confirms it
+    DECLINE = "decline", "Decline"  # status completed with the reason; the order is declined
+
+
+class DeliveryState(models.TextChoices):
+    PENDING = "pending", "Waiting to be sent"
+    SENT = "sent", "Sent"  # the service accepted the PATCH
+    CONFIRMED = "confirmed", "Confirmed"  # its "processed" callback came
+    FAILED = "failed", "Failed"  # refused for good; see failure_reason
+
+
+class Delivery(TimeStampedModel):
+    """One PATCH we owe the service for a staff-worked order: stored when staff act, sent by a worker.
+
+    Sent in creation order, each step recorded (slots requested, each document uploaded, the PATCH),
+    so a worker that dies resumes where it stopped and nothing is sent twice. `sequence` is the
+    number of our PATCHes of the transaction up to this one: a "processed" callback that names the
+    response version confirms that delivery, one that does not confirms the latest sent.
+    """
+
+    tracker = models.ForeignKey(Tracker, on_delete=models.CASCADE, related_name="deliveries")
+    kind = models.CharField(max_length=20, choices=DeliveryKind)
+    state = models.CharField(max_length=20, choices=DeliveryState, default=DeliveryState.PENDING, db_index=True)
+    partner_status = models.CharField(max_length=500, blank=True, help_text="partnerStatus: what the lender reads.")
+    loan = models.JSONField(default=dict, blank=True, help_text="Loan fields delivered (response data entitlement).")
+    result = models.JSONField(null=True, blank=True, help_text="The action result, for an action product.")
+    created_by = models.CharField(max_length=150, blank=True, help_text="The staff member who made it.")
+
+    sequence = models.PositiveIntegerField(null=True, blank=True)
+    slots_requested_at = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+    failed_at = models.DateTimeField(null=True, blank=True)
+    failure_reason = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["tracker", "created_at", "id"]
+        verbose_name_plural = "deliveries"
+
+    def __str__(self):
+        return f"{self.get_kind_display()} of {self.tracker.transaction_id}"
+
+    @property
+    def final(self) -> bool:
+        return self.kind in (DeliveryKind.FINAL, DeliveryKind.DECLINE)
 
 
 class ReconciliationState(models.Model):
@@ -149,3 +249,13 @@ class ReconciliationState(models.Model):
 
     def __str__(self):
         return f"{self.name} at {self.position}"
+
+
+class StaffOrder(Tracker):
+    """A staff-worked order as its staff see it: the work queue and the order's page in the admin
+    (`partner.fulfillment.admin_staff`). A proxy: the same rows as the trackers, another page."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "order to work"
+        verbose_name_plural = "orders to work"

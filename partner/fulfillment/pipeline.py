@@ -17,6 +17,7 @@ fail the tracker with a reason a person understands.
 import logging
 
 from django.conf import settings
+from django.core.files.base import ContentFile
 from django.db import transaction
 from django.db.models import Case, F, Value, When
 from django.utils import timezone
@@ -27,6 +28,7 @@ from partner.catalog.models import Product
 from partner.catalog.services import product_ensure
 from partner.core.leases import lease_kept, lease_release, lease_take
 from partner.core.logging import log_context
+from partner.fulfillment import staff_events, uploads
 from partner.fulfillment.fulfillers import Fulfillment, FulfillmentRefused, fulfiller_for
 from partner.fulfillment.metrics import order_delivered
 from partner.fulfillment.models import (
@@ -36,23 +38,12 @@ from partner.fulfillment.models import (
     TrackerAttachment,
     TrackerStatus,
 )
-from partner.fulfillment.services import first_time, step_record, tracker_fail, transaction_ref
+from partner.fulfillment.services import TrackerFailed, first_time, step_record, tracker_fail, transaction_ref
 from partner.platform import client
-from partner.platform.errors import ResourceOutsideServiceError, ServiceError, ServiceValidationError
-from partner.platform.locations import UploadLocationRefusedError
+from partner.platform.errors import ResourceOutsideServiceError, ServiceError
 from partner.platform.types import Transaction
 
 logger = logging.getLogger(__name__)
-
-
-class TrackerFailed(Exception):
-    """A permanent failure: the tracker is failed with `reason` and not retried."""
-
-    def __init__(self, code, reason, *, tell_lender=False):
-        super().__init__(reason)
-        self.code = code
-        self.reason = reason
-        self.tell_lender = tell_lender
 
 
 def _take(tracker_id: int) -> Tracker | None:
@@ -98,12 +89,15 @@ def _taken_fulfill(tracker: Tracker) -> Tracker:
 def _steps_run(tracker: Tracker) -> None:
     if tracker.prepared_at is None:
         _prepare(tracker)
+    if tracker.staff_worked:
+        _acknowledge(tracker)  # the rest is the staff's work
+        return
     attachments = list(tracker.attachments.all())
     if attachments and tracker.slots_requested_at is None:
         _upload_slots_request(tracker, attachments)
     for attachment in attachments:
         if attachment.uploaded_at is None:
-            _upload(tracker, attachment)
+            uploads.attachment_upload(tracker, attachment)
     if tracker.delivered_at is None:
         _deliver(tracker, attachments)
 
@@ -182,6 +176,10 @@ def _prepare(tracker: Tracker) -> None:
                 "request_type",
                 "prepared_at",
                 "status",
+                "request",
+                "loan_number",
+                "staff_worked",
+                "due_at",
                 "updated_at",
             ]
         )
@@ -190,96 +188,55 @@ def _prepare(tracker: Tracker) -> None:
 
 def _prepared_store(tracker: Tracker, fulfillment: Fulfillment, *, product: Product, request: dict) -> None:
     for position, attachment in enumerate(fulfillment.attachments):
-        TrackerAttachment.objects.create(
-            tracker=tracker,
-            position=position,
-            name=attachment.name,
-            mime_type=attachment.mime_type,
-            content=attachment.content,
+        document = TrackerAttachment(
+            tracker=tracker, position=position, name=attachment.name, mime_type=attachment.mime_type
         )
+        document.size = len(attachment.content)
+        document.file.save(attachment.name, ContentFile(attachment.content), save=False)
+        document.save()
     tracker.response = fulfillment.response
     tracker.reference_number = str(fulfillment.response.get("referenceNumber", ""))[:100]
     tracker.product_name = product.name
     tracker.request_type = str(request.get("type", ""))[:50]
     tracker.prepared_at = timezone.now()
     tracker.status = TrackerStatus.IN_PROGRESS
+    # The order as the lender sent it, for the staff who work it: never the lender's credentials.
+    tracker.request = {key: value for key, value in request.items() if key != "credentials"}
+    loan = request.get("loan") if isinstance(request.get("loan"), dict) else {}
+    tracker.loan_number = str(loan.get("loanNumber") or "")[:100]
+    tracker.staff_worked = not fulfillment.final
+    tracker.due_at = staff_events.due_at(product, tracker.created_at) if tracker.staff_worked else None
 
 
 def _upload_slots_request(tracker: Tracker, attachments: list[TrackerAttachment]) -> None:
-    slots = client.request_upload_slots(
-        tracker.transaction_id, [{"name": a.name, "mimeType": a.mime_type} for a in attachments]
-    )
-    if len(slots) != len(attachments):
-        raise TrackerFailed(FailureCode.SERVICE_REJECTED, "The service returned a different number of upload slots")
-    with transaction.atomic():
-        for attachment, slot in zip(attachments, slots, strict=True):
-            attachment.resource_id = slot.id
-            attachment.upload_location = slot.location
-            attachment.upload_authorization = slot.authorization or ""
-            attachment.save(update_fields=["resource_id", "upload_location", "upload_authorization"])
+    def recorded():
         tracker.slots_requested_at = timezone.now()
         # Known from here on: the processed callback may complete the tracker before the PATCH returns.
         tracker.resource_id = attachments[0].resource_id if attachments else ""
         tracker.save(update_fields=["slots_requested_at", "resource_id", "updated_at"])
-        step_record(tracker, "slots_requested", ", ".join(a.resource_id for a in attachments))
 
-
-def _fresh_slot(tracker: Tracker, attachment: TrackerAttachment, why: str) -> None:
-    """A new slot for one attachment whose earlier upload has an unknown outcome (the spec gives
-    no way to ask whether a location received our bytes): the PATCH then references the new one."""
-    slots = client.request_upload_slots(
-        tracker.transaction_id, [{"name": attachment.name, "mimeType": attachment.mime_type}]
-    )
-    if len(slots) != 1:
-        raise TrackerFailed(FailureCode.SERVICE_REJECTED, "The service returned a different number of upload slots")
-    slot = slots[0]
-    attachment.resource_id = slot.id
-    attachment.upload_location = slot.location
-    attachment.upload_authorization = slot.authorization or ""
-    attachment.upload_started_at = None
-    attachment.save(update_fields=["resource_id", "upload_location", "upload_authorization", "upload_started_at"])
-    if attachment.position == 0:
-        Tracker.objects.filter(pk=tracker.pk).update(resource_id=slot.id)
-    step_record(tracker, "slot_renewed", f"{attachment.name}: {why}; new resource {slot.id}")
-
-
-def _upload(tracker: Tracker, attachment: TrackerAttachment) -> None:
-    """PUT one attachment to its slot. An upload a dead worker had started, or one the service
-    says was already made (409: the one-time authorization is spent), goes to a fresh slot."""
-    if attachment.upload_started_at is not None:
-        _fresh_slot(tracker, attachment, "an earlier upload was cut off")
-    for last_try in (False, True):
-        attachment.upload_started_at = timezone.now()
-        attachment.save(update_fields=["upload_started_at"])
-        try:
-            client.upload_resource(attachment.upload_slot(), bytes(attachment.content))
-            break
-        except UploadLocationRefusedError as exc:  # nothing was sent; a service that says so again is no better
-            raise TrackerFailed(
-                FailureCode.SERVICE_REJECTED,
-                f"The service gave an upload location we do not send documents to ({exc})",
-            ) from None
-        except ServiceValidationError as exc:
-            if exc.status != 409 or last_try:
-                raise
-            _fresh_slot(tracker, attachment, "the slot was already used")
-        except ServiceError as exc:
-            if exc.status is not None:
-                # The service answered (429, 5xx): it did not take the bytes, the slot is still good.
-                attachment.upload_started_at = None
-                attachment.save(update_fields=["upload_started_at"])
-            raise  # no answer at all: the outcome is unknown, the next run takes a fresh slot
-    attachment.uploaded_at = timezone.now()
-    attachment.save(update_fields=["uploaded_at"])
-    step_record(tracker, "uploaded", f"{attachment.name} ({len(attachment.content)} bytes)")
+    uploads.slots_request(tracker, attachments, recorded=recorded)
 
 
 def response_payload(tracker: Tracker, attachments: list[TrackerAttachment]) -> dict:
     """The PATCH body: the fulfiller's response, and the uploaded attachments as `resources`."""
     payload = dict(tracker.response or {})
     if attachments:
-        payload["resources"] = [attachment.upload_slot().resource() for attachment in attachments]
+        payload["resources"] = uploads.resources(attachments)
     return payload
+
+
+def _acknowledge(tracker: Tracker) -> None:
+    """A staff-worked order: the acknowledgement PATCH, then the order is with staff (told by e-mail)."""
+    client.patch_response(tracker.transaction_id, dict(tracker.response or {}))
+    now = timezone.now()
+    with transaction.atomic():
+        moved = Tracker.objects.filter(pk=tracker.pk, status__in=ACTIVE_STATUSES).update(
+            status=TrackerStatus.WITH_STAFF, updated_at=now
+        )
+        if moved:
+            staff_events.acknowledgement_record(tracker, response=tracker.response or {}, now=now)
+    logger.info("transaction %s: acknowledged, with staff", tracker.transaction_id)
 
 
 def _deliver(tracker: Tracker, attachments: list[TrackerAttachment]) -> None:

@@ -48,9 +48,9 @@ from django.conf import settings
 from django.utils import timezone
 
 from partner.core.leases import leases_expired_free
-from partner.fulfillment.enqueue import tracker_fulfill_enqueue
-from partner.fulfillment.models import ACTIVE_STATUSES, ReconciliationState, Tracker, TrackerStatus
-from partner.fulfillment.selectors import trackers_awaiting_confirmation, trackers_stalled
+from partner.fulfillment.enqueue import deliveries_send_enqueue, tracker_fulfill_enqueue
+from partner.fulfillment.models import ACTIVE_STATUSES, FINAL_STATUSES, ReconciliationState, Tracker, TrackerStatus
+from partner.fulfillment.selectors import deliveries_stalled, trackers_awaiting_confirmation, trackers_stalled
 from partner.fulfillment.services import tracker_complete, tracker_open
 from partner.platform import client
 from partner.platform.errors import ServiceError
@@ -68,7 +68,7 @@ MARKER_SIZE = 10  # items before the saved position that must be unchanged for t
 AWAITING_PAGES_MAX = 4  # pages a cheap pass reads, at most, for awaiting orders before its window
 WATCH_LIMIT = 2000  # positions of unfinished transactions kept (the newest)
 BATCH = 200  # items looked up together in our trackers
-_FINAL = (TrackerStatus.REQUEST_COMPLETED, TrackerStatus.FAILED)
+_FINAL = FINAL_STATUSES
 
 
 class ListChanged(Exception):
@@ -76,11 +76,15 @@ class ListChanged(Exception):
 
 
 def trackers_left_hand_back() -> int:
-    """Hand the active trackers whose worker died holding them to a worker again; how many."""
+    """Hand the trackers whose worker died holding them to a worker again (the pipeline for an
+    active one, the sending of the staff's deliveries for one with staff); how many."""
     ids = leases_expired_free(Tracker.objects.filter(status__in=ACTIVE_STATUSES))
     for tracker_id in ids:
         tracker_fulfill_enqueue(tracker_id)
-    return len(ids)
+    sending = leases_expired_free(Tracker.objects.filter(status=TrackerStatus.WITH_STAFF))
+    for tracker_id in sending:
+        deliveries_send_enqueue(tracker_id)
+    return len(ids) + len(sending)
 
 
 def trackers_sweep(*, limit: int = 500) -> int:
@@ -88,9 +92,13 @@ def trackers_sweep(*, limit: int = 500) -> int:
     ids = list(trackers_stalled().values_list("pk", flat=True)[:limit])
     for tracker_id in ids:
         tracker_fulfill_enqueue(tracker_id)
-    if ids:
-        logger.info("sweep: %d stalled tracker(s) enqueued again", len(ids))
-    return len(ids)
+    # Staff deliveries whose message was lost (the broker away when staff acted).
+    sending = list(deliveries_stalled().values_list("tracker_id", flat=True).distinct()[:limit])
+    for tracker_id in sending:
+        deliveries_send_enqueue(tracker_id)
+    if ids or sending:
+        logger.info("sweep: %d stalled tracker(s), %d order(s) with deliveries enqueued again", len(ids), len(sending))
+    return len(ids) + len(sending)
 
 
 def _product_name(item: dict) -> str:

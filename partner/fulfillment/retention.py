@@ -1,14 +1,16 @@
 """What the fulfillment keeps of a finished order, and for how long (partner/core/retention.py).
 
-An order (tracker) is finished when it is completed or failed; every other status (validation
+An order (tracker) is finished when it is completed, failed or declined; every other status (validation
 requested, in progress, delivered and awaiting the service's callback) is open, and nothing of an
 open order is ever touched. Counted from when the order finished:
 
-- order data (RETENTION_ORDER_DATA_DAYS): the response we delivered (loan data: the corrected
-  property address, the result), the last error and failure reason, and the details of its steps
+- order data (RETENTION_ORDER_DATA_DAYS): the request as the lender sent it and its loan number, the
+  response we delivered (loan data: the corrected property address, the result), the loan data and
+  results of staff deliveries, the last error and failure reason, and the details of its steps
   (which may quote a ZIP code) are erased;
-- documents (RETENTION_DOCUMENT_DAYS): each attachment's bytes (the PDF report) and its spent upload
-  location and authorization are erased; its name, type, resource id and upload time stay;
+- documents (RETENTION_DOCUMENT_DAYS): each document's file (the PDF report, staff uploads) is
+  deleted from the storage and its spent upload location and authorization erased; its name, type,
+  size, resource id and upload time stay;
 - steps (RETENTION_STEP_DAYS): the order's step rows are deleted.
 
 The tracker's skeleton stays for good: transaction id, product, who ordered, request type, status,
@@ -23,9 +25,9 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from partner.core.retention import DELETE, ERASE, pk_batches, purge_register, transactions_open_register
-from partner.fulfillment.models import Tracker, TrackerAttachment, TrackerStatus, TrackerStep
+from partner.fulfillment.models import FINAL_STATUSES, Delivery, Tracker, TrackerAttachment, TrackerStatus, TrackerStep
 
-FINISHED_STATUSES = (TrackerStatus.REQUEST_COMPLETED, TrackerStatus.FAILED)
+FINISHED_STATUSES = FINAL_STATUSES
 
 
 def trackers_open() -> QuerySet:
@@ -41,7 +43,7 @@ def trackers_finished_before(cutoff: datetime) -> QuerySet:
     return Tracker.objects.filter(
         Q(status=TrackerStatus.REQUEST_COMPLETED, completed_at__lt=cutoff)
         | Q(status=TrackerStatus.FAILED, failed_at__lt=cutoff)
-        # A finished order that never recorded when (none today): its last change says.
+        # A finished order that recorded no time of its end (a declined one): its last change says.
         | Q(status__in=FINISHED_STATUSES, completed_at__isnull=True, failed_at__isnull=True, updated_at__lt=cutoff)
     )
 
@@ -49,7 +51,12 @@ def trackers_finished_before(cutoff: datetime) -> QuerySet:
 def _order_data(cutoff: datetime) -> QuerySet:
     detailed_steps = TrackerStep.objects.filter(tracker=OuterRef("pk")).exclude(detail="")
     return trackers_finished_before(cutoff).filter(
-        Q(response__isnull=False) | ~Q(last_error="") | ~Q(failure_reason="") | Exists(detailed_steps)
+        Q(response__isnull=False)
+        | Q(request__isnull=False)
+        | ~Q(loan_number="")
+        | ~Q(last_error="")
+        | ~Q(failure_reason="")
+        | Exists(detailed_steps)
     )
 
 
@@ -63,13 +70,16 @@ def order_data_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
             # Locked and checked again: an order retried meanwhile is open, and left alone.
             ids = list(_order_data(cutoff).filter(pk__in=batch).select_for_update().values_list("pk", flat=True))
             TrackerStep.objects.filter(tracker_id__in=ids).exclude(detail="").update(detail="")
-            erased = Tracker.objects.filter(pk__in=ids).update(response=None, last_error="", failure_reason="")
+            Delivery.objects.filter(tracker_id__in=ids).update(loan={}, result=None)
+            erased = Tracker.objects.filter(pk__in=ids).update(
+                response=None, request=None, loan_number="", last_error="", failure_reason=""
+            )
         yield erased
 
 
 def _documents(cutoff: datetime) -> QuerySet:
     return TrackerAttachment.objects.filter(tracker__in=trackers_finished_before(cutoff)).filter(
-        ~Q(content=b"") | ~Q(upload_location="") | ~Q(upload_authorization="")
+        ~Q(file="") | ~Q(upload_location="") | ~Q(upload_authorization="")
     )
 
 
@@ -79,7 +89,13 @@ def documents_plan(cutoff: datetime) -> int:
 
 def documents_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
     for batch in pk_batches(_documents(cutoff), size=batch_size):
-        yield _documents(cutoff).filter(pk__in=batch).update(content=b"", upload_location="", upload_authorization="")
+        documents = list(_documents(cutoff).filter(pk__in=batch).only("pk", "file"))
+        for document in documents:
+            if document.file:
+                document.file.storage.delete(document.file.name)  # a file already gone is no error
+        yield TrackerAttachment.objects.filter(pk__in=[d.pk for d in documents]).update(
+            file="", upload_location="", upload_authorization=""
+        )
 
 
 def _steps(cutoff: datetime) -> QuerySet:

@@ -7,15 +7,17 @@ from django.db.models import Q
 from django.utils import timezone
 
 from partner.core.leases import lease_free, lease_remaining, stalled_before
-from partner.fulfillment.models import ACTIVE_STATUSES, Tracker, TrackerStatus
+from partner.fulfillment.models import ACTIVE_STATUSES, Delivery, DeliveryState, Tracker, TrackerStatus
 
 # What the lender sees, step by step.
 UI_STEPS = {
     TrackerStatus.VALIDATION_REQUESTED: "requested",
     TrackerStatus.IN_PROGRESS: "in_progress",
+    TrackerStatus.WITH_STAFF: "in_progress",
     TrackerStatus.RESPONSE_DELIVERED: "delivered",
     TrackerStatus.REQUEST_COMPLETED: "completed",
     TrackerStatus.FAILED: "failed",
+    TrackerStatus.DECLINED: "declined",
 }
 
 
@@ -27,7 +29,7 @@ def tracker_view(transaction_id: str) -> dict | None:
     tracker = tracker_get(transaction_id=transaction_id)
     if tracker is None:
         return None
-    attachments = tracker.attachments.only("name", "mime_type", "resource_id", "uploaded_at")
+    attachments = tracker.attachments.only("tracker_id", "name", "mime_type", "resource_id", "uploaded_at")
     return {
         "transaction_id": tracker.transaction_id,
         "status": tracker.status,
@@ -54,6 +56,17 @@ def trackers_stalled():
         Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lt=stalled),
         status__in=ACTIVE_STATUSES,
         updated_at__lt=stalled,
+    )
+
+
+def deliveries_stalled():
+    """Staff deliveries waiting to be sent for STALL_SECONDS with no worker holding their order."""
+    stalled = stalled_before()
+    return Delivery.objects.filter(
+        lease_free(timezone.now(), through="tracker__"),
+        state=DeliveryState.PENDING,
+        updated_at__lt=stalled,
+        tracker__status=TrackerStatus.WITH_STAFF,
     )
 
 

@@ -20,9 +20,18 @@ from partner.fulfillment.metrics import order_completed, order_failed
 from partner.fulfillment.models import ACTIVE_STATUSES, FailureCode, Tracker, TrackerStatus, TrackerStep
 from partner.platform import client
 from partner.platform.errors import ServiceError
-from partner.platform.urns import response_processed_event_type
 
 logger = logging.getLogger(__name__)
+
+
+class TrackerFailed(Exception):
+    """A permanent failure: the tracker is failed with `reason` and not retried."""
+
+    def __init__(self, code, reason, *, tell_lender=False):
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+        self.tell_lender = tell_lender
 
 
 def transaction_ref(transaction_id: str) -> str:
@@ -30,8 +39,8 @@ def transaction_ref(transaction_id: str) -> str:
     return f"{settings.SVC_BASE_URL}/partner/v2/transactions/{transaction_id}"
 
 
-def step_record(tracker: Tracker, name: str, detail: str = "") -> None:
-    TrackerStep.objects.create(tracker=tracker, name=name, detail=detail[:2000])
+def step_record(tracker: Tracker, name: str, detail: str = "", *, actor: str = "") -> None:
+    TrackerStep.objects.create(tracker=tracker, name=name, detail=detail[:2000], actor=actor[:150])
 
 
 def first_time(field: str, now):
@@ -151,19 +160,6 @@ def tracker_complete(*, transaction_id: str, event_id: str = "", because: str = 
         step_record(tracker, "completed", because or f"event {event_id}")
         logger.info("transaction %s: request completed (%s)", transaction_id, because or f"event {event_id}")
     return tracker
-
-
-def tracker_event_handle(*, resource_ref: str) -> str:
-    """GET the callback event; complete the tracker when the response was processed. Returns the event type."""
-    ref = client.resource_ref_parse(resource_ref)
-    event = client.get_event(ref.transaction_id, ref.event_id)
-    if event.type == response_processed_event_type():
-        tracker_complete(transaction_id=ref.transaction_id, event_id=ref.event_id)
-    else:
-        tracker = Tracker.objects.filter(transaction_id=ref.transaction_id).first()
-        if tracker is not None:
-            step_record(tracker, "event", f"{event.type} ({ref.event_id})")
-    return event.type
 
 
 def tracker_retry(*, tracker_id: int) -> bool:

@@ -10,8 +10,17 @@ from celery import Task, shared_task
 from django.conf import settings
 
 from partner.core.retries import retry_countdown
-from partner.fulfillment import reconciliation
-from partner.fulfillment.enqueue import FULFILL_TASK, RECONCILE_TASK, SWEEP_TASK, tracker_fulfill_enqueue
+from partner.fulfillment import reconciliation, staff, staff_events
+from partner.fulfillment.deliveries import deliveries_send, order_held_for
+from partner.fulfillment.enqueue import (
+    DELIVERIES_TASK,
+    FULFILL_TASK,
+    OVERDUE_TASK,
+    RECONCILE_TASK,
+    SWEEP_TASK,
+    deliveries_send_enqueue,
+    tracker_fulfill_enqueue,
+)
 from partner.fulfillment.pipeline import tracker_fulfill
 from partner.fulfillment.selectors import tracker_held_for
 from partner.fulfillment.services import tracker_give_up, tracker_retry_scheduled
@@ -59,3 +68,32 @@ def reconcile(full: bool = False):
 @shared_task(name=SWEEP_TASK)
 def sweep():
     return reconciliation.trackers_sweep()
+
+
+class DeliveriesTask(Task):
+    def on_failure(self, exc, task_id, args, kwargs, einfo):
+        # Retries ran out (or an unexpected error): the delivery it stopped at says so; staff may send it again.
+        tracker_id = kwargs.get("tracker_id", args[0] if args else None)
+        if tracker_id is not None:
+            staff.deliveries_give_up(tracker_id=tracker_id, error=f"{type(exc).__name__}: {exc}")
+
+
+@shared_task(bind=True, base=DeliveriesTask, name=DELIVERIES_TASK, max_retries=settings.CELERY_TASK_MAX_RETRIES)
+def deliveries(self, tracker_id: int):
+    """Send the staff's waiting deliveries of one order (partner.fulfillment.deliveries)."""
+    try:
+        sent = deliveries_send(tracker_id=tracker_id)
+    except ServiceError as exc:  # transient: the service said "later"; what was sent stays sent
+        countdown = retry_countdown(self.request.retries, retry_after=getattr(exc, "retry_after", None))
+        raise self.retry(exc=exc, countdown=countdown)
+    if sent is None:
+        held_for = order_held_for(tracker_id)
+        if held_for:
+            deliveries_send_enqueue(tracker_id, countdown=held_for + 1)
+    return sent
+
+
+@shared_task(name=OVERDUE_TASK)
+def overdue():
+    """Tell staff of the orders past their due time (beat, every few minutes)."""
+    return staff_events.overdue_tell()

@@ -72,3 +72,19 @@ def action_entitled(product: dict, *, action: str, request_type: str | None = No
             if fmt is None or (isinstance(formats, list) and fmt in formats):
                 return True
     return False
+
+
+def response_loan_fields(product: dict, *, request_type: str) -> list[str] | None:
+    """The top-level loan fields a response may carry for `request_type` (the response data
+    entitlement: `entitlements.data.transaction[].response.fields`); None when the product names
+    none (the spec does not show the model: the service then decides), [] when it covers no field."""
+    entitlements = product.get("entitlements") if isinstance(product, dict) else None
+    data = entitlements.get("data") if isinstance(entitlements, dict) else None
+    items = data.get("transaction") if isinstance(data, dict) else None
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict) or request_type not in (item.get("requestTypes") or []):
+            continue
+        response = item.get("response")
+        fields = response.get("fields") if isinstance(response, dict) else None
+        return [field for field in fields if isinstance(field, str)] if isinstance(fields, list) else None
+    return []

@@ -1,5 +1,5 @@
-"""Admin pages of the sandbox, to watch the loop: transactions, responses, events,
-webhook deliveries with their attempts, uploads, and the fault rules.
+"""Admin pages of the sandbox, to watch the loop: transactions, responses (and each PATCH
+of them), events, webhook deliveries with their attempts, uploads, and the fault rules.
 
 No secret is shown: tokens, partner access tokens and upload authorizations
 exist only as digests (never displayed), user credentials and signing secrets
@@ -9,7 +9,7 @@ are encrypted columns left out of every page.
 import json
 
 from django.contrib import admin
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from . import faults
 from .models import (
@@ -21,6 +21,7 @@ from .models import (
     Origin,
     Product,
     Response,
+    ResponsePatch,
     Transaction,
     UploadSlot,
     WebhookAttempt,
@@ -110,6 +111,54 @@ class ResponseInline(admin.StackedInline):
         return _pretty(obj.data)
 
 
+class ResponsePatchInline(admin.TabularInline):
+    """Every PATCH of the response, in order: what each delivery said, before the merge."""
+
+    model = ResponsePatch
+    extra = 0
+    can_delete = False
+    verbose_name = "response PATCH"
+    verbose_name_plural = "response PATCHes (each as it came)"
+    fields = ("number", "created_at", "status", "partner_status", "resources_sent", "also_sent")
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    @staticmethod
+    def _payload(obj) -> dict:
+        return obj.payload if isinstance(obj.payload, dict) else {}
+
+    def status(self, obj):
+        return self._payload(obj).get("status", "")
+
+    @admin.display(description="partnerStatus")
+    def partner_status(self, obj):
+        return self._payload(obj).get("partnerStatus", "")
+
+    @admin.display(description="resources")
+    def resources_sent(self, obj):
+        items = [item for item in self._payload(obj).get("resources") or [] if isinstance(item, dict)]
+        return (
+            format_html_join(", ", "{} ({})", ((item.get("name") or "unnamed", item.get("id", "")) for item in items))
+            or "none"
+        )
+
+    @admin.display(description="also")
+    def also_sent(self, obj):
+        payload = self._payload(obj)
+        parts = []
+        if isinstance(payload.get("loan"), dict):
+            parts.append("loan: " + ", ".join(sorted(payload["loan"])))
+        if isinstance(payload.get("result"), dict):
+            parts.append(f"result: {payload['result'].get('action', '')}")
+        if payload.get("referenceNumber"):
+            parts.append(f"referenceNumber {payload['referenceNumber']}")
+        if payload.get("respondingParty"):
+            parts.append("respondingParty")
+        return "; ".join(parts)
+
+
 class EventInline(admin.TabularInline):
     model = Event
     extra = 0
@@ -134,7 +183,7 @@ class TransactionAdmin(ReadOnlyAdmin):
     list_select_related = ("product", "user", "loan")
     exclude = ("credentials_encrypted", "request")
     readonly_fields = ("request_document",)
-    inlines = (ResponseInline, SlotInline, EventInline)
+    inlines = (ResponseInline, ResponsePatchInline, SlotInline, EventInline)
 
     @admin.display(description="request (credentials left out)")
     def request_document(self, obj):

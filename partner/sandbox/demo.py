@@ -1,7 +1,10 @@
-"""The demo data of the sandbox: one lender instance, its users and loans, and the two products.
+"""The demo data of the sandbox: one lender instance, its users and loans, and the three products.
 
 Read by `seeding.sandbox_seed`. Some loans carry a city or county that does not
-match their ZIP code, so an address verification has something to correct.
+match their ZIP code, so an address verification has something to correct. Two products are
+automated (address verification, disclosure delivery); the appraisal is worked by people: its
+workflows say `interactive` only, so our catalog gives it the staff-worked fulfiller when it
+first pulls it, and its response may carry the loan's `appraisal` besides its `property`.
 """
 
 from partner.platform import formats, urns
@@ -172,6 +175,7 @@ CREDENTIAL_DEFINITIONS = [
 ORIGIN_FIELDS = ["loanNumber", "loanAmount", "property", "borrower"]
 REQUEST_FIELDS = ["loanNumber", "loanAmount", "property", "borrower"]
 RESPONSE_FIELDS = ["property"]
+APPRAISAL_RESPONSE_FIELDS = ["property", "appraisal"]
 
 
 def _credential_object():
@@ -280,7 +284,32 @@ def product_documents(public_base_url: str) -> list[dict]:
         },
         "webhooks": _webhooks(public_base_url, "disclosure-delivery"),
     }
-    return [address, disclosure]
+    appraisal = {
+        **common,
+        "id": "a1b2c3d4-0000-4000-8000-00000000a003",
+        "name": "appraisal",
+        "listingName": "Residential appraisal",
+        "requestTypes": ["NEW_REQUEST"],
+        "tags": {"workflows": ["interactive"], "categories": ["APPRAISAL"], "applications": ["Loan Origination Host"]},
+        "entitlements": {
+            "access": access,
+            "data": {
+                "origin": {"fields": ORIGIN_FIELDS},
+                "transaction": [
+                    {
+                        "requestTypes": ["NEW_REQUEST"],
+                        "request": {"fields": REQUEST_FIELDS},
+                        "response": {"fields": APPRAISAL_RESPONSE_FIELDS, "results": []},
+                        "created": CREATED,
+                        "createdBy": creator,
+                        "extensionCount": 0,
+                    }
+                ],
+            },
+        },
+        "webhooks": _webhooks(public_base_url, "appraisal"),
+    }
+    return [address, disclosure, appraisal]
 
 
 def demo_url_fields(document: dict, public_base_url: str) -> dict:

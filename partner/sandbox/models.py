@@ -1,6 +1,6 @@
 """State of the service emulator: clients and tokens, the host's lenders and loans,
-products, origins, transactions with their responses, upload slots and events,
-webhook deliveries (one row per attempt) and fault rules.
+products, origins, transactions with their responses (and every PATCH of them as it
+came), upload slots and events, webhook deliveries (one row per attempt) and fault rules.
 
 Secrets (client secrets, access tokens, partner access tokens, upload
 authorizations) are stored as SHA-256 digests, looked up by an indexed column;
@@ -166,6 +166,23 @@ class Response(TimeStampedModel):
 
     def __str__(self):
         return f"response of {self.transaction_id}"
+
+
+class ResponsePatch(models.Model):
+    """One accepted PATCH of a transaction response, as it came: `number` is the response version
+    it made (1 for the first), so a person can see each delivery, not only the merged result."""
+
+    transaction = models.ForeignKey(Transaction, on_delete=models.CASCADE, related_name="patches")
+    number = models.PositiveIntegerField()
+    payload = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["transaction_id", "number"]
+        constraints = [models.UniqueConstraint(fields=["transaction", "number"], name="sandbox_patch_number_unique")]
+
+    def __str__(self):
+        return f"PATCH {self.number} of {self.transaction_id}"
 
 
 class UploadSlot(TimeStampedModel):

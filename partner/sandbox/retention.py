@@ -4,8 +4,9 @@ The sandbox's records of orders are copies of borrowers' loan data (a transactio
 the loan, its response our delivery, its upload slots the PDF bytes), and all are demo data: after
 RETENTION_SANDBOX_DAYS, counted from when each was created, they are deleted.
 
-- sandbox transactions, with their response, upload slots and events; never one whose order is open
-  on our side (the fulfillment says which, through `transactions_open`: the sandbox imports no app);
+- sandbox transactions, with their response, its PATCHes, upload slots and events; never one whose
+  order is open on our side (the fulfillment says which, through `transactions_open`: the sandbox
+  imports no app);
 - sandbox webhook deliveries (the exact bytes sent) with their attempts, unless still pending or
   about a transaction kept above;
 - sandbox origins (an origin is valid for 300 s only), unless of a transaction kept above.
@@ -45,7 +46,7 @@ def transactions_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
             continue
         with transaction.atomic():
             Origin.objects.filter(transaction_id__in=ids).update(transaction=None)
-            # The response, slots (with their bytes) and events go in one DELETE each, unread.
+            # The response, its PATCHes, slots (with their bytes) and events go in one DELETE each, unread.
             _, per_model = Transaction.objects.filter(pk__in=ids).delete()
         yield per_model.get(Transaction._meta.label, 0)
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from partner.platform import formats, urns
 
 from . import documents
-from .models import AccessToken, Event, Instance, LenderUser, Loan, Origin, Product, Transaction
+from .models import AccessToken, Event, Instance, LenderUser, Loan, Origin, Product, ResponsePatch, Transaction
 
 ORIGIN_LIFETIME = timedelta(seconds=300)
 _TOKEN_SQL = f"SELECT 1 FROM {AccessToken._meta.db_table} WHERE digest = %s AND expires_at > %s"  # noqa: S608
@@ -234,8 +234,23 @@ def loan_lookup(value) -> Loan:
     return Loan.objects.select_related("instance").get(guid=value)
 
 
+def patch_summary(patch: ResponsePatch) -> dict:
+    """One PATCH of a response as the host page lists it: number, time, status, what the lender read."""
+    payload = patch.payload if isinstance(patch.payload, dict) else {}
+    resources = [item for item in payload.get("resources") or [] if isinstance(item, dict)]
+    return {
+        "number": patch.number,
+        "created": _iso(patch.created_at),
+        "status": payload.get("status", ""),
+        "partnerStatus": payload.get("partnerStatus", ""),
+        "resources": [item.get("name") or item.get("id", "") for item in resources],
+        "loan": sorted(payload["loan"]) if isinstance(payload.get("loan"), dict) else [],
+    }
+
+
 def host_context() -> dict:
-    """What the host page offers: users, loans, products and the latest transactions."""
+    """What the host page offers: users, loans, products and the latest transactions (each with its
+    response PATCHes, in order)."""
     users = [
         {
             "id": user.pk,
@@ -269,7 +284,10 @@ def host_context() -> dict:
             "user_id": row.user_id,
             "status": row.status,
             "created": _iso(row.created_at),
+            "patches": [patch_summary(patch) for patch in row.patches.all()],
         }
-        for row in Transaction.objects.select_related("product", "loan").order_by("-created_at", "-id")[:50]
+        for row in Transaction.objects.select_related("product", "loan")
+        .prefetch_related("patches")
+        .order_by("-created_at", "-id")[:50]
     ]
     return {"users": users, "loans": loans, "products": products, "transactions": transactions}

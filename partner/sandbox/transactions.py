@@ -14,7 +14,7 @@ from partner.platform import formats, urns
 
 from . import documents, webhooks
 from .errors import refused
-from .models import Event, Origin, Response, Transaction, UploadSlot
+from .models import Event, Origin, Response, ResponsePatch, Transaction, UploadSlot
 from .origins import access_check
 from .selectors import event_ref, loan_lookup, product_lookup, sandbox_base_url, transaction_ref, user_lookup
 
@@ -116,10 +116,11 @@ def _resources_check(transaction: Transaction, resources: list) -> list[dict]:
 def response_patch(*, transaction_id: str, payload, base_url: str | None = None) -> Response:
     """PATCH the transaction response (#3): check every rule, merge, and process it when it is complete.
 
-    A PATCH is "processed" (an event of type ...:response:processed and its
-    `created` webhook) when it sets status `completed`, when it carries an
-    action `result`, or when it adds `resources` to a response already
-    completed; every other PATCH is only merged.
+    Every accepted PATCH is a response delivered, and "processed" once merged: an event of type
+    ...:response:processed (its details name the response version, the PATCH's number) and its
+    `created` webhook. A staff-worked order's acknowledgement, status updates and partial
+    deliveries are each confirmed so, as is the final response. Each PATCH is also kept as it came
+    (`ResponsePatch`, numbered by the version it made) for the admin and the host page to show.
     """
     base = (base_url or sandbox_base_url()).rstrip("/")
     with db_transaction.atomic():
@@ -147,25 +148,19 @@ def response_patch(*, transaction_id: str, payload, base_url: str | None = None)
             merged["resources"] = _merge_resources(response.data.get("resources") or [], payload["resources"])
         response.data = merged
         response.patch_count += 1
-        processed = (
-            payload.get("status") == formats.RESPONSE_COMPLETED
-            or "result" in payload
-            or (bool(payload.get("resources")) and merged.get("status") == formats.RESPONSE_COMPLETED)
-        )
-        if processed:
-            response.processed_count += 1
+        response.processed_count += 1
         response.save()
+        ResponsePatch.objects.create(transaction=transaction, number=response.patch_count, payload=payload)
         if isinstance(merged.get("status"), str) and merged["status"] != transaction.status:
             Transaction.objects.filter(pk=transaction.pk).update(
                 status=merged["status"][:50], updated_at=timezone.now()
             )
-        if processed:
-            event_create(
-                transaction=transaction,
-                type=urns.response_processed_event_type(),
-                base_url=base,
-                data={"responseVersion": response.patch_count},
-            )
+        event_create(
+            transaction=transaction,
+            type=urns.response_processed_event_type(),
+            base_url=base,
+            data={"responseVersion": response.patch_count},
+        )
     return response
 
 

@@ -1,4 +1,5 @@
-"""Views of the embedded UI: the page the host frames, the origin proxy and the page's JSON reads.
+"""Views of the embedded UI: the page the host frames, the origin proxy, the page's JSON reads and the
+download of an order's delivered documents.
 
 The page is served with a strict CSP (scripts only from our origin, no inline
 code) and may only be framed by the host origins. The JSON endpoints take the
@@ -7,9 +8,10 @@ the service every time, so they answer only to the lender in the host.
 """
 
 import json
+import logging
 
 from django.conf import settings
-from django.http import JsonResponse
+from django.http import FileResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET, require_POST
@@ -23,8 +25,10 @@ from rest_framework.views import APIView
 from partner.core.framing import embeddable
 from partner.core.ratelimits import address_rate_limited
 from partner.ui.forms import order_options_form_class
-from partner.ui.selectors import TransactionNotShown, transaction_progress_get
+from partner.ui.selectors import TransactionNotShown, transaction_document_get, transaction_progress_get
 from partner.ui.services import OriginProblem, origin_context_fetch
+
+logger = logging.getLogger(__name__)
 
 # The page builds its DOM with our own scripts only: nothing inline, nothing from elsewhere.
 PAGE_CSP = (
@@ -34,6 +38,8 @@ PAGE_CSP = (
 
 ORIGIN_ID_HEADER = "HTTP_X_ORIGIN_ID"
 PAT_HEADER = "HTTP_X_PARTNER_ACCESS_TOKEN"  # noqa: S105 - a header name, not a secret
+# A document we serve is never run nor rendered as a page of ours, whatever it holds.
+DOCUMENT_CSP = "default-src 'none'; sandbox"
 
 
 # Each JSON read below asks the service about the origin with the lender's token: one count per client
@@ -63,6 +69,8 @@ class EmbedPage(TemplateView):
         # Origins live 300 s; renew a minute early. A setting, so a test can watch it happen.
         context["refresh_after_ms"] = int(getattr(settings, "UI_ORIGIN_REFRESH_AFTER", 240) * 1000)
         context["poll_ms"] = int(getattr(settings, "UI_PROGRESS_POLL_SECONDS", 3) * 1000)
+        # A staff-worked order changes over hours: while it is with staff the page asks less often.
+        context["staff_poll_ms"] = int(settings.UI_STAFF_POLL_SECONDS * 1000)
         return context
 
 
@@ -71,6 +79,10 @@ embed_page = embeddable(_with_page_csp(never_cache(ensure_csrf_cookie(require_GE
 
 def _origin_from_headers(request) -> tuple[str, str]:
     return request.META.get(ORIGIN_ID_HEADER, "").strip(), request.META.get(PAT_HEADER, "").strip()
+
+
+def _not_shown(code: str, message: str) -> dict:
+    return {"errors": [{"status": None, "code": code, "message": message}]}
 
 
 class ErrorsSerializer(serializers.Serializer):
@@ -125,8 +137,32 @@ class OriginProxyApi(APIView):
         return Response(self.OriginOutputSerializer({"id": context.origin_id, **context.summary}).data)
 
 
+class LenderDocumentSerializer(serializers.Serializer):
+    """A delivered document, as the lender's page lists it."""
+
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    mime_type = serializers.CharField()
+    size = serializers.IntegerField(help_text="bytes")
+    resource_id = serializers.CharField(allow_blank=True, help_text="the service's copy")
+    download_url = serializers.CharField(
+        allow_null=True, help_text="GET it with the origin headers; null once the file is gone (retention)"
+    )
+
+
+class TimelineEntrySerializer(serializers.Serializer):
+    """One thing of the order that reached the service: a delivery of the partner's."""
+
+    id = serializers.CharField()
+    kind = serializers.ChoiceField(choices=["acknowledgement", "status_update", "partial", "final", "decline"])
+    label = serializers.CharField(help_text="the kind in the lender's words")
+    text = serializers.CharField(allow_blank=True, help_text="the partner's status text (partnerStatus)")
+    sent_at = serializers.DateTimeField(help_text="when it reached the service")
+    documents = LenderDocumentSerializer(many=True)
+
+
 class TransactionProgressApi(APIView):
-    """GET /ui/transactions/{id}: the order's step and attachments, for the lender holding a live origin.
+    """GET /ui/transactions/{id}: the order's step, attachments and timeline, for the lender holding a live origin.
 
     The origin travels in headers X-Origin-Id and X-Partner-Access-Token (not in
     the address, so it stays out of access logs); the answers for a refused origin
@@ -136,13 +172,18 @@ class TransactionProgressApi(APIView):
     class ProgressOutputSerializer(serializers.Serializer):
         transaction_id = serializers.CharField()
         status = serializers.CharField(allow_null=True, help_text="the tracker's state")
-        step = serializers.ChoiceField(choices=["requested", "in_progress", "delivered", "completed", "failed"])
+        step = serializers.ChoiceField(
+            choices=["requested", "in_progress", "delivered", "completed", "failed", "declined"]
+        )
         reason = serializers.CharField(allow_blank=True)
         reference_number = serializers.CharField(allow_blank=True, help_text="the partner's order reference")
         partner_status = serializers.CharField(allow_blank=True, help_text="the partner's last word to the lender")
         attachments = serializers.ListField(child=serializers.DictField(), help_text="name, mime_type, resource_id")
         updated_at = serializers.DateTimeField(allow_null=True)
-        finished = serializers.BooleanField()
+        finished = serializers.BooleanField(help_text="nothing more will change: completed, failed or declined")
+        staff_worked = serializers.BooleanField(help_text="worked by staff: the timeline grows over hours or days")
+        due_at = serializers.DateTimeField(allow_null=True, help_text="when the partner expects to deliver")
+        timeline = TimelineEntrySerializer(many=True, help_text="what reached the service, oldest first")
 
     @extend_schema(
         operation_id="ui_transaction_progress",
@@ -173,15 +214,43 @@ class TransactionProgressApi(APIView):
                 company_id=context.company_id,
             )
         except TransactionNotShown:
-            return Response(
-                {
-                    "errors": [
-                        {"status": None, "code": "transaction_unknown", "message": "No such order for this product."}
-                    ]
-                },
-                status=404,
-            )
+            return Response(_not_shown("transaction_unknown", "No such order for this product."), status=404)
         return Response(self.ProgressOutputSerializer(progress).data)
+
+
+@_origin_rate_limited
+@never_cache
+@require_GET
+def transaction_document(request, transaction_id, document_id):
+    """GET /ui/transactions/{id}/documents/{document_id}: a delivered document's file, as an attachment.
+
+    Checked as the progress poll is (the origin in the same headers, checked with the service, the
+    same count per address; then the order must be this lender's), and only a document that reached
+    the lender (of a sent or confirmed delivery, or of an automated order's delivered response): 404
+    for anything else, whichever the reason. A plain Django view: it answers a file, and DRF's content
+    negotiation would refuse a client that asks for one by its type (406).
+    """
+    origin_id, token = _origin_from_headers(request)
+    try:
+        context = origin_context_fetch(origin_id=origin_id, partner_access_token=token)
+    except OriginProblem as problem:
+        return JsonResponse(problem.body, status=problem.http_status)
+    try:
+        document = transaction_document_get(
+            transaction_id=transaction_id,
+            document_id=document_id,
+            product_name=context.product_name,
+            account_id=context.account_id,
+            company_id=context.company_id,
+        )
+        handle = document.file.open("rb")
+    except (TransactionNotShown, FileNotFoundError):
+        return JsonResponse(_not_shown("document_unknown", "No such document for this order."), status=404)
+    logger.info("document %s of transaction %s downloaded by the lender", document.pk, transaction_id)
+    response = FileResponse(handle, as_attachment=True, filename=document.name, content_type=document.mime_type)
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = DOCUMENT_CSP
+    return response
 
 
 @_origin_rate_limited

@@ -130,7 +130,27 @@
       cell.appendChild(button);
       tr.appendChild(cell);
       body.appendChild(tr);
+      if ((row.patches || []).length) { body.appendChild(patchesRow(row)); }
     });
+  }
+
+  // Under a transaction: each PATCH of its response as the partner sent it (number, time, status,
+  // what the lender reads, documents, loan fields), in a row of its own so the columns stay narrow.
+  function patchesRow(row) {
+    var tr = el("tr", { "class": "patches", "data-patches-of": row.id });
+    var cell = el("td", { colspan: 5 });
+    cell.appendChild(el("span", { "class": "muted" }, "Response PATCHes:"));
+    var list = el("ol", { "class": "patches" });
+    row.patches.forEach(function (patch) {
+      var parts = ["#" + patch.number, patch.created.slice(11, 19), patch.status || "(no status)"];
+      if (patch.partnerStatus) { parts.push("\u201c" + patch.partnerStatus + "\u201d"); }
+      if (patch.resources.length) { parts.push(patch.resources.length + " document(s): " + patch.resources.join(", ")); }
+      if (patch.loan.length) { parts.push("loan " + patch.loan.join(", ")); }
+      list.appendChild(el("li", { "data-patch-number": patch.number }, parts.join(" \u00b7 ")));
+    });
+    cell.appendChild(list);
+    tr.appendChild(cell);
+    return tr;
   }
 
   function productIdByName(name) {

@@ -7,6 +7,12 @@
  * from our back-end with that origin, and renews the origin with refreshOrigin
  * shortly before it expires and whenever our back-end says it has expired.
  *
+ * An existing order shows its steps; a staff-worked one also its timeline (what
+ * the partner sent, oldest first, each entry with its documents) and when it is
+ * expected. Documents download with fetch and the same origin headers as the
+ * progress poll, then a Blob URL: the token never goes into an address (and so
+ * into no access log), and the page's CSP needs nothing more.
+ *
  * Every piece of loan or service data reaches the DOM through textContent or
  * attributes, never as markup.
  */
@@ -17,6 +23,8 @@
   var cfg = app.dataset;
   var REFRESH_AFTER_MS = Number(cfg.refreshAfterMs) || 240000;
   var POLL_MS = Number(cfg.pollMs) || 3000;
+  // While a staff-worked order is with staff it changes over hours: ask less often.
+  var STAFF_POLL_MS = Math.max(Number(cfg.staffPollMs) || 15000, POLL_MS);
   var HOST_TIMEOUT_MS = Number(cfg.hostTimeoutMs) || 15000;
 
   var STEPS = [
@@ -30,8 +38,12 @@
     in_progress: "In progress: the partner is working on the order.",
     delivered: "Delivered: the results were sent to the loan application.",
     completed: "Completed: the loan application has processed the results.",
-    failed: "Failed."
+    failed: "Failed.",
+    declined: "Declined: the partner declined the order."
   };
+  // How the final states are marked after the steps.
+  var END_STEPS = { failed: "Failed", declined: "Declined" };
+  var DATE_FORMAT = { dateStyle: "medium", timeStyle: "short" };
 
   var state = {
     host: null,          // the host's "transaction" proxy
@@ -41,7 +53,8 @@
     context: null,       // what the origin proxy returned
     pollTimer: null,
     lastStep: null,
-    lastAttachments: ""
+    lastAttachments: "",
+    timelineIds: []      // the timeline entries on the page, in order
   };
 
   function $(id) { return document.getElementById(id); }
@@ -425,12 +438,14 @@
   function renderSteps(progress) {
     var list = $("steps");
     list.textContent = "";
+    var ended = END_STEPS.hasOwnProperty(progress.step);
     var failed = progress.step === "failed";
+    var declined = progress.step === "declined";
     var currentIndex = STEPS.map(function (s) { return s.key; }).indexOf(progress.step);
-    if (failed) { currentIndex = -1; }
+    if (ended) { currentIndex = -1; }
     STEPS.forEach(function (step, index) {
       var status;
-      if (failed) { status = "todo"; }
+      if (ended) { status = "todo"; }
       else if (index < currentIndex || (progress.step === "completed" && index === currentIndex)) { status = "done"; }
       else if (index === currentIndex) { status = "current"; }
       else { status = "todo"; }
@@ -440,14 +455,146 @@
       item.appendChild(el("span", { "class": "visually-hidden" }, status === "done" ? " (done)" : status === "current" ? " (current step)" : " (not yet)"));
       list.appendChild(item);
     });
-    if (failed) {
-      var item = el("li", { "class": "step failed", "data-step": "failed", "aria-current": "step" });
+    if (ended) {
+      var item = el("li", { "class": "step failed", "data-step": progress.step, "aria-current": "step" });
       item.appendChild(el("span", { "class": "marker", "aria-hidden": "true" }, "!"));
-      item.appendChild(el("span", { "class": "label" }, "Failed"));
+      item.appendChild(el("span", { "class": "label" }, END_STEPS[progress.step]));
       list.appendChild(item);
     }
     $("failure").hidden = !failed;
     $("failure-reason").textContent = failed ? (progress.reason || "The partner could not complete the order.") : "";
+    $("declined").hidden = !declined;
+    $("declined-reason").textContent = declined ? (progress.reason || "The partner gave no reason.") : "";
+  }
+
+  // ---- a staff-worked order's timeline ------------------------------------------------
+
+  function timeText(iso) {
+    var date = new Date(iso);
+    if (!iso || isNaN(date.getTime())) { return ""; }
+    try { return date.toLocaleString(undefined, DATE_FORMAT); } catch (e) { return date.toLocaleString(); }
+  }
+
+  function timeNode(iso) {
+    return el("time", { datetime: iso }, timeText(iso));
+  }
+
+  function sizeText(bytes) {
+    var size = Number(bytes) || 0;
+    if (size < 1024) { return size + " bytes"; }
+    if (size < 1024 * 1024) { return Math.round(size / 1024) + " KB"; }
+    return (size / 1024 / 1024).toFixed(1) + " MB";
+  }
+
+  function kindText(mimeType) {
+    return { "application/pdf": "PDF", "image/png": "PNG image", "image/jpeg": "JPEG image" }[mimeType] || mimeType || "";
+  }
+
+  function renderDue(progress) {
+    var due = $("due");
+    var open = progress.step === "requested" || progress.step === "in_progress";
+    var text = progress.due_at && open ? timeText(progress.due_at) : "";
+    due.hidden = !text;
+    due.textContent = "";
+    if (!text) { return; }
+    var when = el("strong");
+    when.appendChild(timeNode(progress.due_at));
+    due.appendChild(document.createTextNode("Expected by "));
+    due.appendChild(when);
+  }
+
+  function timelineEntry(entry) {
+    var item = el("li", { "class": "entry entry-" + entry.kind, "data-entry-id": entry.id, "data-kind": entry.kind });
+    var head = el("div", { "class": "entry-head" });
+    head.appendChild(el("h4", { "class": "entry-title" }, entry.label));
+    var when = el("p", { "class": "entry-time muted" });
+    when.appendChild(timeNode(entry.sent_at));
+    head.appendChild(when);
+    item.appendChild(head);
+    if (entry.text) { item.appendChild(el("p", { "class": "entry-text" }, entry.text)); }
+    var documents = entry.documents || [];
+    if (documents.length) {
+      var list = el("ul", { "class": "documents", "aria-label": "Documents: " + entry.label });
+      documents.forEach(function (doc) { list.appendChild(documentItem(doc)); });
+      item.appendChild(list);
+    }
+    return item;
+  }
+
+  function documentItem(doc) {
+    var li = el("li", { "class": "document", "data-document-id": doc.id });
+    var about = el("span", { "class": "document-about" });
+    about.appendChild(el("span", { "class": "name" }, doc.name));
+    about.appendChild(el("span", { "class": "muted" }, " " + [kindText(doc.mime_type), sizeText(doc.size)].filter(Boolean).join(", ")));
+    li.appendChild(about);
+    if (doc.download_url) {
+      var button = el("button", { type: "button", "class": "button small", "aria-label": "Download " + doc.name }, "Download");
+      button.addEventListener("click", function () { documentDownload(doc, button); });
+      li.appendChild(button);
+    } else {
+      li.appendChild(el("span", { "class": "muted" }, " No longer available here: see the loan's documents in the loan application."));
+    }
+    return li;
+  }
+
+  // Entries never change once sent: new ones are appended (the list's live region reads them out),
+  // and the list is rebuilt only if what is on the page is not the start of the answer.
+  function renderTimeline(progress) {
+    var staff = Boolean(progress.staff_worked);
+    $("timeline-block").hidden = !staff;
+    $("attachments-block").hidden = staff;
+    if (!staff) { return; }
+    var entries = progress.timeline || [];
+    var list = $("timeline");
+    var ids = entries.map(function (entry) { return entry.id; });
+    var kept = state.timelineIds.every(function (id, index) { return ids[index] === id; });
+    if (!kept) {
+      list.setAttribute("aria-live", "off");
+      list.textContent = "";
+      state.timelineIds = [];
+    }
+    entries.slice(state.timelineIds.length).forEach(function (entry) { list.appendChild(timelineEntry(entry)); });
+    state.timelineIds = ids;
+    $("timeline-empty").hidden = entries.length > 0;
+    // What was there when the order opened is not read out; what arrives from now on is.
+    window.setTimeout(function () { list.setAttribute("aria-live", "polite"); }, 0);
+  }
+
+  function downloadProblem(response, body) {
+    var errors = (body && Array.isArray(body.errors)) ? body.errors : [];
+    if (response.status === 404) { return "The document is not available."; }
+    if (errors.length && errors[0] && errors[0].message) { return errors[0].message; }
+    if (body && typeof body.status === "string") { return body.status; }
+    return "The partner answered HTTP " + response.status + ".";
+  }
+
+  function documentDownload(doc, button) {
+    button.disabled = true;
+    button.setAttribute("aria-busy", "true");
+    withOrigin(function (origin) {
+      var headers = originHeaders(origin);
+      headers.Accept = doc.mime_type || "*/*";
+      return fetch(doc.download_url, { headers: headers, credentials: "same-origin", cache: "no-store" });
+    }).then(function (response) {
+      if (!response.ok) {
+        return readJson(response).then(function (body) { throw new Error(downloadProblem(response, body)); });
+      }
+      return response.blob();
+    }).then(function (blob) {
+      // A Blob URL of our own origin: the file is saved under its name, nothing is opened in the frame.
+      var url = URL.createObjectURL(blob);
+      var link = el("a", { href: url, download: doc.name, hidden: true });
+      document.body.appendChild(link);
+      link.click();
+      link.remove();
+      window.setTimeout(function () { URL.revokeObjectURL(url); }, 60000);
+      announce("Downloaded " + doc.name + ".");
+    }).catch(function (error) {
+      announce("Could not download " + doc.name + ": " + errorText(error) + " Try again.");
+    }).finally(function () {
+      button.disabled = false;
+      button.removeAttribute("aria-busy");
+    });
   }
 
   function renderAttachments(attachments) {
@@ -503,7 +650,9 @@
         $("progress-note").hidden = true;
         renderProgress(body);
         if (!body.finished) {
-          state.pollTimer = window.setTimeout(function () { pollProgress(transactionId, 0); }, POLL_MS);
+          // Keep asking while the order can still change; a delivered one is confirmed within seconds.
+          var pause = body.staff_worked && body.step === "in_progress" ? STAFF_POLL_MS : POLL_MS;
+          state.pollTimer = window.setTimeout(function () { pollProgress(transactionId, 0); }, pause);
         }
       });
     }).catch(function (error) {
@@ -518,12 +667,14 @@
 
   function renderProgress(progress) {
     renderSteps(progress);
+    renderDue(progress);
+    renderTimeline(progress);
     renderAttachments(progress.attachments || []);
     app.setAttribute("data-step", progress.step);
     if (progress.step !== state.lastStep) {
       state.lastStep = progress.step;
       var text = "Status: " + (STEP_TEXT[progress.step] || progress.step);
-      if (progress.step === "failed" && progress.reason) { text += " " + progress.reason; }
+      if (END_STEPS.hasOwnProperty(progress.step) && progress.reason) { text += " " + progress.reason; }
       announce(text);
     }
   }
@@ -531,6 +682,9 @@
   function showTransaction(transactionId) {
     state.lastStep = null;
     state.lastAttachments = "";
+    state.timelineIds = [];
+    $("timeline").textContent = "";
+    $("timeline").setAttribute("aria-live", "off");
     $("transaction-title").textContent = "Your order";
     $("transaction-id").textContent = "Order number " + transactionId;
     renderProgress({ step: "requested", attachments: [] });

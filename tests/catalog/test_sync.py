@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 AV = "address-verification"
 DD = "disclosure-delivery"
-EXTRA = 53  # with the two demo products: 55 products, more than one page of 50
+EXTRA = 53  # with the three demo products: 56 products, more than one page of 50
 
 
 @pytest.fixture
@@ -50,9 +50,9 @@ def test_pull_reads_every_page(seeded, service_calls):
     sandbox_products_add(EXTRA)
     result = services.products_pull()
     listing = [c["url"] for c in service_calls if c["method"] == "GET" and "/partner/v2/products" in c["url"]]
-    assert len(listing) == 2, listing  # 55 products: two pages of at most 50
-    assert len(result.created) == EXTRA + 2
-    assert Product.objects.count() == EXTRA + 2
+    assert len(listing) == 2, listing  # 56 products: two pages of at most 50
+    assert len(result.created) == EXTRA + 3
+    assert Product.objects.count() == EXTRA + 3
     assert Product.objects.filter(name="bulk-product-052").exists()
 
     av = Product.objects.get(name=AV)
@@ -80,7 +80,7 @@ def test_pull_reads_every_page(seeded, service_calls):
     av.signing_secret = "our-own-signing-secret"
     av.save()
     again = services.products_pull()
-    assert len(again.updated) == EXTRA + 2 and not again.created
+    assert len(again.updated) == EXTRA + 3 and not again.created
     av.refresh_from_db()
     assert av.fulfiller == "disclosure_status"
     assert av.signing_secret == "our-own-signing-secret"
@@ -178,7 +178,7 @@ def test_commands_pull_push_allow_deny(seeded, caplog):
     out = io.StringIO()
     with caplog.at_level(logging.DEBUG):
         call_command("sync_products", "--pull", stdout=out)
-        assert "2 created" in out.getvalue()
+        assert "3 created" in out.getvalue()
         product = Product.objects.get(name=DD)
         product.listing_name = "Disclosures"
         product.save()
@@ -206,7 +206,7 @@ def test_admin_pull_push_and_allow(seeded, service, client, django_user_model, c
     caplog.set_level(logging.DEBUG)
 
     response = client.post(reverse("admin:catalog_product_pull"), follow=True)
-    assert "Pulled from the service: 2 created" in response.content.decode()
+    assert "Pulled from the service: 3 created" in response.content.decode()
     product = Product.objects.get(name=AV)
     product.signing_secret = "admin-visible-never-1234"
     product.listing_name = "Edited in the admin"
@@ -260,6 +260,6 @@ def test_pull_skips_a_product_whose_name_is_taken_locally(seeded):
 
     product_make(name=AV, service_id="a-local-only-id")
     result = services.products_pull()
-    assert result.created == [DD]
+    assert result.created == [DD, "appraisal"]
     assert len(result.skipped) == 1 and AV in result.skipped[0]
     assert Product.objects.get(name=AV).service_id == "a-local-only-id"

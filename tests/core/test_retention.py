@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 from django.conf import settings
+from django.core.files.base import ContentFile
 from django.core.management import CommandError, call_command
 from django.db import connection
 from django.utils import timezone
@@ -46,17 +47,19 @@ def _order(now, transaction_id, status, *, finished=None, created=None):
         failed_at=_ago(now, finished) if status == TrackerStatus.FAILED else None,
     )
     Tracker.objects.filter(pk=tracker.pk).update(created_at=_ago(now, created), updated_at=_ago(now, finished or 1))
-    TrackerAttachment.objects.create(
+    document = TrackerAttachment(
         tracker=tracker,
         position=0,
         name=f"address-verification-AV-{transaction_id}.pdf",
         mime_type="application/pdf",
-        content=PDF,
+        size=len(PDF),
         resource_id=f"res-{transaction_id}",
         upload_location="https://uploads.example/slot",
         upload_authorization="Bearer one-time",
         uploaded_at=_ago(now, created),
     )
+    document.file.save(document.name, ContentFile(PDF), save=False)
+    document.save()
     for name in ("opened", "failed"):
         step = TrackerStep.objects.create(tracker=tracker, name=name, detail="ZIP code 99999 refused")
         TrackerStep.objects.filter(pk=step.pk).update(created_at=_ago(now, created))
@@ -158,7 +161,7 @@ def _erased(tracker):
     return (
         tracker.response is None
         and tracker.last_error == tracker.failure_reason == ""
-        and bytes(attachment.content) == b""
+        and not attachment.file
         and attachment.upload_location == attachment.upload_authorization == ""
         and all(detail == "" for detail in steps)
     )
@@ -169,7 +172,7 @@ def _untouched(tracker):
     attachment = tracker.attachments.get()
     return (
         tracker.response == PERSONAL_RESPONSE
-        and bytes(attachment.content) == PDF
+        and attachment.read() == PDF
         and attachment.upload_authorization == "Bearer one-time"
         and list(tracker.steps.values_list("detail", flat=True)) == ["ZIP code 99999 refused"] * 2
     )
@@ -238,7 +241,7 @@ def test_dry_run_changes_nothing_and_says_what_the_purge_would_do(world):
     def snapshot():
         return (
             list(Tracker.objects.order_by("pk").values_list("response", "last_error", "failure_reason")),
-            [bytes(c) for c in TrackerAttachment.objects.order_by("pk").values_list("content", flat=True)],
+            [a.read() for a in TrackerAttachment.objects.order_by("pk")],
             list(TrackerStep.objects.order_by("pk").values_list("pk", "detail")),
             list(Notification.objects.order_by("pk").values_list("pk", "body", "remote_addr")),
             sorted(sandbox.Transaction.objects.values_list("id", flat=True)),

@@ -100,16 +100,19 @@ def orders():
 def test_the_selectors_count_by_day_product_and_outcome_and_compute_the_percentiles(orders):
     window = orders_window(days=14)
 
-    assert window.counts == {"completed": 5, "failed": 3, "open": 2} and window.total == 10
+    assert window.counts == {"completed": 5, "failed": 3, "declined": 0, "open": 2} and window.total == 10
     by_day = {d.day: d.counts for d in window.totals}
     assert len(by_day) == 14
-    assert by_day[days_ago(2).date()] == {"completed": 5, "failed": 0, "open": 0}
-    assert by_day[days_ago(1).date()] == {"completed": 0, "failed": 3, "open": 0}
-    assert by_day[timezone.localdate()] == {"completed": 0, "failed": 0, "open": 1}
+    assert by_day[days_ago(2).date()] == {"completed": 5, "failed": 0, "declined": 0, "open": 0}
+    assert by_day[days_ago(1).date()] == {"completed": 0, "failed": 3, "declined": 0, "open": 0}
+    assert by_day[timezone.localdate()] == {"completed": 0, "failed": 0, "declined": 0, "open": 1}
 
     address, disclosure = window.products  # the busiest first
-    assert (address.product, address.counts) == (ADDRESS, {"completed": 5, "failed": 2, "open": 1})
-    assert (disclosure.product, disclosure.counts) == (DISCLOSURE, {"completed": 0, "failed": 1, "open": 1})
+    assert (address.product, address.counts) == (ADDRESS, {"completed": 5, "failed": 2, "declined": 0, "open": 1})
+    assert (disclosure.product, disclosure.counts) == (
+        DISCLOSURE,
+        {"completed": 0, "failed": 1, "declined": 0, "open": 1},
+    )
     # The old order (20 days ago) is outside: its 5 s would lower the percentiles.
     assert address.turnaround == {"delivered": Percentiles(5, 30.0, 46.0), "completed": Percentiles(5, 180.0, 276.0)}
     assert disclosure.turnaround == {"delivered": Percentiles(1, 100.0, 100.0), "completed": None}
@@ -160,9 +163,9 @@ def test_the_page_shows_the_figures_charts_and_links(staff, orders):
 
     # The charts: one for all products and one each; each bar with its text alternative.
     assert page.count('<figure class="ops-chart">') == 3
-    assert f"<title>{day_text(days_ago(2).date())}: 5 completed, 0 failed, 0 open</title>" in page
-    assert f"<title>{day_text(days_ago(1).date())}: 0 completed, 3 failed, 0 open</title>" in page
-    assert "10 in all: 5 completed, 3 failed, 2 open" in page
+    assert f"<title>{day_text(days_ago(2).date())}: 5 completed, 0 failed, 0 declined, 0 open</title>" in page
+    assert f"<title>{day_text(days_ago(1).date())}: 0 completed, 3 failed, 0 declined, 0 open</title>" in page
+    assert "10 in all: 5 completed, 3 failed, 0 declined, 2 open" in page
 
     # Failures by code, with the latest reason; the backlog by state.
     failures = page[page.index('id="failures"') : page.index('id="backlog"')]

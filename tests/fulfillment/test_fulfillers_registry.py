@@ -6,8 +6,8 @@ from partner.catalog.fulfiller_keys import fulfiller_choices
 from partner.fulfillment.fulfillers import FULFILLERS, Fulfiller, UnknownFulfillerError, fulfiller_for
 
 
-def test_registry_holds_both_fulfillers_under_their_own_keys():
-    assert set(FULFILLERS) == {"address_verification", "disclosure_status"}
+def test_registry_holds_every_fulfiller_under_its_own_key():
+    assert set(FULFILLERS) == {"address_verification", "disclosure_status", "staff_worked"}
     for key, fulfiller_class in FULFILLERS.items():
         assert issubclass(fulfiller_class, Fulfiller)
         assert fulfiller_class.key == key

@@ -102,12 +102,14 @@ def test_response_slots_upload_and_processed_event(sandbox, tmp_path):
     )
     assert webhook_deliveries_wait(20)
     notifications = [json.loads(s.body) for s in sandbox.receiver.requests_to("POST", "/v1/webhooks")]
-    [notification] = [n for n in notifications if n["meta"]["resourceType"] == urns.event_resource_type()]
-    ref = client.resource_ref_parse(notification["meta"]["resourceRef"])
+    # One processed event per PATCH: the first (processing) and the second (completed, with resources).
+    first, second = [n for n in notifications if n["meta"]["resourceType"] == urns.event_resource_type()]
+    ref = client.resource_ref_parse(second["meta"]["resourceRef"])
     assert (ref.kind, ref.transaction_id) == ("event", created.id)
     event = client.get_event(ref.transaction_id, ref.event_id)
     assert event.type == urns.response_processed_event_type()
-    assert event.id == Event.objects.get(transaction_id=created.id).id
+    assert event.raw["details"] == {"responseVersion": 2}
+    assert event.id == Event.objects.get(transaction_id=created.id, data__responseVersion=2).id
 
 
 def test_the_one_time_upload_authorization_is_spent(sandbox):
@@ -175,8 +177,8 @@ def test_disclosure_status_update_through_the_response(sandbox):
 
 def test_products_list_replace_and_merge_patch(sandbox, service_calls):
     products = list(client.iter_products(page_size=1))
-    assert sorted(p.name for p in products) == [ADDRESS, DISCLOSURE]
-    assert len([c for c in service_calls if "/partner/v2/products?" in c["url"]]) == 2  # stops exactly
+    assert sorted(p.name for p in products) == [ADDRESS, "appraisal", DISCLOSURE]
+    assert len([c for c in service_calls if "/partner/v2/products?" in c["url"]]) == 3  # stops exactly
 
     product = next(p for p in products if p.name == ADDRESS)
     assert product.id and product.raw["id"] == product.id  # the whole object travels in .raw
@@ -189,7 +191,7 @@ def test_products_list_replace_and_merge_patch(sandbox, service_calls):
     assert patched.listing_name == "Address check (renamed)"  # a merge patch keeps what it does not name
     assert patched.raw["entitlements"]["data"] == product.raw["entitlements"]["data"]
     page = client.list_products_page(start=0, limit=50)
-    assert page.total == 2
+    assert page.total == 3  # the three demo products
     assert next(p for p in page.items if p.id == product.id).raw["entitlements"]["access"]["allow"] == allow
     with pytest.raises(ServiceNotFoundError):
         client.patch_product("no-such-product", {"listingName": "x"})

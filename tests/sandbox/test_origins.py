@@ -115,7 +115,11 @@ def test_host_context_lists_what_the_host_page_offers(sandbox):
     assert users["lender.demo"]["instance"] == "BE11223344"
     assert len(context["loans"]) == 5
     assert {"id", "guid", "borrower", "property"} <= set(context["loans"][0])
-    assert {product["name"] for product in context["products"]} == {"address-verification", "disclosure-delivery"}
+    assert {product["name"] for product in context["products"]} == {
+        "address-verification",
+        "disclosure-delivery",
+        "appraisal",
+    }
     assert len(context["transactions"]) == 1
     assert {"id", "product", "loan", "status", "created"} <= set(context["transactions"][0])
     assert "demo-password-1" not in requests.get(f"{sandbox.host_api}/context", timeout=10).text

@@ -69,13 +69,14 @@ def test_host_refuses_a_request_type_the_product_does_not_take(sandbox):
     assert Transaction.objects.count() == 0
 
 
-def test_patches_merge_and_completion_is_processed(api, sandbox):
+def test_patches_merge_and_each_is_processed(api, sandbox):
     transaction_id = host_transaction(sandbox)
     first = _patch(
         api, transaction_id, {"status": "processing", "partnerStatus": "Verifying", "referenceNumber": "AV-1"}
     )
     assert first.status_code == 200, first.text
-    assert Event.objects.count() == 0
+    [acknowledged] = Event.objects.all()  # every PATCH is a response delivered: processed, with its version
+    assert acknowledged.data == {"responseVersion": 1}
     second = _patch(
         api,
         transaction_id,
@@ -91,8 +92,8 @@ def test_patches_merge_and_completion_is_processed(api, sandbox):
         "loanFormat": formats.LOAN_FORMAT,
         "loan": LOAN,
     }
-    event = Event.objects.get()
-    assert event.type == urns.response_processed_event_type()
+    event = Event.objects.exclude(pk=acknowledged.pk).get()
+    assert event.type == urns.response_processed_event_type() and event.data == {"responseVersion": 2}
     answer = api.get(api.url(f"/partner/v2/transactions/{transaction_id}/events/{event.id}"), timeout=10)
     assert answer.status_code == 200
     assert answer.json()["type"] == urns.response_processed_event_type()

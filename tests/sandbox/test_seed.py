@@ -17,7 +17,7 @@ def test_seed_is_idempotent(db):
     first = sandbox_seed(public_base_url="http://127.0.0.1:8000")
     snapshot = {p.name: p.data for p in Product.objects.all()}
     second = sandbox_seed(public_base_url="http://127.0.0.1:8000")
-    assert _counts() == (1, 3, 5, 2)
+    assert _counts() == (1, 3, 5, 3)
     assert {p.name: p.data for p in Product.objects.all()} == snapshot
     assert {u: user.pk for u, user in first.users.items()} == {u: user.pk for u, user in second.users.items()}
 
@@ -90,7 +90,7 @@ def test_management_command(db, settings, capsys):
     settings.PUBLIC_BASE_URL = "http://127.0.0.1:8123"
     call_command("sandbox_seed")
     call_command("sandbox_seed")
-    assert _counts() == (1, 3, 5, 2)
+    assert _counts() == (1, 3, 5, 3)
     assert "http://127.0.0.1:8123/v1/webhooks" in capsys.readouterr().out
     hooks = Product.objects.get(name="disclosure-delivery").data["webhooks"]
     assert {hook["url"] for hook in hooks} == {"http://127.0.0.1:8123/v1/webhooks"}

@@ -313,3 +313,63 @@ def test_loan_data_is_shown_as_text_never_as_markup(demo, service, page, shot):
     expect(summary.locator("img, b, script")).to_have_count(0)
     assert page.frame(name="partner-panel").evaluate("() => document.body.dataset.pwned") is None
     shot("17-loan-data-escaped")
+
+
+def test_staff_worked_order_shows_its_timeline_and_downloads_a_document(
+    demo, service, page, shot, settings, monkeypatch, tasks_sent
+):
+    from pathlib import Path
+
+    from partner.sandbox.transactions import transaction_create
+    from tests.fakes import FakePlatform
+    from tests.ui.staff_orders import PDF, Worker, staff_order, staff_product_name
+
+    settings.UI_STAFF_POLL_SECONDS = 1  # the page asks every second while the order is with staff
+    fake = FakePlatform().install(monkeypatch)  # the order's own calls; the origin still goes to the sandbox
+    product = staff_product_name(demo)
+    transaction = transaction_create(
+        product=demo.products[product], user=demo.users["lender.demo"], loan=demo.loans[0], send_webhook=False
+    )
+    work = Worker(staff_order(fake, transaction_id=transaction.id, product_name=product))
+    work.update("Inspection booked for Tuesday")
+    work.attach("draft.pdf")
+    work.deliver("Draft report attached")
+    work.attach("waiting.pdf")  # not delivered: never shown
+    work.send()
+
+    page.set_viewport_size({"width": 320, "height": 900})
+    host = Host(page, service.url).open()
+    page.locator(f"tr[data-transaction-id='{transaction.id}']").get_by_role("button").click()
+    ui = host.ui
+    app_state(ui, "transaction")
+    entries = ui.locator("#timeline > li")
+    expect(entries).to_have_count(3, timeout=WAIT_MS)
+    expect(entries.locator("h4")).to_have_text(["Order received", "Status update", "Partial delivery"])
+    expect(entries.nth(1)).to_contain_text("Inspection booked for Tuesday")
+    expect(entries.nth(1).locator("time")).to_have_attribute("datetime", re.compile(r"^\d{4}-\d\d-\d\dT"))
+    expect(ui.locator("#due")).to_contain_text("Expected by")
+    expect(ui.locator("#attachments-block")).to_be_hidden()
+    expect(ui.locator("#timeline")).not_to_contain_text("waiting.pdf")
+    expect(ui.locator("#timeline")).to_have_attribute("aria-live", "polite")
+    frame = page.frame(name="partner-panel")
+    assert frame.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0
+    shot("18-staff-timeline-320px", ui.locator("#transaction"))
+
+    # The document comes with the origin headers, then is saved from a Blob URL: no token in any address.
+    with page.expect_download(timeout=WAIT_MS) as downloading:
+        ui.get_by_role("button", name="Download draft.pdf").click()
+    assert downloading.value.suggested_filename == "draft.pdf"
+    assert Path(downloading.value.path()).read_bytes() == PDF
+    assert not [url for url in page.requested_urls if "partnerAccessToken" in url]
+
+    # A new update appears on its own, and the order ends declined with the reason.
+    work.update("Inspector on the way")
+    work.decline("The property is outside our area")
+    work.send()
+    expect(ui.locator("#app")).to_have_attribute("data-step", "declined", timeout=WAIT_MS)
+    expect(entries).to_have_count(5)
+    expect(entries.last.locator("h4")).to_have_text("Declined")
+    expect(ui.locator("#declined-reason")).to_have_text("The property is outside our area")
+    expect(ui.locator("#due")).to_be_hidden()
+    expect(ui.locator("#announce")).to_contain_text("Declined")
+    shot("19-staff-declined-320px", ui.locator("#transaction"))

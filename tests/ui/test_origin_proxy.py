@@ -162,7 +162,7 @@ def test_progress_shows_the_tracker_state_and_attachments(demo, client):
         position=0,
         name="address-report.pdf",
         mime_type="application/pdf",
-        content=b"%PDF-1.4",
+        size=8,
         resource_id="res-1",
         uploaded_at=tracker.created_at,
     )

@@ -12,10 +12,12 @@ The first entry is the partner's main product: the default when no fulfiller cla
 from partner.fulfillment.fulfillers.address_verification import AddressVerificationFulfiller
 from partner.fulfillment.fulfillers.base import Attachment, Fulfiller, Fulfillment, FulfillmentRefused
 from partner.fulfillment.fulfillers.disclosure_status import DisclosureStatusFulfiller
+from partner.fulfillment.fulfillers.staff_worked import StaffWorkedFulfiller
 
 FULFILLERS: dict[str, type[Fulfiller]] = {
     AddressVerificationFulfiller.key: AddressVerificationFulfiller,
     DisclosureStatusFulfiller.key: DisclosureStatusFulfiller,
+    StaffWorkedFulfiller.key: StaffWorkedFulfiller,
 }
 
 

@@ -27,10 +27,14 @@ class Attachment:
 
 @dataclass
 class Fulfillment:
-    """A fulfiller's answer: the PATCH payload without `resources`, and the files to attach."""
+    """A fulfiller's answer: the PATCH payload without `resources`, and the files to attach.
+
+    `final` is False for an acknowledgement: the order then goes to staff, who deliver the rest.
+    """
 
     response: dict
     attachments: list[Attachment] = field(default_factory=list)
+    final: bool = True
 
 
 class FulfillmentRefused(Exception):

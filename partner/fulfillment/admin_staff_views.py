@@ -1,0 +1,317 @@
+"""The staff's order page and its actions, behind the admin's login (`admin_staff.StaffOrderAdmin`).
+
+Thin: the page is drawn from selectors; every POST needs the change permission (view-only staff
+get the page without its forms, and 403 for a POST), checks its form, calls one service of
+`partner.fulfillment.staff` and redirects to the page (POST/redirect/GET) with a message. A
+refused button (take, release, remove, send again) is an error message; a refused form keeps what
+was typed and shows the refusal next to its field.
+
+Documents are downloaded here too (any tracker's: staff-worked orders' and automated reports),
+by staff who may view trackers; each download is logged with who and which document, never its
+content.
+"""
+
+import logging
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import FileResponse, Http404
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from partner.catalog.selectors import product_get
+from partner.fulfillment import staff
+from partner.fulfillment.models import FINAL_STATUSES, Delivery, Tracker, TrackerAttachment
+from partner.fulfillment.staff import StaffActionRefused
+from partner.fulfillment.staff_forms import DeclineForm, DeliveryForm, StatusUpdateForm, UploadForm, replace_form
+from partner.fulfillment.staff_selectors import (
+    age_text,
+    due_text,
+    order_actions_open,
+    order_overdue,
+    order_request,
+    order_timeline,
+)
+
+logger = logging.getLogger(__name__)
+
+PAGE_TEMPLATE = "admin/fulfillment/stafforder/order.html"
+TAKE_OVER_TEMPLATE = "admin/fulfillment/stafforder/take_over.html"
+
+
+def page_url(tracker_id: int) -> str:
+    return reverse("admin:fulfillment_stafforder_change", args=[tracker_id])
+
+
+def _order(model_admin, request, tracker_id: int) -> Tracker:
+    tracker = model_admin.get_queryset(request).filter(pk=tracker_id).first()
+    if tracker is None:
+        raise Http404("No such order to work.")
+    return tracker
+
+
+def _acting_on(model_admin, request, tracker_id: int) -> Tracker:
+    """The order a POST acts on, for staff who may change trackers (403 otherwise)."""
+    if not model_admin.has_change_permission(request):
+        raise PermissionDenied
+    return _order(model_admin, request, tracker_id)
+
+
+def _document_acting_on(model_admin, request, document_id: int) -> TrackerAttachment:
+    if not model_admin.has_change_permission(request):
+        raise PermissionDenied
+    document = TrackerAttachment.objects.filter(pk=document_id, tracker__staff_worked=True).first()
+    if document is None:
+        raise Http404("No such document.")
+    return document
+
+
+# The page ----------------------------------------------------------------------------------------
+
+
+def order_page(model_admin, request, tracker: Tracker, *, bound=None):
+    """The order: header, request, timeline, documents and, for who may act on it now, the forms.
+    `bound` is a form sent back with its errors (it replaces the blank one of its prefix)."""
+    now = timezone.now()
+    may_change = model_admin.has_change_permission(request, tracker)
+    mine = tracker.assigned_to_id is not None and tracker.assigned_to_id == request.user.pk
+    can_act = may_change and mine and order_actions_open(tracker)
+    forms = {
+        "status": StatusUpdateForm(),
+        "upload": UploadForm(),
+        "deliver": DeliveryForm.for_order(tracker),
+        "decline": DeclineForm(),
+    }
+    documents = [(document, replace_form(document.pk)) for document in staff.documents_waiting(tracker)]
+    if bound is not None:
+        forms[bound.prefix] = bound
+        documents = [(d, bound if bound.prefix == f"replace-{d.pk}" else form) for d, form in documents]
+    product = product_get(name=tracker.product_name)
+    company = tracker.ordered_by.company if tracker.ordered_by and tracker.ordered_by.company else None
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": model_admin.opts,
+        "title": f"Order {tracker.reference_number or tracker.transaction_id}",
+        "tracker": tracker,
+        "product_label": (product.listing_name or product.name) if product else tracker.product_name,
+        "company": company,
+        "age": age_text(tracker, now=now),
+        "due": due_text(tracker, now=now),
+        "overdue": order_overdue(tracker, now=now),
+        "may_change": may_change,
+        "may_take": may_change and tracker.status not in FINAL_STATUSES,
+        "mine": mine,
+        "can_act": can_act,
+        "request_parts": order_request(tracker),
+        "timeline": order_timeline(tracker),
+        "documents": documents,
+        "forms": forms,
+    }
+    return TemplateResponse(request, PAGE_TEMPLATE, context)
+
+
+# Buttons ------------------------------------------------------------------------------------------
+
+
+def _button(request, tracker_id: int, act, success: str):
+    """Call one service; its refusal becomes an error message; back to the page either way."""
+    try:
+        act()
+    except StaffActionRefused as refused:
+        messages.error(request, refused.message)
+    else:
+        messages.success(request, success)
+    return redirect(page_url(tracker_id))
+
+
+@require_POST
+def take_view(request, tracker_id: int, *, model_admin):
+    tracker = _acting_on(model_admin, request, tracker_id)
+    act = lambda: staff.order_take(tracker_id=tracker.pk, user=request.user)  # noqa: E731
+    return _button(request, tracker.pk, act, "You work this order now.")
+
+
+def take_over_view(request, tracker_id: int, *, model_admin):
+    """GET: who works the order and since when, to confirm; POST: take it over from them."""
+    tracker = _acting_on(model_admin, request, tracker_id)
+    holder = tracker.assigned_to
+    if request.method == "POST":
+        act = lambda: staff.order_take(tracker_id=tracker.pk, user=request.user, take_over=True)  # noqa: E731
+        success = f"You took the order over from {holder.get_username()}." if holder else "You work this order now."
+        return _button(request, tracker.pk, act, success)
+    if holder is None or holder.pk == request.user.pk:
+        return redirect(page_url(tracker.pk))
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": model_admin.opts,
+        "title": f"Take over order {tracker.reference_number or tracker.transaction_id}",
+        "tracker": tracker,
+        "holder": holder,
+    }
+    return TemplateResponse(request, TAKE_OVER_TEMPLATE, context)
+
+
+@require_POST
+def release_view(request, tracker_id: int, *, model_admin):
+    tracker = _acting_on(model_admin, request, tracker_id)
+    act = lambda: staff.order_release(tracker_id=tracker.pk, user=request.user)  # noqa: E731
+    return _button(request, tracker.pk, act, "You released the order: anyone may take it.")
+
+
+@require_POST
+def document_remove_view(request, document_id: int, *, model_admin):
+    document = _document_acting_on(model_admin, request, document_id)
+    act = lambda: staff.document_remove(attachment_id=document.pk, user=request.user)  # noqa: E731
+    return _button(request, document.tracker_id, act, f"Removed {document.name}.")
+
+
+@require_POST
+def delivery_retry_view(request, delivery_id: int, *, model_admin):
+    if not model_admin.has_change_permission(request):
+        raise PermissionDenied
+    delivery = Delivery.objects.filter(pk=delivery_id, tracker__staff_worked=True).first()
+    if delivery is None:
+        raise Http404("No such delivery.")
+    act = lambda: staff.delivery_retry(delivery_id=delivery.pk, user=request.user)  # noqa: E731
+    return _button(request, delivery.tracker_id, act, f"The {delivery.get_kind_display().lower()} is sent again.")
+
+
+# Forms --------------------------------------------------------------------------------------------
+
+
+def _form_post(model_admin, request, tracker: Tracker, form, *, act, success, field=None):
+    """Check `form`, then `act(cleaned_data)` (one service call) once; redirect with `success(result)`,
+    or draw the page again with the form's errors (or the service's refusal on `field`)."""
+    if not form.is_valid():
+        return order_page(model_admin, request, tracker, bound=form)
+    if not form.claim():
+        messages.warning(request, "That form was already sent: the second submission was ignored.")
+        return redirect(page_url(tracker.pk))
+    try:
+        result = act(form.cleaned_data)
+    except StaffActionRefused as refused:
+        form.release()
+        form.add_error(field, refused.message)
+        return order_page(model_admin, request, tracker, bound=form)
+    messages.success(request, success(result))
+    return redirect(page_url(tracker.pk))
+
+
+@require_POST
+def status_update_view(request, tracker_id: int, *, model_admin):
+    tracker = _acting_on(model_admin, request, tracker_id)
+    return _form_post(
+        model_admin,
+        request,
+        tracker,
+        StatusUpdateForm(request.POST),
+        act=lambda data: staff.status_update_post(
+            tracker_id=tracker.pk, text=data["partner_status"], user=request.user
+        ),
+        success=lambda delivery: "Status update stored: it is sent to the lender in a moment.",
+        field="partner_status",
+    )
+
+
+def _attach_all(tracker: Tracker, uploads: list, user) -> list[TrackerAttachment]:
+    """Each file checked by the form, attached by the service; a refusal names what was attached before it."""
+    attached = []
+    for upload in uploads:
+        try:
+            attached.append(staff.document_attach(tracker_id=tracker.pk, upload=upload, user=user))
+        except StaffActionRefused as refused:
+            before = f" (attached before it: {', '.join(d.name for d in attached)})" if attached else ""
+            raise StaffActionRefused(f"{upload.name}: {refused.message}{before}") from refused
+    return attached
+
+
+@require_POST
+def upload_view(request, tracker_id: int, *, model_admin):
+    tracker = _acting_on(model_admin, request, tracker_id)
+    return _form_post(
+        model_admin,
+        request,
+        tracker,
+        UploadForm(request.POST, request.FILES),
+        act=lambda data: _attach_all(tracker, data["files"], request.user),
+        success=lambda attached: "Attached " + ", ".join(d.name for d in attached) + ".",
+        field="files",
+    )
+
+
+@require_POST
+def document_replace_view(request, document_id: int, *, model_admin):
+    document = _document_acting_on(model_admin, request, document_id)
+    return _form_post(
+        model_admin,
+        request,
+        document.tracker,
+        replace_form(document.pk, request.POST, request.FILES),
+        act=lambda data: staff.document_replace(attachment_id=document.pk, upload=data["file"], user=request.user),
+        success=lambda new: f"Replaced {document.name} by {new.name}.",
+        field="file",
+    )
+
+
+@require_POST
+def deliver_view(request, tracker_id: int, *, model_admin):
+    tracker = _acting_on(model_admin, request, tracker_id)
+
+    def act(data):
+        return staff.delivery_request(
+            tracker_id=tracker.pk,
+            final=data["kind"] == "final",
+            user=request.user,
+            partner_status=data["partner_status"],
+            loan=data["loan_data"],
+            result=data["result"],
+        )
+
+    def success(delivery):
+        count = delivery.attachments.count()
+        return f"{delivery.get_kind_display()} stored with {count} document(s): it is sent in a moment."
+
+    form = DeliveryForm.for_order(tracker, request.POST)
+    return _form_post(model_admin, request, tracker, form, act=act, success=success)
+
+
+@require_POST
+def decline_view(request, tracker_id: int, *, model_admin):
+    tracker = _acting_on(model_admin, request, tracker_id)
+    return _form_post(
+        model_admin,
+        request,
+        tracker,
+        DeclineForm(request.POST),
+        act=lambda data: staff.order_decline(tracker_id=tracker.pk, reason=data["reason"], user=request.user),
+        success=lambda delivery: "Decline stored: the lender is told in a moment.",
+        field="reason",
+    )
+
+
+# Download -----------------------------------------------------------------------------------------
+
+
+def document_download_view(request, document_id: int, *, model_admin):
+    """A document's file from storage, as an attachment; for staff who may view trackers; logged."""
+    if not model_admin.has_view_permission(request):
+        raise PermissionDenied
+    document = TrackerAttachment.objects.select_related("tracker").filter(pk=document_id).first()
+    if document is None or not document.file:
+        raise Http404("No such document, or its file was removed (retention).")
+    try:
+        handle = document.file.open("rb")
+    except FileNotFoundError as missing:
+        raise Http404("The document's file is missing from storage.") from missing
+    logger.info(
+        "document %s of transaction %s downloaded by %s",
+        document.pk,
+        document.tracker.transaction_id,
+        request.user.get_username(),
+    )
+    response = FileResponse(handle, as_attachment=True, filename=document.name, content_type=document.mime_type)
+    response["X-Content-Type-Options"] = "nosniff"
+    return response

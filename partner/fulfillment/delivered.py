@@ -1,0 +1,69 @@
+"""What of an order reached the service: the reads behind the lender's view of it.
+
+A staff-worked order's deliveries count once the service took them (sent, or confirmed by its
+"processed" callback); a delivery still waiting, or refused for good, never reached the lender and is
+not shown. An automated order has one response: it counts once delivered, with its documents (its
+attachments, which no `Delivery` row takes). Documents are shown and downloaded by the same rule, so
+the lender never reads a document staff attached and have not delivered.
+"""
+
+from django.db.models import Prefetch, Q
+
+from partner.fulfillment.models import Delivery, DeliveryState, Tracker, TrackerAttachment, TrackerStatus
+
+DELIVERED_STATES = (DeliveryState.SENT, DeliveryState.CONFIRMED)
+RESPONSE_DELIVERED_STATUSES = (TrackerStatus.RESPONSE_DELIVERED, TrackerStatus.REQUEST_COMPLETED)
+# What a document row needs for the lender: never its upload authorization (a credential, decrypted on load).
+DOCUMENT_FIELDS = ("id", "tracker_id", "delivery_id", "position", "name", "mime_type", "size", "file", "resource_id")
+
+
+def response_delivered(tracker: Tracker) -> bool:
+    """An automated order whose one response the service took."""
+    if tracker.staff_worked:
+        return False
+    return tracker.delivered_at is not None or tracker.status in RESPONSE_DELIVERED_STATUSES
+
+
+def deliveries_delivered(tracker: Tracker) -> list[Delivery]:
+    """A staff-worked order's deliveries the service took, in the order it took them, each with its
+    documents (`.documents`, by position): two queries, however many there are."""
+    documents = TrackerAttachment.objects.only(*DOCUMENT_FIELDS).order_by("position")
+    return list(
+        tracker.deliveries.filter(state__in=DELIVERED_STATES)
+        .order_by("sequence", "sent_at", "id")
+        .prefetch_related(Prefetch("attachments", queryset=documents, to_attr="documents"))
+    )
+
+
+def documents_uploaded(tracker: Tracker) -> list[TrackerAttachment]:
+    """An automated order's documents the service has a copy of (uploaded), by position."""
+    return list(
+        tracker.attachments.filter(delivery__isnull=True, uploaded_at__isnull=False)
+        .only(*DOCUMENT_FIELDS)
+        .order_by("position")
+    )
+
+
+def response_documents(tracker: Tracker) -> list[TrackerAttachment]:
+    """An automated order's delivered documents ([] until its response is delivered)."""
+    return documents_uploaded(tracker) if response_delivered(tracker) else []
+
+
+def _document_delivered() -> Q:
+    """A document of a delivery the service took, or of an automated order's delivered response."""
+    staff_delivered = Q(delivery__state__in=DELIVERED_STATES)
+    response = (
+        Q(delivery__isnull=True, uploaded_at__isnull=False, tracker__staff_worked=False)
+        & (Q(tracker__delivered_at__isnull=False) | Q(tracker__status__in=RESPONSE_DELIVERED_STATUSES))
+    )  # fmt: skip
+    return staff_delivered | response
+
+
+def document_delivered_get(*, tracker: Tracker, document_id: int) -> TrackerAttachment | None:
+    """The order's document `document_id` when it was delivered to the lender; None otherwise
+    (another order's, one still waiting for a delivery, one of a delivery not sent)."""
+    return (
+        TrackerAttachment.objects.filter(_document_delivered(), pk=document_id, tracker=tracker)
+        .only(*DOCUMENT_FIELDS)
+        .first()
+    )

@@ -1,0 +1,119 @@
+"""Sending the staff's deliveries: what a worker does with the `Delivery` rows staff stored.
+
+A worker takes the order's lease (one worker per order at a time, as for the automated pipeline)
+and sends its waiting deliveries in the order they were made, each step recorded before the
+next: slots for its documents, each upload, the PATCH. A worker that dies resumes where it
+stopped (an upload with an unknown outcome goes to a fresh slot); a transient error (429, 5xx,
+no answer) goes back to the task, which retries later; a permanent one fails that delivery with
+its reason for staff to read, and the next waiting one is still sent.
+"""
+
+import logging
+
+from django.db import transaction
+from django.db.models import F, Max
+from django.utils import timezone
+
+from partner.core.leases import lease_kept, lease_release, lease_remaining, lease_take
+from partner.fulfillment import uploads
+from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Tracker, TrackerStatus
+from partner.fulfillment.services import TrackerFailed, first_time, step_record
+from partner.platform import client
+from partner.platform.errors import ServiceError
+from partner.platform.formats import LOAN_FORMAT, RESPONSE_COMPLETED, RESPONSE_PROCESSING
+
+logger = logging.getLogger(__name__)
+
+
+def delivery_payload(tracker: Tracker, delivery: Delivery, documents: list) -> dict:
+    """The PATCH of one delivery: its status, what the lender reads, its data and documents."""
+    payload = {"status": RESPONSE_COMPLETED if delivery.final else RESPONSE_PROCESSING}
+    if tracker.reference_number:
+        payload["referenceNumber"] = tracker.reference_number
+    if delivery.partner_status:
+        payload["partnerStatus"] = delivery.partner_status
+    if delivery.loan:
+        payload["loanFormat"] = LOAN_FORMAT
+        payload["loan"] = delivery.loan
+    if delivery.result:
+        payload["result"] = delivery.result
+    if documents:
+        payload["resources"] = uploads.resources(documents)
+    return payload
+
+
+def _sent(tracker: Tracker, delivery: Delivery) -> None:
+    """Record the PATCH as sent, and what it means for the order, in one transaction."""
+    now = timezone.now()
+    with transaction.atomic():
+        sequence = (tracker.deliveries.aggregate(last=Max("sequence"))["last"] or 0) + 1
+        Delivery.objects.filter(pk=delivery.pk).update(state=DeliveryState.SENT, sent_at=now, sequence=sequence)
+        if delivery.kind == DeliveryKind.FINAL:
+            Tracker.objects.filter(pk=tracker.pk, status=TrackerStatus.WITH_STAFF).update(
+                status=TrackerStatus.RESPONSE_DELIVERED, delivered_at=first_time("delivered_at", now), updated_at=now
+            )
+        elif delivery.kind == DeliveryKind.DECLINE:
+            Tracker.objects.filter(pk=tracker.pk, status=TrackerStatus.WITH_STAFF).update(
+                status=TrackerStatus.DECLINED, updated_at=now
+            )
+        step_record(tracker, "sent", f"{delivery.get_kind_display()} (response version {sequence})")
+    logger.info("transaction %s: %s sent", tracker.transaction_id, delivery.get_kind_display().lower())
+
+
+def _send(tracker: Tracker, delivery: Delivery) -> None:
+    documents = list(delivery.attachments.order_by("position"))
+    if documents and delivery.slots_requested_at is None:
+        uploads.slots_request(
+            tracker,
+            documents,
+            recorded=lambda: Delivery.objects.filter(pk=delivery.pk).update(slots_requested_at=timezone.now()),
+        )
+    for document in documents:
+        if document.uploaded_at is None:
+            uploads.attachment_upload(tracker, document)
+    client.patch_response(tracker.transaction_id, delivery_payload(tracker, delivery, documents))
+    _sent(tracker, delivery)
+
+
+def _failed(tracker: Tracker, delivery: Delivery, reason: str) -> None:
+    Delivery.objects.filter(pk=delivery.pk).update(
+        state=DeliveryState.FAILED, failed_at=timezone.now(), failure_reason=reason[:2000]
+    )
+    step_record(tracker, "delivery_failed", f"{delivery.get_kind_display()}: {reason}")
+    logger.warning("transaction %s: %s failed: %s", tracker.transaction_id, delivery.get_kind_display(), reason)
+
+
+def deliveries_send(*, tracker_id: int) -> int | None:
+    """Send the order's waiting deliveries; how many were sent, or None when another worker holds it.
+
+    A transient ServiceError is raised (the task retries); the deliveries sent before it stay sent.
+    """
+    rows = Tracker.objects.filter(pk=tracker_id, status=TrackerStatus.WITH_STAFF)
+    if not lease_take(rows):
+        return None
+    sent = 0
+    try:
+        with lease_kept(Tracker.objects.filter(pk=tracker_id)):
+            tracker = Tracker.objects.get(pk=tracker_id)
+            for delivery in tracker.deliveries.filter(state=DeliveryState.PENDING).order_by("created_at", "id"):
+                Delivery.objects.filter(pk=delivery.pk).update(attempts=F("attempts") + 1)
+                try:
+                    _send(tracker, delivery)
+                    sent += 1
+                except TrackerFailed as failure:
+                    _failed(tracker, delivery, failure.reason)
+                except ServiceError as exc:
+                    Delivery.objects.filter(pk=delivery.pk).update(last_error=str(exc)[:2000])
+                    if exc.transient:
+                        raise
+                    _failed(tracker, delivery, f"The service refused it: {exc}")
+                if delivery.final:
+                    break  # nothing is sent after the final delivery or the decline
+    finally:
+        lease_release(Tracker.objects.filter(pk=tracker_id))
+    return sent
+
+
+def order_held_for(tracker_id: int) -> float:
+    """Seconds until another worker's hold on the order runs out (0 when free)."""
+    return lease_remaining(Tracker.objects.filter(pk=tracker_id))

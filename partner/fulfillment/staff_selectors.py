@@ -1,0 +1,190 @@
+"""Reads behind the staff's work queue and order page: open or overdue, the timeline, the request.
+
+Read-only; the rules of what staff may do stay in `partner.fulfillment.staff`, which decides again
+on every action. `order_actions_open` only tells the page whether to offer the forms.
+
+The timeline merges the order's steps and its deliveries by time. A delivery is one entry (what
+was sent, by whom, its state); the steps that only say a delivery was asked for (the
+acknowledgement, a status update posted, a delivery or a decline requested) are left out, as that
+entry says it with more. What happened to it afterwards (sent, confirmed, failed, a callback) are
+steps of their own, at their own times.
+"""
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db.models import QuerySet
+from django.utils import timezone
+from django.utils.timesince import timesince, timeuntil
+
+from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Tracker, TrackerStatus
+
+# Steps a delivery entry already tells.
+_DELIVERY_STEPS = {"acknowledged", "status_update_posted", "partial_requested", "final_requested", "decline_requested"}
+STEP_LABELS = {
+    "opened": "Received (the service's webhook)",
+    "reopened": "Notified again",
+    "prepared": "Order read and checked",
+    "taken": "Taken",
+    "taken_over": "Taken over",
+    "released": "Released",
+    "document_attached": "Document attached",
+    "document_removed": "Document removed",
+    "slots_requested": "Upload slots requested",
+    "fresh_slot": "New upload slot",
+    "uploaded": "Document uploaded",
+    "sent": "Sent to the service",
+    "confirmed": "Confirmed by the service (callback)",
+    "event": "Callback from the service",
+    "delivery_failed": "Delivery failed",
+    "delivery_retry": "Delivery sent again",
+    "overdue": "Past due: staff told",
+    "completed": "Completed",
+    "failed": "Failed",
+    "lender_told": "Lender told of the failure",
+    "lender_not_told": "Lender could not be told of the failure",
+    "retry_requested": "Retry requested",
+    "delivered": "Delivered",
+    "product_mismatch": "Product mismatch",
+}
+
+
+def open_orders(queryset: QuerySet) -> QuerySet:
+    """The orders staff still work: with staff (a final delivery not yet sent)."""
+    return queryset.filter(status=TrackerStatus.WITH_STAFF)
+
+
+def overdue_orders(queryset: QuerySet, *, now: datetime | None = None) -> QuerySet:
+    """Open orders past their due time (as `staff_events.overdue_tell` counts them)."""
+    return open_orders(queryset).filter(due_at__lt=now or timezone.now())
+
+
+def order_overdue(tracker: Tracker, *, now: datetime | None = None) -> bool:
+    return bool(
+        tracker.status == TrackerStatus.WITH_STAFF and tracker.due_at and tracker.due_at < (now or timezone.now())
+    )
+
+
+def order_actions_open(tracker: Tracker) -> bool:
+    """May staff still send anything for this order (with staff; no final delivery or decline made)?"""
+    if not tracker.staff_worked or tracker.status != TrackerStatus.WITH_STAFF:
+        return False
+    finals = tracker.deliveries.filter(kind__in=[DeliveryKind.FINAL, DeliveryKind.DECLINE])
+    return not finals.exclude(state=DeliveryState.FAILED).exists()
+
+
+def age_text(tracker: Tracker, *, now: datetime | None = None) -> str:
+    """How long ago the order came, at a glance ("2 days, 3 hours")."""
+    return timesince(tracker.created_at, now or timezone.now(), depth=2)
+
+
+def due_text(tracker: Tracker, *, now: datetime | None = None) -> str:
+    """When the order is due, relative to now ("in 5 hours", "3 hours ago"); "" without a due time."""
+    if tracker.due_at is None:
+        return ""
+    now = now or timezone.now()
+    if tracker.due_at >= now:
+        return f"in {timeuntil(tracker.due_at, now, depth=2)}"
+    return f"{timesince(tracker.due_at, now, depth=2)} ago"
+
+
+# The request -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Item:
+    """One entry of a definition list: a scalar `text`, or `children` (an object or a list)."""
+
+    label: str
+    text: str = ""
+    children: list["Item"] = field(default_factory=list)
+
+
+def value_items(value) -> list[Item]:
+    """An object or a list as definition-list items, nested as deep as the value is."""
+    if isinstance(value, dict):
+        pairs = list(value.items())
+    elif isinstance(value, list):
+        pairs = [(str(n), v) for n, v in enumerate(value, start=1)]
+    else:
+        return [Item(label="value", text=_scalar(value))]
+    return [
+        Item(label=str(key), children=value_items(v))
+        if isinstance(v, dict | list) and v
+        else Item(str(key), _scalar(v))
+        for key, v in pairs
+    ]
+
+
+def _scalar(value) -> str:
+    if value is None or value == {} or value == []:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class OrderRequest:
+    """The order as the lender sent it, split for the page."""
+
+    loan: list[Item]
+    options: list[Item]
+    notes: str
+    other: list[Item]
+
+
+def order_request(tracker: Tracker) -> OrderRequest:
+    request = tracker.request if isinstance(tracker.request, dict) else {}
+    loan = request.get("loan") if isinstance(request.get("loan"), dict) else {}
+    options = dict(request.get("options")) if isinstance(request.get("options"), dict) else {}
+    notes = options.pop("comments", "")
+    other = {key: value for key, value in request.items() if key not in ("loan", "options")}
+    return OrderRequest(
+        loan=value_items(loan),
+        options=value_items(options) if options else [],
+        notes=notes if isinstance(notes, str) else str(notes),
+        other=value_items(other) if other else [],
+    )
+
+
+# The timeline ----------------------------------------------------------------------------------
+
+
+@dataclass
+class TimelineEntry:
+    at: datetime
+    what: str
+    who: str
+    detail: str = ""
+    delivery: Delivery | None = None  # a delivery entry: its state, documents, reason, "Send again"
+
+    @property
+    def failed(self) -> bool:
+        return self.delivery is not None and self.delivery.state == DeliveryState.FAILED
+
+
+def order_timeline(tracker: Tracker) -> list[TimelineEntry]:
+    """Everything that happened to the order, oldest first: its steps and deliveries merged by time."""
+    entries = [
+        TimelineEntry(
+            at=step.created_at,
+            what=STEP_LABELS.get(step.name, step.name.replace("_", " ").capitalize()),
+            who=step.actor or "system",
+            detail=step.detail,
+        )
+        for step in tracker.steps.exclude(name__in=_DELIVERY_STEPS)
+    ]
+    deliveries = tracker.deliveries.prefetch_related("attachments").order_by("created_at", "id")
+    entries += [
+        TimelineEntry(
+            at=delivery.created_at,
+            what=delivery.get_kind_display(),
+            who=delivery.created_by or "system",
+            detail=delivery.partner_status,
+            delivery=delivery,
+        )
+        for delivery in deliveries
+    ]
+    entries.sort(key=lambda entry: entry.at)
+    return entries

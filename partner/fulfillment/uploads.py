@@ -1,0 +1,88 @@
+"""Documents to the service: slots requested, each file streamed to its slot, resumable.
+
+Shared by the automated pipeline (one PATCH per order) and the staff's deliveries. Each step is
+recorded on the document before the next: a run that finds an upload started and not finished
+knows its outcome is unknown (the spec gives no way to ask whether a location received our
+bytes) and uploads to a fresh slot, so the PATCH always names what was really uploaded.
+"""
+
+from django.db import transaction
+from django.utils import timezone
+
+from partner.fulfillment.models import FailureCode, Tracker, TrackerAttachment
+from partner.fulfillment.services import TrackerFailed, step_record
+from partner.platform import client
+from partner.platform.errors import ServiceError, ServiceValidationError
+from partner.platform.locations import UploadLocationRefusedError
+
+
+def _slot_assign(attachment: TrackerAttachment, slot) -> None:
+    attachment.resource_id = slot.id
+    attachment.upload_location = slot.location
+    attachment.upload_authorization = slot.authorization or ""
+    attachment.upload_started_at = None
+    attachment.save(update_fields=["resource_id", "upload_location", "upload_authorization", "upload_started_at"])
+
+
+def slots_request(tracker: Tracker, attachments: list[TrackerAttachment], *, recorded=None) -> None:
+    """One slot request for `attachments` (#4), then each slot kept on its document and `recorded()`
+    (the caller's own record of the step) in one transaction, opened only once the service answered."""
+    slots = client.request_upload_slots(
+        tracker.transaction_id, [{"name": a.name, "mimeType": a.mime_type} for a in attachments]
+    )
+    if len(slots) != len(attachments):
+        raise TrackerFailed(FailureCode.SERVICE_REJECTED, "The service returned a different number of upload slots")
+    with transaction.atomic():
+        for attachment, slot in zip(attachments, slots, strict=True):
+            _slot_assign(attachment, slot)
+        if recorded is not None:
+            recorded()
+        step_record(tracker, "slots_requested", ", ".join(a.resource_id for a in attachments))
+
+
+def _fresh_slot(tracker: Tracker, attachment: TrackerAttachment, why: str) -> None:
+    slots = client.request_upload_slots(
+        tracker.transaction_id, [{"name": attachment.name, "mimeType": attachment.mime_type}]
+    )
+    if len(slots) != 1:
+        raise TrackerFailed(FailureCode.SERVICE_REJECTED, "The service returned a different number of upload slots")
+    _slot_assign(attachment, slots[0])
+    step_record(tracker, "slot_renewed", f"{attachment.name}: {why}; new resource {attachment.resource_id}")
+
+
+def attachment_upload(tracker: Tracker, attachment: TrackerAttachment) -> None:
+    """PUT one document to its slot (#5), its file streamed. An upload a dead worker had started, or
+    one the service says was already made (409: the one-time authorization is spent), goes to a fresh
+    slot."""
+    if attachment.upload_started_at is not None:
+        _fresh_slot(tracker, attachment, "an earlier upload was cut off")
+    for last_try in (False, True):
+        attachment.upload_started_at = timezone.now()
+        attachment.save(update_fields=["upload_started_at"])
+        try:
+            with attachment.file.open("rb") as handle:
+                client.upload_resource(attachment.upload_slot(), handle)
+            break
+        except UploadLocationRefusedError as exc:  # nothing was sent; a service that says so again is no better
+            raise TrackerFailed(
+                FailureCode.SERVICE_REJECTED,
+                f"The service gave an upload location we do not send documents to ({exc})",
+            ) from None
+        except ServiceValidationError as exc:
+            if exc.status != 409 or last_try:
+                raise
+            _fresh_slot(tracker, attachment, "the slot was already used")
+        except ServiceError as exc:
+            if exc.status is not None:
+                # The service answered (429, 5xx): it did not take the bytes, the slot is still good.
+                attachment.upload_started_at = None
+                attachment.save(update_fields=["upload_started_at"])
+            raise  # no answer at all: the outcome is unknown, the next run takes a fresh slot
+    attachment.uploaded_at = timezone.now()
+    attachment.save(update_fields=["uploaded_at"])
+    step_record(tracker, "uploaded", f"{attachment.name} ({attachment.size} bytes)")
+
+
+def resources(attachments: list[TrackerAttachment]) -> list[dict]:
+    """The PATCH's `resources`: the slots the documents were uploaded to."""
+    return [attachment.upload_slot().resource() for attachment in attachments]

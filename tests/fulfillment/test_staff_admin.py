@@ -1,0 +1,469 @@
+"""The staff's work queue and order page in the admin, through Django's test client.
+
+Orders are made as in `test_staff_work.py`: a staff-worked product, a transaction on the fake
+service, the pipeline's acknowledgement. Tasks are recorded (`tasks_sent`), never published.
+"""
+
+import json
+import logging
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from partner.catalog.services import partner_account_set
+from partner.fulfillment.deliveries import deliveries_send
+from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Tracker, TrackerAttachment
+from partner.fulfillment.pipeline import tracker_fulfill
+from partner.fulfillment.services import tracker_open
+from partner.platform import formats
+from partner.platform.errors import ServiceValidationError
+from tests.conftest import LENDER_CREDENTIALS, product_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+QUEUE = "admin:fulfillment_stafforder_changelist"
+SEND_TASK = "fulfillment.deliveries_send"
+PDF = b"%PDF-1.7\n% an appraisal report\n"
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+LOAN = {
+    "loanNumber": "LN-2026-0042",
+    "property": {"streetAddress": "500 Howard Street", "city": "San Francisco", "postalCode": "94105"},
+}
+FIELDS = {
+    "data": {"transaction": [{"requestTypes": ["NEW_REQUEST"], "response": {"fields": ["property", "appraisal"]}}]}
+}
+
+
+def page(tracker_id: int) -> str:
+    return reverse("admin:fulfillment_stafforder_change", args=[tracker_id])
+
+
+def action(name: str, pk: int) -> str:
+    return reverse(f"admin:fulfillment_stafforder_{name}", args=[pk])
+
+
+def text(response) -> str:
+    return response.content.decode()
+
+
+def upload(name: str, content: bytes) -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, content)
+
+
+@pytest.fixture
+def make_order(fake_platform, tasks_sent, settings):
+    """A staff-worked order acknowledged by the pipeline (its product made on first use)."""
+    settings.PUBLIC_BASE_URL = "https://partner.example"
+    products = {}
+
+    def make(transaction_id, *, product="appraisal", loan_number="LN-2026-0042", entitlements=FIELDS):
+        if product not in products:
+            raw = {"name": product, "entitlements": entitlements}
+            products[product] = product_create(name=product, fulfiller="staff_worked", turnaround_hours=48, raw=raw)
+        request = {
+            "type": "NEW_REQUEST",
+            "loan": {**LOAN, "loanNumber": loan_number},
+            "credentials": LENDER_CREDENTIALS,
+            "options": {"comments": "Gate code 1234", "rush": True},
+        }
+        fake_platform.transaction_add(transaction_id, request=request, product_name=product)
+        tracker, _ = tracker_open(transaction_id=transaction_id, product_name=product)
+        tracker_fulfill(tracker_id=tracker.pk)
+        tracker.refresh_from_db()
+        return tracker
+
+    return make
+
+
+@pytest.fixture
+def order(make_order):
+    return make_order("txn-admin-1")
+
+
+def user_client(username: str, *, superuser=False, permissions=()) -> tuple:
+    users = get_user_model().objects
+    if superuser:
+        user = users.create_superuser(username, f"{username}@partner.example", "pw-12345-abc")
+    else:
+        user = users.create_user(username, f"{username}@partner.example", "pw-12345-abc", is_staff=True)
+        user.user_permissions.set(Permission.objects.filter(codename__in=permissions))
+    client = Client()
+    client.force_login(user)
+    return user, client
+
+
+@pytest.fixture
+def other():
+    """Another staff member who works orders."""
+    return user_client("appraiser.bob", superuser=True)
+
+
+@pytest.fixture
+def viewer():
+    """Staff who may look at trackers and not act on them."""
+    return user_client("viewer", permissions=["view_tracker"])
+
+
+@pytest.fixture
+def taken(staff, order):
+    """The order, taken by the `staff` superuser."""
+    staff.post(action("take", order.pk))
+    order.refresh_from_db()
+    assert order.assigned_to.get_username() == "staff"
+    return order
+
+
+# The queue ---------------------------------------------------------------------------------------
+
+
+def test_the_queue_lists_only_staff_worked_orders_soonest_due_first(staff, make_order):
+    later, sooner = make_order("txn-later"), make_order("txn-sooner", loan_number="LN-2")
+    Tracker.objects.filter(pk=sooner.pk).update(due_at=timezone.now() - timedelta(hours=2))
+    Tracker.objects.create(transaction_id="txn-automated", reference_number="AUTO-REF-1")
+    listing = text(staff.get(reverse(QUEUE)))
+    assert later.reference_number in listing and sooner.reference_number in listing
+    assert "AUTO-REF-1" not in listing
+    assert listing.index(sooner.reference_number) < listing.index(later.reference_number)
+    assert "DEMO01" in listing  # the lender company
+    assert "overdue: 2\xa0hours" in listing
+    assert "Orders to work" in text(staff.get(reverse("admin:index")))
+
+
+def test_the_queue_filters_and_search(staff, make_order, other):
+    mine = make_order("txn-mine", loan_number="LN-MINE-1")
+    late = make_order("txn-late", loan_number="LN-LATE-2")
+    elsewhere = make_order("txn-inspection", product="inspection", loan_number="LN-INSP-3")
+    staff.post(action("take", mine.pk))
+    Tracker.objects.filter(pk=late.pk).update(due_at=timezone.now() - timedelta(minutes=5))
+    company_account = late.ordered_by
+    account, _ = partner_account_set(username="lender.other", password="pw-other-123", company="OTHER CO")
+    Tracker.objects.filter(pk=elsewhere.pk).update(ordered_by=account)
+
+    def listed(**params) -> set[str]:
+        found = text(staff.get(reverse(QUEUE), params))
+        return {t.transaction_id for t in (mine, late, elsewhere) if t.reference_number in found}
+
+    assert listed() == {"txn-mine", "txn-late", "txn-inspection"}
+    assert listed(assigned="me") == {"txn-mine"}
+    assert listed(assigned="nobody") == {"txn-late", "txn-inspection"}
+    assert listed(overdue="yes") == {"txn-late"}
+    assert listed(product_name="inspection") == {"txn-inspection"}
+    assert listed(company=str(account.company_id)) == {"txn-inspection"}
+    assert listed(company=str(company_account.company_id)) == {"txn-mine", "txn-late"}
+    assert listed(q="LN-LATE-2") == {"txn-late"}
+    assert listed(q=mine.reference_number) == {"txn-mine"}
+    # Another staff member's "me" is someone else.
+    assert mine.reference_number not in text(other[1].get(reverse(QUEUE), {"assigned": "me"}))
+
+
+# Who works the order -------------------------------------------------------------------------------
+
+
+def test_take_take_over_with_a_confirmation_and_release(staff, order, other):
+    bob, bobs_client = other
+    staff.post(action("take", order.pk))
+    assert "Take over…" in text(bobs_client.get(page(order.pk)))
+
+    refused = bobs_client.post(action("take", order.pk), follow=True)
+    assert "Staff works this order (since" in text(refused)  # the admin capitalises messages
+    confirmation = bobs_client.get(action("take_over", order.pk))
+    assert "<strong>staff</strong> works this order since" in text(confirmation)
+    order.refresh_from_db()
+    assert order.assigned_to.get_username() == "staff"  # asking changed nothing
+
+    done = bobs_client.post(action("take_over", order.pk), follow=True)
+    assert "You took the order over from staff." in text(done)
+    order.refresh_from_db()
+    assert order.assigned_to == bob
+    assert order.steps.filter(name="taken_over", actor="appraiser.bob", detail="from staff").exists()
+
+    assert "You do not work this order." in text(staff.post(action("release", order.pk), follow=True))
+    assert "You released the order" in text(bobs_client.post(action("release", order.pk), follow=True))
+    order.refresh_from_db()
+    assert order.assigned_to is None
+
+
+def test_the_forms_appear_only_to_who_works_the_order(staff, order):
+    before = text(staff.get(page(order.pk)))
+    assert "Take the order to work it" in before and 'name="status-partner_status"' not in before
+    staff.post(action("take", order.pk))
+    after = text(staff.get(page(order.pk)))
+    for name in ("status-partner_status", "upload-files", "deliver-kind", "decline-reason"):
+        assert f'name="{name}"' in after
+
+
+# The page ---------------------------------------------------------------------------------------
+
+
+def test_the_page_shows_the_request_and_what_happened(staff, taken):
+    shown = text(staff.get(page(taken.pk)))
+    assert "500 Howard Street" in shown and "LN-2026-0042" in shown
+    assert "Gate code 1234" in shown and "<dt>rush</dt>" in shown
+    assert LENDER_CREDENTIALS["password"] not in shown  # never kept
+    for what in ("Received (the service&#x27;s webhook)", "Acknowledgement", "Order received", "Taken"):
+        assert what in shown
+    assert "<td>staff</td>" in shown  # who took it
+
+
+def test_a_failed_delivery_shows_its_reason_and_can_be_sent_again(staff, taken, fake_platform, tasks_sent):
+    delivery = staff_status(staff, taken, "Inspection booked")
+    fake_platform.fail(
+        "patch_response", ServiceValidationError("refused: bad status", status=400, method="PATCH", url="x")
+    )
+    deliveries_send(tracker_id=taken.pk)
+    shown = text(staff.get(page(taken.pk)))
+    assert "refused: bad status" in shown and "Send again" in shown
+
+    again = staff.post(action("delivery_retry", delivery.pk), follow=True)
+    assert "The status update is sent again." in text(again)
+    delivery.refresh_from_db()
+    assert delivery.state == DeliveryState.PENDING
+
+
+def test_an_order_that_is_not_staff_worked_has_no_page(staff):
+    automated = Tracker.objects.create(transaction_id="txn-automated")
+    response = staff.get(page(automated.pk))
+    assert response.status_code == 302 and response.url == reverse("admin:index")
+
+
+# Status updates ---------------------------------------------------------------------------------
+
+
+def staff_status(client, order, text_) -> Delivery:
+    response = client.post(action("status_update", order.pk), {"status-partner_status": text_})
+    assert response.status_code == 302 and response.url == page(order.pk)
+    return order.deliveries.get(kind=DeliveryKind.STATUS_UPDATE, partner_status=text_)
+
+
+def test_a_status_update_is_stored_for_a_worker_to_send(staff, taken, tasks_sent):
+    delivery = staff_status(staff, taken, "Inspection booked for Tuesday")
+    assert delivery.state == DeliveryState.PENDING and delivery.created_by == "staff"
+    assert (SEND_TASK, {"tracker_id": taken.pk}) in tasks_sent
+    assert "Status update stored" in text(staff.get(page(taken.pk)))
+
+
+def test_an_empty_status_update_is_refused_next_to_its_field(staff, taken):
+    refused = staff.post(action("status_update", taken.pk), {"status-partner_status": "   "})
+    assert refused.status_code == 200
+    assert "The status update is empty." in text(refused) and 'class="errorlist' in text(refused)
+    assert taken.deliveries.count() == 1  # the acknowledgement only
+
+
+def test_the_same_form_sent_twice_acts_once(staff, taken):
+    form = {"status-partner_status": "Inspection booked", "status-once": uuid.uuid4().hex}
+    staff.post(action("status_update", taken.pk), form)
+    twice = staff.post(action("status_update", taken.pk), form, follow=True)
+    assert "the second submission was ignored" in text(twice)
+    assert taken.deliveries.filter(kind=DeliveryKind.STATUS_UPDATE).count() == 1
+
+
+# Documents ---------------------------------------------------------------------------------------
+
+
+def test_documents_are_uploaded_removed_and_replaced(staff, taken):
+    response = staff.post(
+        action("upload", taken.pk), {"upload-files": [upload("report.pdf", PDF), upload("front.png", PNG)]}
+    )
+    assert response.status_code == 302
+    report, photo = taken.attachments.order_by("position")
+    assert [(d.name, d.mime_type) for d in (report, photo)] == [
+        ("report.pdf", "application/pdf"),
+        ("front.png", "image/png"),
+    ]
+    assert report.read() == PDF and report.added_by == "staff"
+    assert "report.pdf" in text(staff.get(page(taken.pk)))
+
+    assert "Removed front.png." in text(staff.post(action("document_remove", photo.pk), follow=True))
+    assert not TrackerAttachment.objects.filter(pk=photo.pk).exists()
+
+    fixed = PDF + b"% corrected\n"
+    replaced = staff.post(action("document_replace", report.pk), {f"replace-{report.pk}-file": upload("v2.pdf", fixed)})
+    assert replaced.status_code == 302
+    [document] = taken.attachments.all()
+    assert (document.name, document.read()) == ("v2.pdf", fixed)
+    assert not TrackerAttachment.objects.filter(pk=report.pk).exists()
+
+
+def test_a_file_of_another_kind_or_too_large_is_refused_with_a_clear_error(staff, taken, settings):
+    refused = staff.post(action("upload", taken.pk), {"upload-files": [upload("invoice.pdf", b"MZ\x90\x00 not a pdf")]})
+    assert refused.status_code == 200
+    assert "invoice.pdf is not a PDF, PNG or JPEG document" in text(refused)
+
+    settings.DOCUMENT_MAX_BYTES = 10
+    too_large = staff.post(action("upload", taken.pk), {"upload-files": [upload("report.pdf", PDF)]})
+    assert "report.pdf is 31\xa0bytes; at most 10\xa0bytes may be attached." in text(too_large)
+    assert not taken.attachments.exists()
+
+
+# Deliveries --------------------------------------------------------------------------------------
+
+
+def deliver(client, order, **fields):
+    return client.post(action("deliver", order.pk), {f"deliver-{name}": value for name, value in fields.items()})
+
+
+def test_a_delivery_carries_the_allowed_loan_fields_and_the_waiting_documents(staff, taken, tasks_sent):
+    form = text(staff.get(page(taken.pk)))
+    assert 'name="deliver-property_streetAddress"' in form and 'value="500 Howard Street"' in form
+    assert 'name="deliver-loan_appraisal"' in form and "deliver-result_status" not in form
+    staff.post(action("upload", taken.pk), {"upload-files": [upload("report.pdf", PDF)]})
+    tasks_sent.clear()
+
+    response = deliver(
+        staff,
+        taken,
+        kind="final",
+        partner_status="Appraisal complete",
+        property_streetAddress="500 Howard Street",
+        property_city="San Francisco",
+        property_county=" ",
+        loan_appraisal=json.dumps({"appraisedValue": "812000"}),
+    )
+    assert response.status_code == 302
+    delivery = taken.deliveries.get(kind=DeliveryKind.FINAL)
+    assert delivery.state == DeliveryState.PENDING and delivery.partner_status == "Appraisal complete"
+    assert delivery.loan == {
+        "property": {"streetAddress": "500 Howard Street", "city": "San Francisco"},
+        "appraisal": {"appraisedValue": "812000"},
+    }
+    assert [d.name for d in delivery.attachments.all()] == ["report.pdf"]
+    assert tasks_sent == [(SEND_TASK, {"tracker_id": taken.pk})]
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"loan_borrower": '{"name": "x"}'}, "The product may not send loan.borrower."),
+        ({"loan_appraisal": "{not json"}, "This is not valid JSON."),
+        ({"loan_appraisal": "[1, 2]"}, "This must be a JSON object"),
+        ({"kind": "whenever"}, "Select a valid choice"),
+    ],
+)
+def test_a_delivery_that_breaks_a_rule_is_refused_and_stores_nothing(staff, taken, fields, message):
+    refused = deliver(staff, taken, **{"kind": "partial", "partner_status": "Draft", **fields})
+    assert refused.status_code == 200 and message in text(refused)
+    assert taken.deliveries.count() == 1
+
+
+def test_nothing_more_is_accepted_after_the_final_delivery(staff, taken):
+    deliver(staff, taken, kind="final")
+    refused = staff.post(action("status_update", taken.pk), {"status-partner_status": "one more thing"})
+    assert "The final delivery or the decline is already made." in text(refused)
+    late = deliver(staff, taken, kind="partial", partner_status="more")
+    assert "The final delivery or the decline is already made." in text(late)
+    assert taken.deliveries.count() == 2
+    assert "nothing more can be sent" in text(staff.get(page(taken.pk)))
+
+
+def test_an_action_product_gets_a_result_section(staff, make_order):
+    entitlements = {
+        "data": {
+            "transaction": [
+                {
+                    "requestTypes": ["NEW_REQUEST"],
+                    "response": {
+                        "fields": [],
+                        "results": [{"action": formats.DISCLOSURE_ACTION, "formats": [formats.DISCLOSURE_FORMAT]}],
+                    },
+                }
+            ]
+        }
+    }
+    order = make_order("txn-disclosure", product="disclosure-desk", entitlements=entitlements)
+    staff.post(action("take", order.pk))
+    form = text(staff.get(page(order.pk)))
+    assert 'name="deliver-result_status"' in form and "deliver-property_city" not in form
+
+    response = deliver(staff, order, kind="final", result_status="active", result_comments="Sent to borrower")
+    assert response.status_code == 302
+    assert order.deliveries.get(kind=DeliveryKind.FINAL).result == {
+        "format": formats.DISCLOSURE_FORMAT,
+        "action": formats.DISCLOSURE_ACTION,
+        "details": {"status": "active", "comments": "Sent to borrower"},
+    }
+
+
+def test_a_product_that_names_no_response_fields_gets_a_json_loan(staff, make_order):
+    entitlements = {"data": {"transaction": [{"requestTypes": ["NEW_REQUEST"], "response": {}}]}}
+    order = make_order("txn-any-loan", product="free-form", entitlements=entitlements)
+    staff.post(action("take", order.pk))
+    assert 'name="deliver-loan"' in text(staff.get(page(order.pk)))
+    deliver(staff, order, kind="partial", loan=json.dumps({"borrower": {"phone": "555-0100"}}))
+    assert order.deliveries.get(kind=DeliveryKind.PARTIAL).loan == {"borrower": {"phone": "555-0100"}}
+
+
+def test_a_decline_tells_the_lender_the_reason(staff, taken, tasks_sent):
+    assert "The reason is empty." in text(staff.post(action("decline", taken.pk), {"decline-reason": ""}))
+    response = staff.post(action("decline", taken.pk), {"decline-reason": "Outside our area"})
+    assert response.status_code == 302
+    decline = taken.deliveries.get(kind=DeliveryKind.DECLINE)
+    assert (decline.state, decline.partner_status) == (DeliveryState.PENDING, "Order declined: Outside our area")
+
+
+# Downloads and permissions ------------------------------------------------------------------------
+
+
+def test_a_download_streams_the_file_with_its_headers_and_is_logged(staff, taken, caplog, viewer):
+    staff.post(action("upload", taken.pk), {"upload-files": [upload("Report 1.pdf", PDF)]})
+    document = taken.attachments.get()
+    url = action("document_download", document.pk)
+    with caplog.at_level(logging.INFO, logger="partner.fulfillment.admin_staff_views"):
+        response = staff.get(url)
+    assert response.status_code == 200 and b"".join(response.streaming_content) == PDF
+    assert response["Content-Type"] == "application/pdf"
+    assert response["Content-Disposition"] == 'attachment; filename="Report 1.pdf"'
+    assert response["X-Content-Type-Options"] == "nosniff"
+    [record] = [r for r in caplog.records if r.name == "partner.fulfillment.admin_staff_views"]
+    assert record.getMessage() == f"document {document.pk} of transaction {taken.transaction_id} downloaded by staff"
+    assert "appraisal report" not in caplog.text
+
+    assert viewer[1].get(url).status_code == 200
+    _, stranger = user_client("stranger")  # staff without any permission
+    assert stranger.get(url).status_code == 403
+    anonymous = Client().get(url)
+    assert anonymous.status_code == 302 and anonymous.url.startswith(reverse("admin:login"))
+    # The tracker admin links it too.
+    assert url in text(staff.get(reverse("admin:fulfillment_tracker_change", args=[taken.pk])))
+
+
+def test_view_only_staff_see_the_page_without_forms_and_cannot_act(taken, viewer, staff):
+    staff.post(action("upload", taken.pk), {"upload-files": [upload("report.pdf", PDF)]})
+    document = taken.attachments.get()
+    delivery = taken.deliveries.get()
+    user, client = viewer
+    shown = text(client.get(page(taken.pk)))
+    assert taken.reference_number in shown and "report.pdf" in shown
+    assert "<form" not in shown.split('id="content-main"')[1]
+    assert "Orders to work" in text(client.get(reverse(QUEUE)))
+
+    posts = [
+        (action("take", taken.pk), {}),
+        (action("take_over", taken.pk), {}),
+        (action("release", taken.pk), {}),
+        (action("status_update", taken.pk), {"status-partner_status": "x"}),
+        (action("upload", taken.pk), {"upload-files": [upload("a.pdf", PDF)]}),
+        (action("deliver", taken.pk), {"deliver-kind": "final"}),
+        (action("decline", taken.pk), {"decline-reason": "x"}),
+        (action("document_remove", document.pk), {}),
+        (action("document_replace", document.pk), {f"replace-{document.pk}-file": upload("b.pdf", PDF)}),
+        (action("delivery_retry", delivery.pk), {}),
+    ]
+    for url, data in posts:
+        assert client.post(url, data).status_code == 403, url
+    assert client.get(action("take_over", taken.pk)).status_code == 403
+    assert client.post(page(taken.pk), {}).status_code == 405  # the page itself takes no POST
+    assert taken.deliveries.count() == 1 and taken.attachments.count() == 1
+
+
+def test_the_change_permission_of_the_orders_to_work_is_enough_to_act(order):
+    user, client = user_client("appraiser.cy", permissions=["view_stafforder", "change_stafforder"])
+    assert client.post(action("take", order.pk)).status_code == 302
+    order.refresh_from_db()
+    assert order.assigned_to == user

@@ -1,0 +1,92 @@
+"""A staff-worked order's whole life over real HTTP against the sandbox, with a real worker.
+
+The lender orders the demo appraisal; the pipeline acknowledges it; a staff member takes it, posts
+a status update, delivers a partial and then the final response with documents; each PATCH reaches
+the service once, each is confirmed by its "processed" callback, and the final one completes the
+order. A staff action made while the service answers 503 is sent once it recovers, exactly once.
+"""
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from partner.fulfillment import staff
+from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, TrackerStatus
+from partner.sandbox.faults import fault_set, faults_clear
+from partner.sandbox.models import Response, UploadSlot
+from tests.conftest import wait_for
+from tests.fulfillment.test_pipeline import order, tracker_of
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
+
+PDF = b"%PDF-1.7\n% appraisal report\n"
+
+
+def confirmed(delivery: Delivery, timeout=60) -> Delivery:
+    def done():
+        row = Delivery.objects.get(pk=delivery.pk)
+        return row if row.state == DeliveryState.CONFIRMED else None
+
+    return wait_for(
+        done,
+        timeout=timeout,
+        message=lambda: f"{delivery.kind} confirmed (now {Delivery.objects.get(pk=delivery.pk).state})",
+    )
+
+
+@pytest.fixture
+def appraiser(django_user_model):
+    return django_user_model.objects.create_user("appraiser.ann", password="pw-ann-12345", is_staff=True)
+
+
+def test_a_staff_worked_order_from_acknowledgement_to_completion(demo, appraiser, celery_worker_live):
+    txn = order(demo, product="appraisal")
+    tracker = tracker_of(txn.id, TrackerStatus.WITH_STAFF)
+    confirmed(tracker.deliveries.get(kind=DeliveryKind.ACKNOWLEDGEMENT))
+    assert Response.objects.get(transaction_id=txn.id).data["partnerStatus"] == "Order received"
+
+    staff.order_take(tracker_id=tracker.pk, user=appraiser)
+    update = staff.status_update_post(tracker_id=tracker.pk, text="Inspection booked for Tuesday", user=appraiser)
+    confirmed(update)
+
+    staff.document_attach(tracker_id=tracker.pk, upload=SimpleUploadedFile("photos.pdf", PDF), user=appraiser)
+    partial = staff.delivery_request(tracker_id=tracker.pk, final=False, partner_status="Photos", user=appraiser)
+    confirmed(partial)
+    assert Response.objects.get(transaction_id=txn.id).data["status"] == "processing"
+
+    staff.document_attach(tracker_id=tracker.pk, upload=SimpleUploadedFile("appraisal.pdf", PDF), user=appraiser)
+    final = staff.delivery_request(
+        tracker_id=tracker.pk,
+        final=True,
+        partner_status="Appraisal complete",
+        loan={"appraisal": {"appraisedValue": "812000"}},
+        user=appraiser,
+    )
+    confirmed(final)
+    done = tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED)
+
+    response = Response.objects.get(transaction_id=txn.id)
+    assert response.patch_count == 4  # acknowledgement, status update, partial, final: each once
+    assert response.data["status"] == "completed" and response.data["loan"]["appraisal"]["appraisedValue"]
+    assert sorted(r["name"] for r in response.data["resources"]) == ["appraisal.pdf", "photos.pdf"]
+    assert UploadSlot.objects.filter(transaction_id=txn.id, uploaded_at__isnull=False).count() == 2
+    assert [d.sequence for d in done.deliveries.order_by("sequence")] == [1, 2, 3, 4]
+
+
+def test_a_staff_action_during_a_503_is_sent_once_the_service_recovers(demo, appraiser, celery_worker_live):
+    txn = order(demo, product="appraisal")
+    tracker = tracker_of(txn.id, TrackerStatus.WITH_STAFF)
+    staff.order_take(tracker_id=tracker.pk, user=appraiser)
+
+    fault_set(endpoint="response", status=503, retry_after=1)
+    update = staff.status_update_post(tracker_id=tracker.pk, text="Report on its way", user=appraiser)
+    wait_for(
+        lambda: Delivery.objects.get(pk=update.pk).last_error,
+        timeout=60,
+        message="the first attempt to meet the 503",
+    )
+    assert Delivery.objects.get(pk=update.pk).state == DeliveryState.PENDING  # kept, to be sent later
+    faults_clear()
+
+    confirmed(update)
+    assert Response.objects.get(transaction_id=txn.id).patch_count == 2  # the acknowledgement and this, once
+    assert Delivery.objects.get(pk=update.pk).attempts >= 2
