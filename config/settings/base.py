@@ -243,7 +243,7 @@ if not DEBUG:
     SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # load balancers probe over plain HTTP
+    SECURE_REDIRECT_EXEMPT = [r"^healthz(/live|/ready)?$"]  # load balancers probe over plain HTTP
     if TRUSTED_PROXIES:
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True
@@ -423,6 +423,11 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # The inbox relay in each worker hands stored notifications to the broker; it looks again after
 # this many seconds when there was nothing to hand over (0: no relay, the sweep alone enqueues).
 INBOX_RELAY_INTERVAL = env.float("INBOX_RELAY_INTERVAL", default=0.2)
+# /healthz/ready is "degraded" when no relay round was seen for this long (0: not checked), or the
+# inbox's backlog is past these many rows or its oldest row waited this long (partner/inbox/health.py).
+INBOX_RELAY_STALE_SECONDS = env.int("INBOX_RELAY_STALE_SECONDS", default=60)
+INBOX_BACKLOG_WARN_ROWS = env.int("INBOX_BACKLOG_WARN_ROWS", default=1000)
+INBOX_BACKLOG_WARN_SECONDS = env.int("INBOX_BACKLOG_WARN_SECONDS", default=300)
 # How often the periodic jobs run (seconds).
 SWEEP_INTERVAL = env.int("SWEEP_INTERVAL", default=30)
 RECONCILE_INTERVAL = env.int("RECONCILE_INTERVAL", default=300)

@@ -1,7 +1,9 @@
 """Health of what the application needs: the database and the broker.
 
 Apps add warnings (what a person should fix while the application keeps serving, such as
-a product secret no key decrypts) with `health_warning_register`.
+a product secret no key decrypts) with `health_warning_register`; `ready_only` ones (the inbox
+relay's last round, a backlog past its threshold) are reported by /healthz/ready only, so that
+/healthz answers as it always did.
 
 The broker is the one of Celery's current app (the project's, set up by `config/celery.py`),
 so this module, at the bottom of the layers, imports nothing of the project above it.
@@ -15,17 +17,20 @@ from django.db import connection
 # Checks the apps add (at start-up, in their AppConfig.ready): each returns what a person should
 # fix, without taking the instance out of service.
 _warning_checks: list[Callable[[], list[str]]] = []
+_ready_checks: list[Callable[[], list[str]]] = []
 
 
-def health_warning_register(check: Callable[[], list[str]]) -> None:
-    if check not in _warning_checks:
-        _warning_checks.append(check)
+def health_warning_register(check: Callable[[], list[str]], *, ready_only: bool = False) -> None:
+    checks = _ready_checks if ready_only else _warning_checks
+    if check not in checks:
+        checks.append(check)
 
 
-def health_warnings() -> list[str]:
-    """What needs a person's attention although the application serves (a warning check that fails is one)."""
+def health_warnings(*, ready: bool = False) -> list[str]:
+    """What needs a person's attention although the application serves (a warning check that fails is one);
+    with `ready`, the readiness checks too."""
     warnings = []
-    for check in _warning_checks:
+    for check in [*_warning_checks, *(_ready_checks if ready else [])]:
         try:
             warnings += check()
         except Exception as exc:  # the database being down is reported by health_report

@@ -19,3 +19,9 @@ class InboxConfig(AppConfig):
         from partner.inbox.metrics import inbox_collect
 
         metrics_collector_register("inbox", inbox_collect)
+
+        from partner.core.health import health_warning_register
+        from partner.inbox.health import backlog_warnings, relay_warnings
+
+        health_warning_register(relay_warnings, ready_only=True)
+        health_warning_register(backlog_warnings, ready_only=True)

@@ -24,6 +24,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 
 from partner.core.leases import lease_seconds, leases_expired_hand_back
+from partner.inbox.health import relay_round_record
 from partner.inbox.outbox import notifications_relay
 
 logger = logging.getLogger(__name__)
@@ -78,6 +79,7 @@ def relay_loop(stop: threading.Event, *, interval: float) -> None:
                 close_old_connections()  # as around a request: drop a connection the database closed
                 if time.monotonic() >= hand_back_at:
                     leases_expired_hand_back()
+                    relay_round_record()  # for /healthz/ready
                     hand_back_at = time.monotonic() + lease_seconds() / 3
                 moved = notifications_relay(limit=BATCH)
                 if connection.vendor == "sqlite":

@@ -260,3 +260,15 @@ def test_production_accepts_a_broker_server():
         result = run_django({**PRODUCTION, "CELERY_BROKER_URL": url}, SETTINGS + "print(s.CELERY_BROKER_URL)")
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip() == url
+
+
+def test_documents_go_to_an_s3_bucket_when_asked():
+    code = (
+        SETTINGS + "from django.core.files.storage import storages; d = storages[\"default\"]; print(type(d).__name__, d.bucket_name)"
+    )
+    result = run_django({**PRODUCTION, "DOCUMENT_STORAGE": "s3", "DOCUMENTS_S3_BUCKET": "partner-docs"}, code)
+    assert result.stdout.split()[-2:] == ["S3Storage", "partner-docs"], result.stderr
+    missing = run_django({**PRODUCTION, "DOCUMENT_STORAGE": "s3"})
+    assert "DOCUMENTS_S3_BUCKET" in missing.stderr
+    unknown = run_django({**PRODUCTION, "DOCUMENT_STORAGE": "ftp"})
+    assert "DOCUMENT_STORAGE must be filesystem (the default) or s3" in unknown.stderr
