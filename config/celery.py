@@ -4,8 +4,13 @@ import os
 
 from celery import Celery
 from celery.signals import task_postrun, task_prerun, worker_ready
+from kombu.transport import TRANSPORT_ALIASES
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+
+# `sqla+...` URLs (the local SQLite broker) use kombu's SQLAlchemy transport waiting in short steps,
+# so that a worker asked to stop sees it at once (partner/core/sqlite_transport.py).
+TRANSPORT_ALIASES["sqla"] = TRANSPORT_ALIASES["sqlalchemy"] = "partner.core.sqlite_transport:Transport"
 
 app = Celery("partner")
 # Every CELERY_* setting of config/settings/base.py configures the app.

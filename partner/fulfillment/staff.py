@@ -100,7 +100,9 @@ def _open_order(tracker_id: int, user) -> Tracker:
 def order_take(*, tracker_id: int, user, take_over: bool = False) -> Tracker:
     """`user` works the order from now on. Someone else's order only with `take_over` (recorded)."""
     with transaction.atomic():
-        tracker = Tracker.objects.select_for_update(of=("self",)).select_related("assigned_to").filter(pk=tracker_id).first()
+        tracker = (
+            Tracker.objects.select_for_update(of=("self",)).select_related("assigned_to").filter(pk=tracker_id).first()
+        )
         if tracker is None or not tracker.staff_worked:
             raise StaffActionRefused("This is not a staff-worked order.")
         if tracker.assigned_to_id == user.pk:
