@@ -67,7 +67,7 @@ def test_roundtrip_on_the_local_sqlite_broker(tmp_path):
 
 
 @pytest.mark.worker
-def test_a_worker_process_on_the_local_sqlite_broker_answers(tmp_path, settings):
+def test_a_worker_process_on_the_local_sqlite_broker_answers(tmp_path, settings, monkeypatch):
     """`celery -A config worker`, prefork with two children as in the Procfile, on the SQLite broker
     and result backend the settings make of the URLs: a task published here is run there and its
     result read back here."""
@@ -80,6 +80,9 @@ def test_a_worker_process_on_the_local_sqlite_broker_answers(tmp_path, settings)
         "CELERY_RESULT_BACKEND": results_url,
         "INBOX_RELAY_INTERVAL": "0",  # the relay reads the application's database: not this test's
     }
+    # Celery reads the result backend from the environment before its configuration (make test exports
+    # Redis's): this process must read results where the worker writes them.
+    monkeypatch.setenv("CELERY_RESULT_BACKEND", results_url)
     options = sqlite_broker_options(broker)
     # What the settings of every process do first: the file, its tables and the queue, made once.
     sqlite_broker_prepare(broker_url, options, queue=settings.CELERY_TASK_DEFAULT_QUEUE)
