@@ -227,88 +227,57 @@ def product_documents(public_base_url: str) -> list[dict]:
         "createdBy": creator,
     }
     access = {"allow": [urns.instance_urn(INSTANCE_ID)], "deny": []}
-    address = {
-        **common,
-        "id": "a1b2c3d4-0000-4000-8000-00000000a001",
-        "name": "address-verification",
-        "listingName": "Address Verification",
-        "requestTypes": ["NEW_REQUEST", "ACCEPTED_ORDER"],
-        "tags": {
-            "workflows": ["automated", "interactive"],
-            "categories": ["APPRAISAL"],
-            "applications": ["Loan Origination Host"],
-        },
-        "entitlements": {
-            "access": access,
-            "data": {
-                "origin": {"fields": ORIGIN_FIELDS},
-                "transaction": [
-                    {
-                        "requestTypes": ["NEW_REQUEST", "ACCEPTED_ORDER"],
-                        "request": {"fields": REQUEST_FIELDS},
-                        "response": {"fields": RESPONSE_FIELDS, "results": []},
-                        "created": CREATED,
-                        "createdBy": creator,
-                        "extensionCount": 0,
-                    }
-                ],
+
+    def product(*, key, name, listing, request_types, workflows, response_fields, results=()):
+        """One demo product: its entitlements cover `request_types` with the same fields."""
+        transaction = {
+            "requestTypes": request_types,
+            "request": {"fields": REQUEST_FIELDS},
+            "response": {"fields": response_fields, "results": list(results)},
+            "created": CREATED,
+            "createdBy": creator,
+            "extensionCount": 0,
+        }
+        return {
+            **common,
+            "id": f"a1b2c3d4-0000-4000-8000-00000000{key}",
+            "name": name,
+            "listingName": listing,
+            "requestTypes": request_types,
+            "tags": {"workflows": workflows, "categories": ["APPRAISAL"], "applications": ["Loan Origination Host"]},
+            "entitlements": {
+                "access": access,
+                "data": {"origin": {"fields": ORIGIN_FIELDS}, "transaction": [transaction]},
             },
-        },
-        "webhooks": _webhooks(public_base_url, "address-verification"),
-    }
-    disclosure = {
-        **common,
-        "id": "a1b2c3d4-0000-4000-8000-00000000d002",
-        "name": "disclosure-delivery",
-        "listingName": "Disclosure Delivery",
-        "requestTypes": ["NEW_REQUEST"],
-        "tags": {"workflows": ["automated"], "categories": ["APPRAISAL"], "applications": ["Loan Origination Host"]},
-        "entitlements": {
-            "access": access,
-            "data": {
-                "origin": {"fields": ORIGIN_FIELDS},
-                "transaction": [
-                    {
-                        "requestTypes": ["NEW_REQUEST"],
-                        "request": {"fields": REQUEST_FIELDS},
-                        "response": {
-                            "fields": RESPONSE_FIELDS,
-                            "results": [{"action": formats.DISCLOSURE_ACTION, "formats": [formats.DISCLOSURE_FORMAT]}],
-                        },
-                        "created": CREATED,
-                        "createdBy": creator,
-                        "extensionCount": 0,
-                    }
-                ],
-            },
-        },
-        "webhooks": _webhooks(public_base_url, "disclosure-delivery"),
-    }
-    appraisal = {
-        **common,
-        "id": "a1b2c3d4-0000-4000-8000-00000000a003",
-        "name": "appraisal",
-        "listingName": "Residential appraisal",
-        "requestTypes": ["NEW_REQUEST"],
-        "tags": {"workflows": ["interactive"], "categories": ["APPRAISAL"], "applications": ["Loan Origination Host"]},
-        "entitlements": {
-            "access": access,
-            "data": {
-                "origin": {"fields": ORIGIN_FIELDS},
-                "transaction": [
-                    {
-                        "requestTypes": ["NEW_REQUEST"],
-                        "request": {"fields": REQUEST_FIELDS},
-                        "response": {"fields": APPRAISAL_RESPONSE_FIELDS, "results": []},
-                        "created": CREATED,
-                        "createdBy": creator,
-                        "extensionCount": 0,
-                    }
-                ],
-            },
-        },
-        "webhooks": _webhooks(public_base_url, "appraisal"),
-    }
+            "webhooks": _webhooks(public_base_url, name),
+        }
+
+    address = product(
+        key="a001",
+        name="address-verification",
+        listing="Address Verification",
+        request_types=["NEW_REQUEST", "ACCEPTED_ORDER"],
+        workflows=["automated", "interactive"],
+        response_fields=RESPONSE_FIELDS,
+    )
+    disclosure = product(
+        key="d002",
+        name="disclosure-delivery",
+        listing="Disclosure Delivery",
+        request_types=["NEW_REQUEST"],
+        workflows=["automated"],
+        response_fields=RESPONSE_FIELDS,
+        results=[{"action": formats.DISCLOSURE_ACTION, "formats": [formats.DISCLOSURE_FORMAT]}],
+    )
+    # Worked by staff: interactive only (partner/fulfillment/fulfillers/staff_worked.py).
+    appraisal = product(
+        key="a003",
+        name="appraisal",
+        listing="Residential appraisal",
+        request_types=["NEW_REQUEST"],
+        workflows=["interactive"],
+        response_fields=APPRAISAL_RESPONSE_FIELDS,
+    )
     return [address, disclosure, appraisal]
 
 
