@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from partner.core.leases import lease_kept, lease_release, lease_remaining, lease_take
 from partner.fulfillment import uploads
+from partner.fulfillment.metrics import order_declined
 from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Tracker, TrackerStatus
 from partner.fulfillment.services import TrackerFailed, first_time, step_record
 from partner.platform import client
@@ -53,9 +54,11 @@ def _sent(tracker: Tracker, delivery: Delivery) -> None:
                 status=TrackerStatus.RESPONSE_DELIVERED, delivered_at=first_time("delivered_at", now), updated_at=now
             )
         elif delivery.kind == DeliveryKind.DECLINE:
-            Tracker.objects.filter(pk=tracker.pk, status=TrackerStatus.WITH_STAFF).update(
+            declined = Tracker.objects.filter(pk=tracker.pk, status=TrackerStatus.WITH_STAFF).update(
                 status=TrackerStatus.DECLINED, updated_at=now
             )
+            if declined:
+                order_declined(tracker)
         step_record(tracker, "sent", f"{delivery.get_kind_display()} (response version {sequence})")
     logger.info("transaction %s: %s sent", tracker.transaction_id, delivery.get_kind_display().lower())
 

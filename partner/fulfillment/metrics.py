@@ -12,7 +12,9 @@ from partner.fulfillment.models import FINAL_STATUSES, Tracker
 from partner.fulfillment.selectors import trackers_awaiting_confirmation
 
 ORDERS_FINISHED = Counter(
-    "partner_orders_finished", "Orders that ended, by product and outcome (completed, failed).", ["product", "outcome"]
+    "partner_orders_finished",
+    "Orders that ended, by product and outcome (completed, failed, declined).",
+    ["product", "outcome"],
 )
 FAILURES = Counter("partner_order_failures", "Orders failed, by failure code.", ["code"])
 TURNAROUND = Histogram(
@@ -34,6 +36,10 @@ def order_delivered(tracker: Tracker, when) -> None:
 def order_completed(tracker: Tracker, when) -> None:
     TURNAROUND.labels(_product(tracker), "completed").observe((when - tracker.created_at).total_seconds())
     ORDERS_FINISHED.labels(_product(tracker), "completed").inc()
+
+
+def order_declined(tracker: Tracker) -> None:
+    ORDERS_FINISHED.labels(_product(tracker), "declined").inc()
 
 
 def order_failed(tracker: Tracker, code: str) -> None:

@@ -263,9 +263,8 @@ def test_production_accepts_a_broker_server():
 
 
 def test_documents_go_to_an_s3_bucket_when_asked():
-    code = (
-        SETTINGS + "from django.core.files.storage import storages; d = storages[\"default\"]; print(type(d).__name__, d.bucket_name)"
-    )
+    storage = 'from django.core.files.storage import storages; d = storages["default"]; '
+    code = SETTINGS + storage + "print(type(d).__name__, d.bucket_name)"
     result = run_django({**PRODUCTION, "DOCUMENT_STORAGE": "s3", "DOCUMENTS_S3_BUCKET": "partner-docs"}, code)
     assert result.stdout.split()[-2:] == ["S3Storage", "partner-docs"], result.stderr
     missing = run_django({**PRODUCTION, "DOCUMENT_STORAGE": "s3"})

@@ -17,6 +17,7 @@ from partner.fulfillment import staff, staff_events
 from partner.fulfillment.callbacks import tracker_event_handle
 from partner.fulfillment.deliveries import deliveries_send
 from partner.fulfillment.fulfillers.staff_worked import StaffWorkedFulfiller
+from partner.fulfillment.metrics import ORDERS_FINISHED
 from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Tracker, TrackerAttachment, TrackerStatus
 from partner.fulfillment.pipeline import tracker_fulfill
 from partner.fulfillment.services import tracker_open
@@ -320,6 +321,7 @@ def test_a_decline_tells_the_lender_why_and_ends_the_order(fake_platform, order,
     staff.order_take(tracker_id=order.pk, user=appraiser)
     with pytest.raises(staff.StaffActionRefused, match="reason is empty"):
         staff.order_decline(tracker_id=order.pk, reason=" ", user=appraiser)
+    declined_before = ORDERS_FINISHED.labels("appraisal", "declined")._value.get()
     staff.order_decline(tracker_id=order.pk, reason="The property is outside our area", user=appraiser)
     deliveries_send(tracker_id=order.pk)
     decline = sent(fake_platform)[-1]
@@ -327,6 +329,7 @@ def test_a_decline_tells_the_lender_why_and_ends_the_order(fake_platform, order,
     assert decline["partnerStatus"] == "Order declined: The property is outside our area"
     order.refresh_from_db()
     assert order.status == TrackerStatus.DECLINED
+    assert ORDERS_FINISHED.labels("appraisal", "declined")._value.get() == declined_before + 1
 
 
 # Overdue -------------------------------------------------------------------------------------------
