@@ -33,6 +33,15 @@ class TrackerStatus(models.TextChoices):
 
 # Worked by the automated pipeline (and its sweeps): a tracker with staff is not.
 ACTIVE_STATUSES = (TrackerStatus.VALIDATION_REQUESTED, TrackerStatus.IN_PROGRESS)
+_STATUS_PHRASES = {
+    TrackerStatus.VALIDATION_REQUESTED: "not acknowledged yet",
+    TrackerStatus.IN_PROGRESS: "being acknowledged",
+    TrackerStatus.WITH_STAFF: "with staff",
+    TrackerStatus.RESPONSE_DELIVERED: "delivered and awaits the service's confirmation",
+    TrackerStatus.REQUEST_COMPLETED: "completed",
+    TrackerStatus.FAILED: "failed",
+    TrackerStatus.DECLINED: "declined",
+}
 # Nothing more happens to these.
 FINAL_STATUSES = (TrackerStatus.REQUEST_COMPLETED, TrackerStatus.FAILED, TrackerStatus.DECLINED)
 
@@ -104,6 +113,11 @@ class Tracker(TimeStampedModel, LeasedModel):
 
     def __str__(self):
         return f"{self.transaction_id} ({self.status})"
+
+    @property
+    def status_phrase(self) -> str:
+        """Where the order stands, to finish "The order is …" for staff."""
+        return _STATUS_PHRASES.get(self.status, self.get_status_display().lower())
 
 
 def _document_path(attachment, filename: str) -> str:

@@ -82,7 +82,7 @@ def _open_order(tracker_id: int, user) -> Tracker:
     if tracker is None or not tracker.staff_worked:
         raise StaffActionRefused("This is not a staff-worked order.")
     if tracker.status != TrackerStatus.WITH_STAFF:
-        raise StaffActionRefused(f"The order is {tracker.get_status_display().lower()}: nothing more can be sent.")
+        raise StaffActionRefused(f"The order is {tracker.status_phrase}: nothing more can be sent.")
     final = tracker.deliveries.filter(kind__in=[DeliveryKind.FINAL, DeliveryKind.DECLINE])
     if final.exclude(state=DeliveryState.FAILED).exists():
         raise StaffActionRefused("The final delivery or the decline is already made.")
@@ -310,7 +310,7 @@ def delivery_retry(*, delivery_id: int, user) -> Delivery:
             raise StaffActionRefused("Only a failed delivery can be sent again.")
         tracker = Tracker.objects.select_for_update().get(pk=delivery.tracker_id)
         if tracker.status != TrackerStatus.WITH_STAFF:
-            raise StaffActionRefused(f"The order is {tracker.get_status_display().lower()}: nothing more can be sent.")
+            raise StaffActionRefused(f"The order is {tracker.status_phrase}: nothing more can be sent.")
         if tracker.assigned_to_id != user.pk:
             raise StaffActionRefused("Take the order first.")
         Delivery.objects.filter(pk=delivery.pk).update(state=DeliveryState.PENDING, failed_at=None, failure_reason="")
