@@ -417,6 +417,8 @@ CELERY_TASK_RETRY_JITTER = True  # spread retries so that workers do not stamped
 # (config/celery.py), and by the fix-up after this many tasks.
 CELERY_DB_REUSE_MAX = 1000
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# What a task prints (the console e-mail backend of local runs) is logged as INFO, not as a warning.
+CELERY_WORKER_REDIRECT_STDOUTS_LEVEL = "INFO"
 CELERY_WORKER_SEND_TASK_EVENTS = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
