@@ -76,6 +76,8 @@ if not ALLOWED_HOSTS:
 
 TIME_ZONE = "UTC"
 USE_TZ = True
+# Times to the second in the admin and the pages (config/formats/en/formats.py).
+FORMAT_MODULE_PATH = ["config.formats"]
 LANGUAGE_CODE = "en-us"
 USE_I18N = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -5,6 +5,7 @@ import json
 from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.http import urlencode
 
 from partner.fulfillment import admin_staff  # noqa: F401  (registers the staff's work queue and order pages)
 from partner.fulfillment.models import Tracker, TrackerAttachment, TrackerStep
@@ -67,6 +68,7 @@ class TrackerAdmin(admin.ModelAdmin):
     actions = ["retry", "confirm"]
     readonly_fields = [
         "transaction_id",
+        "notifications_link",
         "resource_ref",
         "product_name",
         "request_type",
@@ -102,6 +104,12 @@ class TrackerAdmin(admin.ModelAdmin):
         return request.user.has_perm("fulfillment.change_tracker")
 
     has_confirm_permission = has_retry_permission
+
+    @admin.display(description="Notifications")
+    def notifications_link(self, obj):
+        """The inbox's notifications of this order: its webhook and the callbacks' (named by their reference)."""
+        url = reverse("admin:inbox_notification_changelist") + "?" + urlencode({"q": obj.transaction_id})
+        return format_html('<a href="{}">The notifications of this order</a>', url)
 
     @admin.display(description="Response")
     def response_pretty(self, obj):

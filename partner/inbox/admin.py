@@ -7,11 +7,15 @@ one that sees both the orders and the inbox.
 import json
 
 from django.contrib import admin, messages
+from django.urls import reverse
 from django.utils.html import format_html
 
+from partner.fulfillment.selectors import tracker_get
 from partner.inbox.dashboard import dashboard_install
 from partner.inbox.models import Notification
 from partner.inbox.outbox import notification_replay
+from partner.platform import client
+from partner.platform.errors import ServiceError
 
 dashboard_install(admin.site)
 
@@ -29,7 +33,8 @@ class NotificationAdmin(admin.ModelAdmin):
         "duplicates",
     ]
     list_filter = ["state", "resource_type", "event_type", "product_name"]
-    search_fields = ["resource_id", "event_id", "product_name", "dedupe_key"]
+    # The reference names the transaction of a callback event too, so an order's id finds all its notifications.
+    search_fields = ["resource_id", "resource_ref", "event_id", "product_name", "dedupe_key"]
     date_hierarchy = "received_at"
     actions = ["replay"]
     fieldsets = [
@@ -59,6 +64,7 @@ class NotificationAdmin(admin.ModelAdmin):
                     "resource_id",
                     "product_name",
                     "resource_ref",
+                    "order_link",
                     "dedupe_key",
                 ]
             },
@@ -70,6 +76,19 @@ class NotificationAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+    @admin.display(description="Order")
+    def order_link(self, obj):
+        """The order (tracker) this notification is about: by the transaction its reference names."""
+        try:
+            transaction_id = client.resource_ref_parse(obj.resource_ref).transaction_id if obj.resource_ref else ""
+        except ServiceError:
+            transaction_id = ""
+        tracker = tracker_get(transaction_id=transaction_id or obj.resource_id)
+        if tracker is None:
+            return "none yet"
+        url = reverse("admin:fulfillment_tracker_change", args=[tracker.pk])
+        return format_html('<a href="{}">{} ({})</a>', url, tracker.transaction_id, tracker.get_status_display())
 
     def has_change_permission(self, request, obj=None):
         return False  # read-only: what happened is never edited by hand

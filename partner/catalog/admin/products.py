@@ -6,6 +6,7 @@ instance" (asking the instance URN). The signing secret is write-only.
 """
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
@@ -175,7 +176,11 @@ class ProductAdmin(admin.ModelAdmin):
     def signing_secret_state(self, obj):
         if obj and isinstance(obj.signing_secret, Undecryptable):
             return "cannot be decrypted: type it again"
-        return SET if obj and obj.has_signing_secret else NOT_SET
+        if obj and obj.has_signing_secret:
+            return f"{SET}; the deployment's SVC_SIGNING_SECRETS apply too"
+        if settings.SVC_SIGNING_SECRETS:
+            return f"{NOT_SET}: its webhooks verify with the deployment's SVC_SIGNING_SECRETS"
+        return f"{NOT_SET}: no secret verifies its webhooks (set one, or SVC_SIGNING_SECRETS)"
 
     @admin.display(description="last service copy")
     def raw_pretty(self, obj):
