@@ -11,7 +11,7 @@ its reason for staff to read, and the next waiting one is still sent.
 import logging
 
 from django.db import transaction
-from django.db.models import F, Max
+from django.db.models import F
 from django.utils import timezone
 
 from partner.core.leases import lease_kept, lease_release, lease_remaining, lease_take
@@ -19,6 +19,7 @@ from partner.fulfillment import uploads
 from partner.fulfillment.metrics import order_declined
 from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Tracker, TrackerStatus
 from partner.fulfillment.services import TrackerFailed, first_time, step_record
+from partner.fulfillment.staff_events import response_version_next
 from partner.platform import client
 from partner.platform.errors import ServiceError
 from partner.platform.formats import LOAN_FORMAT, RESPONSE_COMPLETED, RESPONSE_PROCESSING
@@ -47,7 +48,7 @@ def _sent(tracker: Tracker, delivery: Delivery) -> None:
     """Record the PATCH as sent, and what it means for the order, in one transaction."""
     now = timezone.now()
     with transaction.atomic():
-        sequence = (tracker.deliveries.aggregate(last=Max("sequence"))["last"] or 0) + 1
+        sequence = response_version_next(tracker)
         Delivery.objects.filter(pk=delivery.pk).update(state=DeliveryState.SENT, sent_at=now, sequence=sequence)
         if delivery.kind == DeliveryKind.FINAL:
             Tracker.objects.filter(pk=tracker.pk, status=TrackerStatus.WITH_STAFF).update(

@@ -22,9 +22,14 @@ from partner.fulfillment.services import step_record, tracker_complete
 PARTNER_STATUS_MAX = 500
 
 
+def response_version_next(tracker: Tracker) -> int:
+    """The number our next PATCH of the transaction will be (the acknowledgement is 1)."""
+    return (tracker.deliveries.aggregate(last=Max("sequence"))["last"] or 0) + 1
+
+
 def acknowledgement_record(tracker: Tracker, *, response: dict, now) -> None:
     """The pipeline sent the acknowledgement: the order is with staff, and they are told."""
-    sequence = (tracker.deliveries.aggregate(last=Max("sequence"))["last"] or 0) + 1
+    sequence = response_version_next(tracker)
     Delivery.objects.create(
         tracker=tracker,
         kind=DeliveryKind.ACKNOWLEDGEMENT,

@@ -128,27 +128,28 @@ def _single_insert():
     return contextlib.nullcontext()
 
 
-def _verified(body: bytes, signature: str | None, product_name: str | None) -> tuple[SigningSecrets, list[str]]:
-    """The secrets and those of them `signature` matches; read again (rarely) before a refusal."""
-    secrets = signing_secrets()
-    matched = signature_matches(body, signature, secrets.all())
-    if not matched or (product_name is not None and not secrets.signs_for(matched, product_name)):
-        reread = signing_secrets(max_age=_SECRETS_REREAD)
-        if reread is not secrets:
-            secrets, matched = reread, signature_matches(body, signature, reread.all())
-    return secrets, matched
+def _reread(body: bytes, signature: str | None, secrets: SigningSecrets, matched: list[str]):
+    """Before a refusal: the secrets read again (at most every _SECRETS_REREAD s) and matched again."""
+    reread = signing_secrets(max_age=_SECRETS_REREAD)
+    if reread is secrets:
+        return secrets, matched
+    return reread, signature_matches(body, signature, reread.all())
 
 
 def webhook_receive(*, body: bytes, signature: str | None, headers, remote_addr: str | None) -> int:
     """Verify and store one webhook; the id of its notification (the first copy's, for a duplicate)."""
-    _, matched = _verified(body, signature, None)
+    secrets = signing_secrets()
+    matched = signature_matches(body, signature, secrets.all())  # once per webhook, however it ends
     if not matched:
-        raise WebhookSignatureInvalid
+        secrets, matched = _reread(body, signature, secrets, matched)
+        if not matched:
+            raise WebhookSignatureInvalid
     try:
         parsed = notification_parse(body)
     except NotANotification as exc:
         raise WebhookNotANotification(str(exc)) from None
-    secrets, matched = _verified(body, signature, parsed.product_name)
+    if not secrets.signs_for(matched, parsed.product_name):
+        secrets, matched = _reread(body, signature, secrets, matched)
     if not secrets.signs_for(matched, parsed.product_name):
         _unbound_store(
             body=body, parsed=parsed, signers=secrets.products_of(matched), headers=headers, remote_addr=remote_addr

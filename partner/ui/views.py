@@ -81,6 +81,17 @@ def _origin_from_headers(request) -> tuple[str, str]:
     return request.META.get(ORIGIN_ID_HEADER, "").strip(), request.META.get(PAT_HEADER, "").strip()
 
 
+def _origin_context(request):
+    """The origin the page's headers name, checked with the service (OriginProblem when refused)."""
+    origin_id, token = _origin_from_headers(request)
+    return origin_context_fetch(origin_id=origin_id, partner_access_token=token)
+
+
+def _lender_of(context) -> dict:
+    """Whose orders the checked origin may see: its product, partner account and company."""
+    return {"product_name": context.product_name, "account_id": context.account_id, "company_id": context.company_id}
+
+
 def _not_shown(code: str, message: str) -> dict:
     return {"errors": [{"status": None, "code": code, "message": message}]}
 
@@ -201,17 +212,14 @@ class TransactionProgressApi(APIView):
         },
     )
     def get(self, request, transaction_id):
-        origin_id, token = _origin_from_headers(request)
         try:
-            context = origin_context_fetch(origin_id=origin_id, partner_access_token=token)
+            context = _origin_context(request)
         except OriginProblem as problem:
             return Response(problem.body, status=problem.http_status)
         try:
             progress = transaction_progress_get(
                 transaction_id=transaction_id,
-                product_name=context.product_name,
-                account_id=context.account_id,
-                company_id=context.company_id,
+                **_lender_of(context),
             )
         except TransactionNotShown:
             return Response(_not_shown("transaction_unknown", "No such order for this product."), status=404)
@@ -230,18 +238,15 @@ def transaction_document(request, transaction_id, document_id):
     for anything else, whichever the reason. A plain Django view: it answers a file, and DRF's content
     negotiation would refuse a client that asks for one by its type (406).
     """
-    origin_id, token = _origin_from_headers(request)
     try:
-        context = origin_context_fetch(origin_id=origin_id, partner_access_token=token)
+        context = _origin_context(request)
     except OriginProblem as problem:
         return JsonResponse(problem.body, status=problem.http_status)
     try:
         document = transaction_document_get(
             transaction_id=transaction_id,
             document_id=document_id,
-            product_name=context.product_name,
-            account_id=context.account_id,
-            company_id=context.company_id,
+            **_lender_of(context),
         )
         handle = document.file.open("rb")
     except (TransactionNotShown, FileNotFoundError):
@@ -265,9 +270,8 @@ def order_check(request):
     Body: {"options": {...}}; 200 {"request": {"type", "options"}}, 400
     {"fields": {name: [messages]}}, or the origin proxy's answers.
     """
-    origin_id, token = _origin_from_headers(request)
     try:
-        context = origin_context_fetch(origin_id=origin_id, partner_access_token=token)
+        context = _origin_context(request)
     except OriginProblem as problem:
         return JsonResponse(problem.body, status=problem.http_status)
     try:
