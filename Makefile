@@ -52,8 +52,7 @@ demo: setup
 
 run: demo
 	@echo ""
-	@echo "  Partner application   http://127.0.0.1:8000/"
-	@echo "  Host page (sandbox)   http://127.0.0.1:8000/sandbox/host/"
+	@echo "  Host page (sandbox)   http://127.0.0.1:8000/sandbox/host/   (our panel, inside the host)"
 	@echo "  Admin                 http://127.0.0.1:8000/admin/   (python manage.py createsuperuser)"
 	@echo "  Staff login (orders)  staff.demo / staff-demo-password-1 at http://127.0.0.1:8000/admin/"
 	@echo "  Health                http://127.0.0.1:8000/healthz"

@@ -13,6 +13,8 @@ import threading
 
 import pytest
 
+from tests.browser import browser, page, shot  # noqa: F401  (the browser fixtures, shared by every browser test)
+
 # The demo lender's password, the one the sandbox's host holds for lender.demo (partner/sandbox/demo.py).
 DEMO_PASSWORD = "demo-password-1"
 # lender.wrong has a partner account, but the host holds another password for it ("not-the-password-9").

@@ -25,41 +25,113 @@ from .fulfiller_keys import fulfiller_known, fulfiller_main
 class Product(TimeStampedModel):
     """One product registered with the service (one per environment)."""
 
-    service_id = models.CharField("id", max_length=200, unique=True, help_text="The product id on the service.")
-    partner_id = models.CharField("partnerId", max_length=200, blank=True)
-    name = models.CharField(max_length=200, unique=True)
-    listing_name = models.CharField("listingName", max_length=300, blank=True)
-    request_types = models.JSONField("requestTypes", default=list, blank=True, help_text='e.g. ["NEW_REQUEST"]')
-    environment = models.CharField(max_length=100, blank=True)
-    status = models.CharField(max_length=100, blank=True)
-    interface_url = models.CharField("interfaceUrl", max_length=500, blank=True)
-    admin_interface_url = models.CharField("adminInterfaceUrl", max_length=500, blank=True)
-    integration_type = models.CharField("integrationType", max_length=100, blank=True)
-    tags_workflows = models.JSONField("tags.workflows", default=list, blank=True)
-    tags_categories = models.JSONField("tags.categories", default=list, blank=True)
-    tags_applications = models.JSONField("tags.applications", default=list, blank=True)
-    extension_limit = models.IntegerField("extensionLimit", null=True, blank=True)
-    access_allow = models.JSONField(
-        "entitlements.access.allow", default=list, blank=True, help_text="Lender instance URNs allowed."
+    service_id = models.CharField(
+        "service id", max_length=200, unique=True, help_text="The product's id on the service (id)."
     )
-    access_deny = models.JSONField(
-        "entitlements.access.deny", default=list, blank=True, help_text="Lender instance URNs denied."
+    partner_id = models.CharField(
+        "partner id", max_length=200, blank=True, help_text="Our partner id on the service (partnerId)."
     )
-    data_origin = models.JSONField("entitlements.data.origin", default=dict, blank=True)
-    data_transaction = models.JSONField(
-        "entitlements.data.transaction",
+    name = models.CharField(
+        max_length=200,
+        unique=True,
+        help_text="The product's name on the service (name); its webhooks carry it as their instance id.",
+    )
+    listing_name = models.CharField(
+        "listing name", max_length=300, blank=True, help_text="The name lenders see in the host (listingName)."
+    )
+    request_types = models.JSONField(
+        "request types",
         default=list,
         blank=True,
-        help_text="Items of {requestTypes, request, response: {results: [{action, formats}]}, ...}.",
+        help_text="The kinds of request a lender can send, like NEW_REQUEST (requestTypes).",
     )
-    webhooks = models.JSONField(default=list, blank=True, help_text="Items of {subscriptionId, url, events, resource}.")
-    service_created = models.CharField("created", max_length=100, blank=True)
-    service_created_by = models.CharField("createdBy", max_length=300, blank=True)
+    environment = models.CharField(
+        max_length=100, blank=True, help_text="The service's environment of the product, like sandbox (environment)."
+    )
+    status = models.CharField(
+        max_length=100, blank=True, help_text="Its status on the service, like development (status)."
+    )
+    interface_url = models.CharField(
+        "interface address",
+        max_length=500,
+        blank=True,
+        help_text="The page the host shows lenders: our panel (interfaceUrl).",
+    )
+    admin_interface_url = models.CharField(
+        "admin interface address",
+        max_length=500,
+        blank=True,
+        help_text="The page the host opens to administer the product (adminInterfaceUrl).",
+    )
+    integration_type = models.CharField(
+        "integration type",
+        max_length=100,
+        blank=True,
+        help_text="How the service calls us, like ASYNC (integrationType).",
+    )
+    tags_workflows = models.JSONField(
+        "workflows",
+        default=list,
+        blank=True,
+        help_text="How a lender works with the product: automated, interactive (tags.workflows).",
+    )
+    tags_categories = models.JSONField(
+        "categories", default=list, blank=True, help_text="Where the host lists it, like APPRAISAL (tags.categories)."
+    )
+    tags_applications = models.JSONField(
+        "host applications",
+        default=list,
+        blank=True,
+        help_text="The names of the host applications it works in (tags.applications).",
+    )
+    extension_limit = models.IntegerField(
+        "extension limit", null=True, blank=True, help_text="Sent as extensionLimit; empty: not sent."
+    )
+    access_allow = models.JSONField(
+        "allowed lender instances",
+        default=list,
+        blank=True,
+        help_text="The lenders' host instances that may order the product (entitlements.access.allow).",
+    )
+    access_deny = models.JSONField(
+        "denied lender instances",
+        default=list,
+        blank=True,
+        help_text="The instances refused it; one cannot be both allowed and denied (entitlements.access.deny).",
+    )
+    data_origin = models.JSONField(
+        "origin data",
+        default=dict,
+        blank=True,
+        help_text="What the product may read of the lender's origin (entitlements.data.origin), a JSON object.",
+    )
+    data_transaction = models.JSONField(
+        "transaction entitlements",
+        default=list,
+        blank=True,
+        help_text="Per request type, what a transaction's request and our response may carry, and the actions "
+        "our response may take (entitlements.data.transaction).",
+    )
+    webhooks = models.JSONField(
+        "webhook subscriptions",
+        default=list,
+        blank=True,
+        help_text="Where the service sends the notifications of each resource (webhooks).",
+    )
+    service_created = models.CharField(
+        "created on the service", max_length=100, blank=True, help_text="When the service created it (created)."
+    )
+    service_created_by = models.CharField(
+        "created by", max_length=300, blank=True, help_text="Who created it, as a URN (createdBy)."
+    )
 
-    raw = models.JSONField(default=dict, blank=True, help_text="The last copy the service gave us.")
-    pulled_at = models.DateTimeField(null=True, blank=True)
-    pushed_at = models.DateTimeField(null=True, blank=True)
+    raw = models.JSONField(
+        "last service copy", default=dict, blank=True, help_text="The last copy the service gave us."
+    )
+    pulled_at = models.DateTimeField("last pulled", null=True, blank=True)
+    pushed_at = models.DateTimeField("last pushed", null=True, blank=True)
     unpushed_changes = models.BooleanField(
+        "unpushed changes",
         default=False,
         help_text="Service fields edited here since the last push or pull: the periodic pull leaves the "
         "product alone until it is pushed (a pull by hand takes the service's copy).",
@@ -68,13 +140,28 @@ class Product(TimeStampedModel):
     fulfiller = models.CharField(
         max_length=100, default=fulfiller_main, help_text="Which of our fulfillers does its work."
     )
+    fee = models.DecimalField(
+        max_digits=10,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text="What the lender pays for one order, in US dollars; shown on the order form. Empty: not shown.",
+    )
     turnaround_hours = models.PositiveIntegerField(
-        null=True, blank=True, help_text="The turnaround we promise, in hours: an order is due this long after it came."
+        "turnaround (hours)",
+        null=True,
+        blank=True,
+        help_text="The turnaround we promise, in hours, shown on the order form: an order is due this long after "
+        "it came. Empty: none promised.",
     )
     staff_email = models.EmailField(
-        blank=True, help_text="Where staff are told of a new order of a staff-worked product, and of one past due."
+        "staff e-mail",
+        blank=True,
+        help_text="Where staff are told of a new order of a staff-worked product, and of one past due.",
     )
-    signing_secret = EncryptedTextField(blank=True, default="", help_text="Webhook signing secret (encrypted).")
+    signing_secret = EncryptedTextField(
+        "signing secret", blank=True, default="", help_text="Webhook signing secret (encrypted)."
+    )
 
     class Meta:
         ordering = ["name"]
@@ -124,16 +211,21 @@ class CredentialDefinition(models.Model):
         COMPANY = "company", "company"
 
     product = models.ForeignKey(Product, on_delete=models.CASCADE, related_name="credential_definitions")
-    key = models.CharField("id", max_length=100, help_text="Credential property id.")
-    type = models.CharField(max_length=50, default="string")
-    title = models.CharField(max_length=200, blank=True)
-    minimum = models.PositiveIntegerField(null=True, blank=True, help_text="Shortest length allowed.")
-    maximum = models.PositiveIntegerField(null=True, blank=True, help_text="Longest length allowed.")
+    key = models.CharField("property id", max_length=100, help_text="The credential property's id (id).")
+    type = models.CharField(max_length=50, default="string", help_text="Its value type, like string.")
+    title = models.CharField(max_length=200, blank=True, help_text="The label lenders see.")
+    minimum = models.PositiveIntegerField("min. length", null=True, blank=True, help_text="Shortest length allowed.")
+    maximum = models.PositiveIntegerField("max. length", null=True, blank=True, help_text="Longest length allowed.")
     pattern = models.CharField(max_length=500, blank=True, help_text="Regular expression the value must match.")
-    secret = models.BooleanField(default=False)
-    scope = models.CharField(max_length=20, choices=Scope.choices, default=Scope.USER)
+    secret = models.BooleanField(default=False, help_text="Confidential: typed in, never shown back.")
+    scope = models.CharField(
+        max_length=20,
+        choices=Scope.choices,
+        default=Scope.USER,
+        help_text="Whose value it is: a user's or the company's.",
+    )
     required = models.BooleanField(default=False)
-    position = models.PositiveIntegerField(default=0)
+    position = models.PositiveIntegerField("order", default=0, help_text="Where it comes in the list.")
 
     class Meta:
         ordering = ["product", "position", "key"]

@@ -7,11 +7,14 @@
   a load balancer must not take every instance out for them.
 - /healthz: as it always was (database, broker and the general warnings), for compatibility.
 - /metrics: the Prometheus figures (partner/core/metrics.py), to those it is open to.
+- /favicon.ico: where browsers ask for the icon by default, sent on to the static file.
 
-All answer GET and HEAD (load balancers probe with either) and are never cached.
+All answer GET and HEAD (load balancers probe with either, and run the same checks for both); the
+probes are never cached.
 """
 
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
@@ -59,3 +62,18 @@ def metrics(request):
             response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
     return HttpResponse(metrics_text(), content_type=CONTENT_TYPE_LATEST)
+
+
+# A day: the static address does not change, but a browser should see a new icon within one.
+FAVICON_REDIRECT_MAX_AGE = 24 * 60 * 60
+
+
+@require_safe
+def favicon(request):
+    """GET /favicon.ico: to the static icon (WhiteNoise serves it), for browsers that ask here by default.
+
+    static/favicon.ico is static/favicon.svg's mark drawn at 16, 32 and 48 pixels; the pages link the SVG.
+    """
+    response = HttpResponsePermanentRedirect(static("favicon.ico"))
+    response["Cache-Control"] = f"public, max-age={FAVICON_REDIRECT_MAX_AGE}"
+    return response

@@ -12,7 +12,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_safe
 
 from partner.sandbox.models import UploadSlot
 
@@ -24,9 +24,9 @@ HOST_PAGE_CSP = (
 
 
 @never_cache
-@require_GET
+@require_safe
 def host_page(request):
-    """GET /sandbox/host/: the host application with the partner UI in its side panel."""
+    """GET (and HEAD) /sandbox/host/: the host application with the partner UI in its side panel."""
     host_path = request.path  # /sandbox/host/ wherever the sandbox is mounted
     sandbox_root = host_path[: -len("host/")] if host_path.endswith("host/") else "/sandbox/"
     context = {

@@ -28,61 +28,11 @@ def staff(client, django_user_model):
     return client
 
 
-def as_posted(product, **overrides):
-    """The admin change form of `product` with its current values, and `overrides`."""
-    import json
-
-    from tests.catalog.test_admin import product_post_data
-
-    values = {
-        name: getattr(product, name)
-        for name in ("interface_url", "admin_interface_url", "service_created", "service_created_by")
-    }
-    for name in (
-        "request_types",
-        "tags_workflows",
-        "tags_categories",
-        "tags_applications",
-        "access_allow",
-        "access_deny",
-        "data_origin",
-        "data_transaction",
-        "webhooks",
-    ):
-        values[name] = json.dumps(getattr(product, name))
-    values["extension_limit"] = "" if product.extension_limit is None else str(product.extension_limit)
-    values["fulfiller"] = product.fulfiller
-    definitions = list(product.credential_definitions.all())
-    values["credential_definitions-TOTAL_FORMS"] = str(len(definitions))
-    values["credential_definitions-INITIAL_FORMS"] = str(len(definitions))
-    for number, item in enumerate(definitions):
-        prefix = f"credential_definitions-{number}-"
-        values.update(
-            {
-                prefix + "id": str(item.pk),
-                prefix + "product": str(product.pk),
-                prefix + "key": item.key,
-                prefix + "type": item.type,
-                prefix + "title": item.title,
-                prefix + "minimum": "" if item.minimum is None else str(item.minimum),
-                prefix + "maximum": "" if item.maximum is None else str(item.maximum),
-                prefix + "pattern": item.pattern,
-                prefix + "scope": item.scope,
-                prefix + "position": str(item.position),
-            }
-        )
-        if item.secret:
-            values[prefix + "secret"] = "on"
-        if item.required:
-            values[prefix + "required"] = "on"
-    values.update(overrides)
-    return product_post_data(product, **values)
-
-
 def edit(staff, product, **overrides):
-    from django.urls import reverse
+    """Type `overrides` into the product's change page and save it."""
+    from tests.catalog.product_page import change_url, product_post_data
 
-    response = staff.post(reverse("admin:catalog_product_change", args=[product.pk]), as_posted(product, **overrides))
+    response = staff.post(change_url(product), product_post_data(staff, product, **overrides))
     assert response.status_code == 302, response.content.decode()[:2000]
     product.refresh_from_db()
     return product

@@ -1,9 +1,12 @@
 """Admin pages of the catalog's products and their credential definitions.
 
-List, search, filter and edit with validation; "pull from the service", "push to
-the service" (after a page showing what differs), and "allow/deny lender
-instance" (asking the instance URN). The signing secret is write-only.
+List, search, filter and edit with validation (the form: `product_form`; entitlements
+and webhooks as rows: `product_rows`); "pull from the service", "push to the service"
+(after a page showing what differs), and "allow/deny lender instance" (asking the
+instance URN). The signing secret is write-only.
 """
+
+import json
 
 from django import forms
 from django.conf import settings
@@ -18,70 +21,10 @@ from partner.core.encryption import Undecryptable
 from partner.core.errors import ApplicationError
 
 from .. import services, validation
-from ..fulfiller_keys import fulfiller_choices
 from ..mapping import product_to_service
 from ..models import CredentialDefinition, Product
+from .product_form import ProductForm
 from .write_only import NOT_SET, SET
-
-
-class ProductForm(forms.ModelForm):
-    new_signing_secret = forms.CharField(
-        label="Signing secret",
-        required=False,
-        strip=True,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="Type a new webhook signing secret to replace the stored one; leave empty to keep it.",
-    )
-    clear_signing_secret = forms.BooleanField(label="Remove the signing secret", required=False)
-
-    class Meta:
-        model = Product
-        fields = [
-            "service_id",
-            "partner_id",
-            "name",
-            "listing_name",
-            "request_types",
-            "environment",
-            "status",
-            "interface_url",
-            "admin_interface_url",
-            "integration_type",
-            "tags_workflows",
-            "tags_categories",
-            "tags_applications",
-            "extension_limit",
-            "access_allow",
-            "access_deny",
-            "data_origin",
-            "data_transaction",
-            "webhooks",
-            "service_created",
-            "service_created_by",
-            "fulfiller",
-        ]
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        choices = fulfiller_choices()
-        if "fulfiller" in self.fields:
-            current = self.instance.fulfiller if self.instance else None
-            if current and current not in {key for key, _ in choices}:
-                choices = [*choices, (current, f"{current} (not registered)")]
-            self.fields["fulfiller"] = forms.ChoiceField(
-                choices=choices, initial=self.fields["fulfiller"].initial, help_text=self.fields["fulfiller"].help_text
-            )
-
-    def save(self, commit=True):
-        product = super().save(commit=False)
-        if self.cleaned_data.get("clear_signing_secret"):
-            product.signing_secret = ""
-        elif self.cleaned_data.get("new_signing_secret"):
-            product.signing_secret = self.cleaned_data["new_signing_secret"]
-        if commit:
-            product.save()
-            self.save_m2m()
-        return product
 
 
 class CredentialDefinitionInline(admin.TabularInline):
@@ -136,6 +79,7 @@ class ProductAdmin(admin.ModelAdmin):
     readonly_fields = [
         "signing_secret_state",
         "raw_pretty",
+        "entitlements_json",
         "pulled_at",
         "pushed_at",
         "unpushed_changes",
@@ -150,10 +94,38 @@ class ProductAdmin(admin.ModelAdmin):
             "Requests and tags",
             {"fields": ["request_types", "tags_workflows", "tags_categories", "tags_applications", "extension_limit"]},
         ),
-        ("Access entitlements", {"fields": ["access_allow", "access_deny"]}),
-        ("Data entitlements", {"fields": ["data_origin", "data_transaction"]}),
+        (
+            "Lender access",
+            {
+                "fields": ["access_allow", "access_deny"],
+                "description": "Which lenders' host instances may order the product (entitlements.access).",
+            },
+        ),
+        (
+            "Data entitlements",
+            {
+                "fields": ["data_origin", "data_transaction"],
+                "description": "What the product may read of a lender's data, and what its responses may carry "
+                "and do (entitlements.data).",
+            },
+        ),
         ("Webhooks", {"fields": ["webhooks"]}),
-        ("Ours", {"fields": ["fulfiller", "signing_secret_state", "new_signing_secret", "clear_signing_secret"]}),
+        (
+            "Order form",
+            {"fields": ["fee", "turnaround_hours"], "description": "Shown to the lender on the order form."},
+        ),
+        (
+            "Our settings",
+            {"fields": ["fulfiller", "signing_secret_state", "new_signing_secret", "clear_signing_secret"]},
+        ),
+        (
+            "Entitlements and webhooks as JSON",
+            {
+                "classes": ["collapse"],
+                "fields": ["entitlements_json"],
+                "description": "Read only: what the rows above are stored as, and what a push sends.",
+            },
+        ),
         (
             "Service record",
             {
@@ -172,6 +144,10 @@ class ProductAdmin(admin.ModelAdmin):
         ),
     ]
 
+    class Media:
+        css = {"all": ["catalog/product_admin.css"]}
+        js = ["catalog/product_rows.js"]
+
     @admin.display(description="signing secret")
     def signing_secret_state(self, obj):
         if obj and isinstance(obj.signing_secret, Undecryptable):
@@ -184,9 +160,15 @@ class ProductAdmin(admin.ModelAdmin):
 
     @admin.display(description="last service copy")
     def raw_pretty(self, obj):
-        import json
-
         return format_html("<pre>{}</pre>", json.dumps(obj.raw, indent=2, sort_keys=True)) if obj else ""
+
+    @admin.display(description="entitlements and webhooks")
+    def entitlements_json(self, obj):
+        if not obj or not obj.pk:
+            return ""
+        data = product_to_service(obj)
+        shown = {"entitlements": data.get("entitlements"), "webhooks": data.get("webhooks")}
+        return format_html('<pre class="product-json-view">{}</pre>', json.dumps(shown, indent=2))
 
     # -- extra pages ---------------------------------------------------------
 
