@@ -1,5 +1,6 @@
 """The address verification PDF report: a valid PDF, the expected text, non-Latin-1 names."""
 
+import dataclasses
 import re
 import zlib
 from datetime import UTC, datetime
@@ -13,6 +14,7 @@ from partner.fulfillment.fulfillers.address_verification.report import (
     address_report_pdf,
     pdf_text,
 )
+from partner.fulfillment.fulfillers.base import partner_party
 
 CREATED = datetime(2026, 3, 14, 9, 26, tzinfo=UTC)
 
@@ -31,7 +33,7 @@ def report(**overrides):
         ),
         "data_source": "zipcodes 3.0.0 (offline)",
         "created": CREATED,
-        "prepared_by": "Keystone Property Data, Inc.",
+        "prepared_by": partner_party(),
     }
     values.update(overrides)
     return AddressReport(**values)
@@ -76,7 +78,9 @@ def test_report_shows_ids_date_property_checks_and_source():
     texts = shown_texts(address_report_pdf(report(), compress=False))
     for expected in [
         "Address verification report",
-        "Prepared by Keystone Property Data, Inc.",
+        "Keystone Property Data, Inc.",
+        "100 Market Street, Suite 400",
+        "San Francisco, CA 94105",
         "Transaction: txn-doc-1",
         "Reference number: AV-0123456789",
         "Date: 2026-03-14 09:26 UTC",
@@ -95,8 +99,9 @@ def test_report_shows_ids_date_property_checks_and_source():
         "zipcodes 3.0.0 (offline)",
     ]:
         assert expected in texts, expected
-    # Changed fields are flagged in the property table, unchanged ones are not.
-    assert texts.count("yes") == 1
+    # The property table says of every field whether it changed.
+    assert texts.count("Yes") == 1
+    assert texts.count("No") == 3
 
 
 def test_same_report_renders_the_same_bytes():
@@ -147,13 +152,18 @@ def test_pdf_text_keeps_latin1_and_transliterates_the_rest(value, shown):
 def test_non_latin1_names_do_not_break_the_report():
     names = {"streetAddress": "5 Rue Zoë", "city": "José’s Łódź 北京 🏠"}
     pdf = address_report_pdf(
-        report(received=names, corrected=dict(names, city="Nguyễn"), prepared_by="Dvořák & Zoë"), compress=False
+        report(
+            received=names,
+            corrected=dict(names, city="Nguyễn"),
+            prepared_by=dataclasses.replace(partner_party(), name="Dvořák & Zoë"),
+        ),
+        compress=False,
     )
     texts = shown_texts(pdf)
     assert "5 Rue Zoë" in texts
     assert "José's Lódz ?? ?" in texts
     assert "Nguyen" in texts
-    assert "Prepared by Dvorák & Zoë" in texts
+    assert "Dvorák & Zoë" in texts
 
 
 def test_fulfiller_report_holds_what_was_checked():
@@ -181,7 +191,7 @@ def test_fulfiller_report_holds_what_was_checked():
     ]:
         assert expected in texts, expected
     assert any(t.startswith("found. ZIP+4 code") for t in texts)
-    assert any(t.startswith("zipcodes 3.") for t in texts)
+    assert any(t.startswith("US ZIP code data (zipcodes 3.") for t in texts)
 
 
 def test_report_without_notes_has_no_notes_section():

@@ -39,7 +39,8 @@ def test_comparison_ignores_case_and_spacing():
     prop = dict(SF, city="  san   FRANCISCO ", state="ca", county="SAN FRANCISCO county")
     result = fulfill(prop)
     assert result.response["partnerStatus"] == "Address verified"
-    assert result.response["loan"]["property"] == prop
+    # The county comes back written one way, the data source's; the rest as received.
+    assert result.response["loan"]["property"] == dict(prop, county="San Francisco County")
 
 
 def test_wrong_city_is_corrected():
@@ -95,9 +96,13 @@ def test_zip_plus_four_and_spacing_are_accepted(postal_code):
 
 def test_county_without_its_suffix_matches():
     prop = {"city": "New Orleans", "state": "LA", "postalCode": "70112", "county": "Orleans"}
-    assert fulfill(prop).response["partnerStatus"] == "Address verified"
+    response = fulfill(prop).response
+    assert response["partnerStatus"] == "Address verified"
+    assert response["loan"]["property"]["county"] == "Orleans Parish"
     prop = {"city": "Anchorage", "state": "AK", "postalCode": "99501", "county": "anchorage"}
-    assert fulfill(prop).response["partnerStatus"] == "Address verified"
+    response = fulfill(prop).response
+    assert response["partnerStatus"] == "Address verified"
+    assert response["loan"]["property"]["county"] == "Anchorage Municipality"
 
 
 def test_a_different_county_with_the_same_stem_is_corrected():
@@ -202,3 +207,18 @@ def test_order_options_never_change_the_answer(options):
     if options is not None:
         request["options"] = options
     assert fulfill(request=request).response == fulfill(dict(SF, city="Oakland")).response
+
+
+def test_findings_say_what_changed_field_by_field_in_the_lenders_words():
+    """What the lender's panel shows: every field before and after, labelled, enumerations in words."""
+    findings = {f["field"]: f for f in fulfill(dict(SF, city="Oakland")).findings}
+    assert findings["city"] == {
+        "field": "city",
+        "label": "City",
+        "before": "Oakland",
+        "after": "San Francisco",
+        "changed": True,
+    }
+    assert findings["postalCode"]["label"] == "ZIP code" and findings["postalCode"]["changed"] is False
+    assert findings["propertyUsageType"]["before"] == "Primary residence"
+    assert list(findings)[:3] == ["streetAddress", "city", "state"]

@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 from django import forms
+from django.conf import settings
 
 
 @dataclass(frozen=True)
@@ -30,11 +31,14 @@ class Fulfillment:
     """A fulfiller's answer: the PATCH payload without `resources`, and the files to attach.
 
     `final` is False for an acknowledgement: the order then goes to staff, who deliver the rest.
+    `findings` is what the work found, for the lender's panel: one `{"label", "before", "after",
+    "changed"}` per field checked, in the lender's words.
     """
 
     response: dict
     attachments: list[Attachment] = field(default_factory=list)
     final: bool = True
+    findings: list[dict] = field(default_factory=list)
 
 
 class FulfillmentRefused(Exception):
@@ -87,22 +91,26 @@ class RespondingParty:
         }
 
 
-# Our company as the service shows it to lenders. Public contact details only: nothing here is
-# secret, and keeping it in code (not settings) keeps every response reproducible in tests.
-PARTNER_PARTY = RespondingParty(
-    name="Keystone Property Data, Inc.",
-    address="100 Market Street, Suite 400",
-    city="San Francisco",
-    state="CA",
-    postal_code="94105",
-    point_of_contact=PointOfContact(
-        name="Fulfillment Desk",
-        role="Order Support",
-        phone="415-555-0142",
-        fax="415-555-0143",
-        email="orders@keystone-property-data.example",
-    ),
-)
+def partner_party() -> RespondingParty:
+    """Our company as the service shows it to lenders (`respondingParty`) and as reports name it.
+
+    Read from the PARTNER_* settings on every call, so a response and its report always agree and
+    a test can change them. Public contact details only: nothing here is secret.
+    """
+    return RespondingParty(
+        name=settings.PARTNER_NAME,
+        address=settings.PARTNER_ADDRESS,
+        city=settings.PARTNER_CITY,
+        state=settings.PARTNER_STATE,
+        postal_code=settings.PARTNER_POSTAL_CODE,
+        point_of_contact=PointOfContact(
+            name=settings.PARTNER_CONTACT_NAME,
+            role=settings.PARTNER_CONTACT_ROLE,
+            phone=settings.PARTNER_PHONE,
+            fax=settings.PARTNER_FAX,
+            email=settings.PARTNER_EMAIL,
+        ),
+    )
 
 
 def reference_number(prefix: str, transaction_id: str) -> str:

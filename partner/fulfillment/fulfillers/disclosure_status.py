@@ -9,11 +9,11 @@ note 8). Anything else is a permanent refusal: nothing is sent.
 from django import forms
 
 from partner.fulfillment.fulfillers.base import (
-    PARTNER_PARTY,
     Fulfiller,
     Fulfillment,
     FulfillmentRefused,
     comments_field,
+    partner_party,
     reference_number,
 )
 from partner.platform.formats import (
@@ -91,7 +91,7 @@ class DisclosureStatusFulfiller(Fulfiller):
             "loanFormat": LOAN_FORMAT,
             "partnerStatus": "Disclosure tracking status set to active",
             "referenceNumber": reference_number("DS", transaction_id),
-            "respondingParty": PARTNER_PARTY.as_dict(include_fax=True),
+            "respondingParty": partner_party().as_dict(include_fax=True),
             "result": result,
         }
         return Fulfillment(response=response, attachments=[])

@@ -9,11 +9,11 @@ are. Staff then post status updates and deliver (partial, final) or decline from
 from django import forms
 
 from partner.fulfillment.fulfillers.base import (
-    PARTNER_PARTY,
     Fulfiller,
     Fulfillment,
     FulfillmentRefused,
     comments_field,
+    partner_party,
     reference_number,
 )
 from partner.platform.formats import RESPONSE_PROCESSING
@@ -45,6 +45,6 @@ class StaffWorkedFulfiller(Fulfiller):
             "status": RESPONSE_PROCESSING,
             "partnerStatus": ACKNOWLEDGEMENT_STATUS,
             "referenceNumber": reference_number("OR", transaction_id),
-            "respondingParty": PARTNER_PARTY.as_dict(),
+            "respondingParty": partner_party().as_dict(),
         }
         return Fulfillment(response=response, final=False)

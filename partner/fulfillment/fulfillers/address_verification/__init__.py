@@ -6,27 +6,30 @@ corrected `loan.property` and the report.
 """
 
 from django import forms
+from django.conf import settings
 from django.utils import timezone
 
 from partner.fulfillment.fulfillers.address_verification.checks import (
     address_checks,
+    county_as_written,
     data_source,
     order_notes,
     partner_status,
     subject_property,
     zip_record,
 )
+from partner.fulfillment.fulfillers.address_verification.findings import property_findings
 from partner.fulfillment.fulfillers.address_verification.report import (
     PDF_MIME_TYPE,
     AddressReport,
     address_report_pdf,
 )
 from partner.fulfillment.fulfillers.base import (
-    PARTNER_PARTY,
     Attachment,
     Fulfiller,
     Fulfillment,
     comments_field,
+    partner_party,
     reference_number,
 )
 from partner.platform.formats import LOAN_FORMAT, RESPONSE_COMPLETED
@@ -49,9 +52,12 @@ class AddressVerificationFulfiller(Fulfiller):
     options_form = AddressVerificationOptionsForm
 
     def fulfill(self, *, transaction_id: str, request: dict, product: dict) -> Fulfillment:
-        received = subject_property(request)
-        record, plus4 = zip_record(received.get("postalCode"))
+        prop = subject_property(request)
+        record, plus4 = zip_record(prop.get("postalCode"))
+        # From here on a county is written one way: the data source's ("Suffolk County").
+        received = county_as_written(prop, record)
         checks, corrected, changed = address_checks(received, record, plus4)
+        party = partner_party()
         reference = reference_number("AV", transaction_id)
         status = partner_status(changed)
         report = AddressReport(
@@ -63,14 +69,15 @@ class AddressVerificationFulfiller(Fulfiller):
             checks=tuple(checks),
             data_source=data_source(),
             created=timezone.now(),
-            prepared_by=PARTNER_PARTY.name,
+            prepared_by=party,
             notes=order_notes(request),
+            logo_path=settings.PARTNER_LOGO_PATH,
         )
         response = {
             "status": RESPONSE_COMPLETED,
             "partnerStatus": status,
             "referenceNumber": reference,
-            "respondingParty": PARTNER_PARTY.as_dict(),
+            "respondingParty": party.as_dict(),
             "loanFormat": LOAN_FORMAT,
             "loan": {"property": corrected},
         }
@@ -79,4 +86,4 @@ class AddressVerificationFulfiller(Fulfiller):
             mime_type=PDF_MIME_TYPE,
             content=address_report_pdf(report),
         )
-        return Fulfillment(response=response, attachments=[attachment])
+        return Fulfillment(response=response, attachments=[attachment], findings=property_findings(received, corrected))

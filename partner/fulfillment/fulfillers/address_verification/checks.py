@@ -2,7 +2,9 @@
 
 The property's ZIP code (ZIP+4 accepted) is looked up in the data the `zipcodes` package ships;
 city, state and county are compared with it case-insensitively and corrected where they differ.
-Anything the checks cannot read is a FulfillmentRefused saying what to fix.
+A county that names the data source's county ("Suffolk", "SUFFOLK county") is written the data
+source's way ("Suffolk County") in the corrected property and the report, without counting as a
+correction. Anything the checks cannot read is a FulfillmentRefused saying what to fix.
 """
 
 import re
@@ -46,8 +48,22 @@ def _county_matches(received: str, expected: str) -> bool:
     return False
 
 
+def county_as_written(prop: dict, record: dict) -> dict:
+    """`prop` with its county written as the data source writes it, when it names the same county.
+
+    "Suffolk", "suffolk  county" and "Suffolk County" are one county: the report and the corrected
+    property write it one way, and it is not a correction. Another county is left for the checks.
+    """
+    expected = record.get("county") or ""
+    county = prop.get("county")
+    if expected and isinstance(county, str) and county.strip() and _county_matches(county, expected):
+        return dict(prop, county=expected)
+    return prop
+
+
 def data_source() -> str:
-    return f"zipcodes {version('zipcodes')} (US ZIP code data shipped with the zipcodes Python package, read offline)"
+    """The data the checks read, in a lender's words (shown at the end of the report)."""
+    return f"US ZIP code data (zipcodes {version('zipcodes')}): city, state and county of each ZIP code, read offline"
 
 
 def subject_property(request: dict) -> dict:

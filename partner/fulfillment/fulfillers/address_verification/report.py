@@ -1,30 +1,43 @@
 """The address verification report attached to the response: a PDF built with fpdf2.
 
+US Letter paper (a US mortgage document). The letterhead names the partner (name, address,
+contact, and the logo when one is configured); the loan's fields and enumeration values are shown
+in words (partner/platform/loan_labels.py).
+
 The content depends only on the report data (the date included, which the caller passes), so the
 same report renders the same text. fpdf2's core fonts only know Latin-1: every text goes through
 `pdf_text`, which keeps Latin-1, transliterates what it can ("Łódź" -> "Lodz") and replaces the
 rest with "?", so no borrower or city name can make a report fail.
 """
 
+import io
+import logging
 import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 from fpdf import FPDF
 from fpdf.enums import XPos, YPos
+from PIL import Image, UnidentifiedImageError
+
+from partner.fulfillment.fulfillers.address_verification.findings import property_findings
+from partner.fulfillment.fulfillers.base import RespondingParty
+
+logger = logging.getLogger(__name__)
 
 PDF_MIME_TYPE = "application/pdf"
 
-# The subject property fields of the spec, in the order a person reads an address.
-PROPERTY_FIELDS = (
-    ("streetAddress", "Street address"),
-    ("city", "City"),
-    ("state", "State"),
-    ("postalCode", "ZIP code"),
-    ("county", "County"),
-    ("loanPurposeType", "Loan purpose"),
-    ("propertyUsageType", "Property usage"),
-)
+# US Letter (215.9 x 279.4 mm) with 0.75 in margins: the tables span the 177.8 mm between them.
+PAGE_FORMAT = "letter"
+MARGIN_MM = 19.05
+# Column widths as shares of the width between the margins.
+PROPERTY_COLUMNS = (0.18, 0.35, 0.35, 0.12)  # field, as received, as corrected, changed
+CHECK_COLUMNS = (0.15, 0.25, 0.25, 0.35)  # check, received, data source, outcome
+# The largest box the logo is drawn in (mm), its proportions kept; the kinds accepted.
+LOGO_MAX_WIDTH_MM = 45.0
+LOGO_MAX_HEIGHT_MM = 18.0
+LOGO_FORMATS = ("PNG", "JPEG")
 
 # Characters outside Latin-1 that have no decomposition to a Latin letter but an obvious spelling.
 _TRANSLITERATIONS = {
@@ -86,25 +99,23 @@ class AddressReport:
     checks: tuple[AddressCheck, ...]
     data_source: str
     created: datetime
-    prepared_by: str
+    prepared_by: RespondingParty
     notes: str = ""
+    # A PNG or JPEG drawn at the top left of the letterhead; none when empty or unreadable.
+    logo_path: str = ""
 
 
 def _property_rows(received: dict, corrected: dict) -> list[tuple[str, str, str, str]]:
-    known = [name for name, _ in PROPERTY_FIELDS]
-    labels = dict(PROPERTY_FIELDS)
-    # Fields beyond the spec's list are shown too (sorted, after the known ones): the report
-    # shows the property exactly as received.
-    extra = sorted((set(received) | set(corrected)) - set(known))
-    rows = []
-    for name in [*known, *extra]:
-        if name not in received and name not in corrected:
-            continue
-        before = received.get(name)
-        after = corrected.get(name)
-        changed = "yes" if before != after else ""
-        rows.append((labels.get(name, name), _shown(before), _shown(after), changed))
-    return rows
+    # Every field of either side, in words (findings.py: the lender's panel shows the same rows).
+    return [
+        (
+            finding["label"],
+            _shown(finding["before"]),
+            _shown(finding["after"]),
+            "Yes" if finding["changed"] else "No",
+        )
+        for finding in property_findings(received, corrected)
+    ]
 
 
 def _shown(value) -> str:
@@ -113,17 +124,75 @@ def _shown(value) -> str:
     return str(value)
 
 
+def _logo(path: str) -> tuple[bytes, float, float] | None:
+    """The logo file's bytes and its drawn width and height (mm), or None (no logo, or unreadable).
+
+    A logo is decoration: a missing or broken file is logged and the report goes out without it,
+    rather than failing the lender's order.
+    """
+    if not path:
+        return None
+    try:
+        data = Path(path).read_bytes()
+        with Image.open(io.BytesIO(data)) as image:
+            kind, (width, height) = image.format, image.size
+    except (OSError, UnidentifiedImageError, ValueError) as exc:
+        logger.warning("PARTNER_LOGO_PATH %s is not readable (%s); the report has no logo", path, type(exc).__name__)
+        return None
+    if kind not in LOGO_FORMATS or not width or not height:
+        logger.warning("PARTNER_LOGO_PATH %s is not a PNG or JPEG image; the report has no logo", path)
+        return None
+    scale = min(LOGO_MAX_WIDTH_MM / width, LOGO_MAX_HEIGHT_MM / height)
+    return data, width * scale, height * scale
+
+
+def _contact_line(party: RespondingParty) -> str:
+    contact = party.point_of_contact
+    parts = [f"Phone {contact.phone}" if contact.phone else "", contact.email]
+    return " \u00b7 ".join(part for part in parts if part)
+
+
+def _letterhead(pdf: FPDF, party: RespondingParty, logo_path: str) -> None:
+    """The partner's logo (top left, when configured), name, address and contact, then a rule."""
+    top = pdf.get_y()
+    left = pdf.l_margin
+    bottom = top
+    logo = _logo(logo_path)
+    if logo:
+        data, width, height = logo
+        pdf.image(io.BytesIO(data), x=left, y=top, w=width, h=height)
+        left += width + 6
+        bottom = top + height
+    pdf.set_y(top)
+    city_line = f"{party.city}, {party.state} {party.postal_code}".strip(" ,")
+    for text, style, size in [
+        (party.name, "B", 12),
+        (party.address, "", 9),
+        (city_line, "", 9),
+        (_contact_line(party), "", 9),
+    ]:
+        if not text:
+            continue
+        pdf.set_x(left)
+        pdf.set_font("helvetica", style=style, size=size)
+        pdf.multi_cell(pdf.w - pdf.r_margin - left, 5, pdf_text(text), new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+    pdf.set_y(max(pdf.get_y(), bottom) + 3)
+    pdf.line(pdf.l_margin, pdf.get_y(), pdf.w - pdf.r_margin, pdf.get_y())
+    pdf.ln(5)
+
+
 def address_report_document(report: AddressReport) -> FPDF:
     """The report as an fpdf2 document (not yet rendered), for callers that set output options.
 
     Long because it lays out the page top to bottom: three small drawing helpers, then the
     sections in reading order; split up, one page's layout would be scattered.
     """
-    pdf = FPDF(orientation="portrait", unit="mm", format="A4")
+    pdf = FPDF(orientation="portrait", unit="mm", format=PAGE_FORMAT)
     pdf.set_creation_date(report.created)
     pdf.set_title(pdf_text(f"Address verification report {report.reference_number}"))
-    pdf.set_author(pdf_text(report.prepared_by))
-    pdf.set_auto_page_break(auto=True, margin=15)
+    pdf.set_author(pdf_text(report.prepared_by.name))
+    pdf.set_margins(MARGIN_MM, MARGIN_MM, MARGIN_MM)
+    pdf.set_auto_page_break(auto=True, margin=MARGIN_MM)
     pdf.add_page()
 
     def line(text: str, *, size: float = 10, style: str = "", height: float = 6) -> None:
@@ -134,17 +203,18 @@ def address_report_document(report: AddressReport) -> FPDF:
         pdf.ln(4)
         line(text, size=12, style="B", height=7)
 
-    def table(header: tuple[str, ...], rows: list[tuple[str, ...]], widths: tuple[int, ...]) -> None:
+    def table(header: tuple[str, ...], rows: list[tuple[str, ...]], shares: tuple[float, ...]) -> None:
         pdf.set_font("helvetica", size=9)
+        widths = tuple(share * pdf.epw for share in shares)
         # markdown stays off: a name like "**Lot 5**" is data, not formatting.
-        with pdf.table(col_widths=widths, text_align="LEFT", markdown=False, line_height=5) as grid:
+        with pdf.table(width=pdf.epw, col_widths=widths, text_align="LEFT", markdown=False, line_height=5) as grid:
             for values in [header, *rows]:
                 row = grid.row()
                 for value in values:
                     row.cell(pdf_text(value))
 
+    _letterhead(pdf, report.prepared_by, report.logo_path)
     line("Address verification report", size=16, style="B", height=9)
-    line(f"Prepared by {report.prepared_by}", size=9)
     pdf.ln(2)
     line(f"Transaction: {report.transaction_id}")
     line(f"Reference number: {report.reference_number}")
@@ -155,7 +225,7 @@ def address_report_document(report: AddressReport) -> FPDF:
     table(
         ("Field", "As received", "As corrected", "Changed"),
         _property_rows(report.received, report.corrected),
-        (30, 65, 65, 20),
+        PROPERTY_COLUMNS,
     )
 
     heading("Checks")
@@ -170,7 +240,7 @@ def address_report_document(report: AddressReport) -> FPDF:
             )
             for check in report.checks
         ],
-        (30, 50, 50, 50),
+        CHECK_COLUMNS,
     )
 
     if report.notes:
