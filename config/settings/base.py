@@ -220,6 +220,10 @@ DOCUMENT_MAX_BYTES = env.int("DOCUMENT_MAX_BYTES", default=20 * 1024 * 1024)
 # While a staff-worked order is with staff (hours or days), the lender's open panel asks for news
 # this often (seconds); an automated order's every 3 s.
 UI_STAFF_POLL_SECONDS = env.int("UI_STAFF_POLL_SECONDS", default=15)
+# The panel session (partner/ui/panel_sessions.py): once the origin proxy checked the origin with the
+# service, the panel's polls and downloads show this signed token instead, for this many seconds; the
+# page renews it with the origin (every UI_ORIGIN_REFRESH_AFTER seconds, 240 by default).
+UI_PANEL_SESSION_SECONDS = env.int("UI_PANEL_SESSION_SECONDS", default=300)
 
 # E-MAIL
 # ------------------------------------------------------------------------------
@@ -266,6 +270,24 @@ if not DEBUG and (not FIELD_ENCRYPTION_KEYS or _LOCAL_FIELD_ENCRYPTION_KEY in FI
         "python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')"
     )
 FIELD_ENCRYPTION_KEYS = FIELD_ENCRYPTION_KEYS or [_LOCAL_FIELD_ENCRYPTION_KEY]
+
+# THE PARTNER (our company, as lenders see it)
+# ------------------------------------------------------------------------------
+# `respondingParty` of every response and the letterhead of the reports
+# (partner/fulfillment/fulfillers/base.py: partner_party). Public contact details only.
+PARTNER_NAME = env.str("PARTNER_NAME", default="Keystone Property Data, Inc.")
+PARTNER_ADDRESS = env.str("PARTNER_ADDRESS", default="100 Market Street, Suite 400")  # street line
+PARTNER_CITY = env.str("PARTNER_CITY", default="San Francisco")
+PARTNER_STATE = env.str("PARTNER_STATE", default="CA")
+PARTNER_POSTAL_CODE = env.str("PARTNER_POSTAL_CODE", default="94105")
+PARTNER_CONTACT_NAME = env.str("PARTNER_CONTACT_NAME", default="Fulfillment Desk")
+PARTNER_CONTACT_ROLE = env.str("PARTNER_CONTACT_ROLE", default="Order Support")
+PARTNER_PHONE = env.str("PARTNER_PHONE", default="415-555-0142")
+PARTNER_FAX = env.str("PARTNER_FAX", default="415-555-0143")  # shown where a response carries one
+PARTNER_EMAIL = env.str("PARTNER_EMAIL", default="orders@keystone-property-data.example")
+# A PNG or JPEG drawn at the top left of the reports; none when empty (or unreadable: a warning is
+# logged and the report goes out without it).
+PARTNER_LOGO_PATH = env.str("PARTNER_LOGO_PATH", default="")
 
 # THE SERVICE (the platform we integrate with)
 # ------------------------------------------------------------------------------

@@ -61,15 +61,18 @@ def _rate_limited_json(seconds: int) -> JsonResponse:
     return response
 
 
-def address_rate_limited(*, group: str, rate_setting: str):
+def address_rate_limited(*, group: str, rate_setting: str, unless=None):
     """Decorate a view: at most `settings.<rate_setting>` requests ("60/m") per client address in `group`.
 
-    Views decorated with the same group share one count.
+    Views decorated with the same group share one count. `unless(request)` true: the request is
+    not counted (it costs nothing the limit protects).
     """
 
     def decorate(view):
         @functools.wraps(view)
         def limited(request, *args, **kwargs):
+            if unless is not None and unless(request):
+                return view(request, *args, **kwargs)
             rate = getattr(settings, rate_setting)
             usage = get_usage(request, group=group, key=client_address, rate=rate, increment=True)
             if usage is not None and usage["should_limit"]:

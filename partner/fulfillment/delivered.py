@@ -7,9 +7,12 @@ attachments, which no `Delivery` row takes). Documents are shown and downloaded 
 the lender never reads a document staff attached and have not delivered.
 """
 
-from django.db.models import Prefetch, Q
+from dataclasses import dataclass
+from datetime import datetime
 
-from partner.fulfillment.models import Delivery, DeliveryState, Tracker, TrackerAttachment, TrackerStatus
+from django.db.models import Q
+
+from partner.fulfillment.models import DeliveryState, Tracker, TrackerAttachment, TrackerStatus
 
 DELIVERED_STATES = (DeliveryState.SENT, DeliveryState.CONFIRMED)
 RESPONSE_DELIVERED_STATUSES = (TrackerStatus.RESPONSE_DELIVERED, TrackerStatus.REQUEST_COMPLETED)
@@ -24,15 +27,51 @@ def response_delivered(tracker: Tracker) -> bool:
     return tracker.delivered_at is not None or tracker.status in RESPONSE_DELIVERED_STATUSES
 
 
-def deliveries_delivered(tracker: Tracker) -> list[Delivery]:
+@dataclass(frozen=True)
+class DeliveredDocument:
+    """A document of a delivery that reached the lender, as the lender's view lists it."""
+
+    pk: int
+    name: str
+    mime_type: str
+    size: int
+    file: str  # its stored name; empty once retention removed the file
+    resource_id: str
+
+
+@dataclass(frozen=True)
+class DeliveredEntry:
+    """A staff delivery that reached the lender, with its documents by position."""
+
+    pk: int
+    kind: str
+    partner_status: str
+    sent_at: datetime
+    documents: tuple[DeliveredDocument, ...]
+
+
+_ENTRY_FIELDS = ("id", "kind", "partner_status", "sent_at", "updated_at")
+_DOCUMENT_COLUMNS = ("id", "name", "mime_type", "size", "file", "resource_id")
+_JOINED_DOCUMENT_FIELDS = tuple(f"attachments__{name}" for name in _DOCUMENT_COLUMNS)
+
+
+def deliveries_delivered(tracker: Tracker) -> list[DeliveredEntry]:
     """A staff-worked order's deliveries the service took, in the order it took them, each with its
-    documents (`.documents`, by position): two queries, however many there are."""
-    documents = TrackerAttachment.objects.only(*DOCUMENT_FIELDS).order_by("position")
-    return list(
+    documents: one query (deliveries joined with their documents), however many there are."""
+    rows = (
         tracker.deliveries.filter(state__in=DELIVERED_STATES)
-        .order_by("sequence", "sent_at", "id")
-        .prefetch_related(Prefetch("attachments", queryset=documents, to_attr="documents"))
+        .order_by("sequence", "sent_at", "id", "attachments__position")
+        .values_list(*_ENTRY_FIELDS, *_JOINED_DOCUMENT_FIELDS)
     )
+    entries: dict[int, tuple[tuple, list[DeliveredDocument]]] = {}
+    for delivery_id, kind, status, sent_at, updated_at, *document in rows:
+        _, documents = entries.setdefault(delivery_id, ((kind, status, sent_at or updated_at), []))
+        if document[0] is not None:  # a delivery with no document still has its row
+            documents.append(DeliveredDocument(*document))
+    return [
+        DeliveredEntry(pk, kind, status, sent_at, tuple(documents))
+        for pk, ((kind, status, sent_at), documents) in entries.items()
+    ]
 
 
 def documents_uploaded(tracker: Tracker) -> list[TrackerAttachment]:

@@ -49,6 +49,7 @@ FINAL_STATUSES = (TrackerStatus.REQUEST_COMPLETED, TrackerStatus.FAILED, Tracker
 class FailureCode(models.TextChoices):
     CREDENTIALS_INVALID = "credentials_invalid", "Credentials invalid"
     ORDER_REFUSED = "order_refused", "Order refused by the fulfiller"
+    SETUP_INCOMPLETE = "setup_incomplete", "The product's setup is incomplete"  # ours to fix, not the lender's
     PRODUCT_UNKNOWN = "product_unknown", "Product unknown"
     SERVICE_REJECTED = "service_rejected", "The service rejected a call"
     RETRIES_EXHAUSTED = "retries_exhausted", "Gave up after retries"
@@ -74,6 +75,9 @@ class Tracker(TimeStampedModel, LeasedModel):
     resource_id = models.CharField(max_length=200, blank=True, help_text="Id of the first delivered attachment.")
     reference_number = models.CharField(max_length=100, blank=True)
     response = models.JSONField(null=True, blank=True, help_text="The response we deliver (without resources).")
+    findings = models.JSONField(
+        default=list, blank=True, help_text="What the work found, field by field, in the lender's words."
+    )
 
     # Each completed step, so that a retry resumes after the last one.
     prepared_at = models.DateTimeField(null=True, blank=True)

@@ -162,7 +162,9 @@ def _prepare(tracker: Tracker) -> None:
             transaction_id=tracker.transaction_id, request=request, product=product.raw or {}
         )
     except FulfillmentRefused as refusal:
-        raise TrackerFailed(FailureCode.ORDER_REFUSED, refusal.reason, tell_lender=refusal.tell_lender) from None
+        # Refused for the lender's data (theirs to correct), or for the product's setup (ours).
+        code = FailureCode.ORDER_REFUSED if refusal.tell_lender else FailureCode.SETUP_INCOMPLETE
+        raise TrackerFailed(code, refusal.reason, tell_lender=refusal.tell_lender) from None
 
     with transaction.atomic():
         _prepared_store(tracker, fulfillment, product=product, request=request)
@@ -170,6 +172,7 @@ def _prepare(tracker: Tracker) -> None:
         tracker.save(
             update_fields=[
                 "response",
+                "findings",
                 "reference_number",
                 "product_name",
                 "ordered_by",
@@ -195,6 +198,7 @@ def _prepared_store(tracker: Tracker, fulfillment: Fulfillment, *, product: Prod
         document.file.save(attachment.name, ContentFile(attachment.content), save=False)
         document.save()
     tracker.response = fulfillment.response
+    tracker.findings = fulfillment.findings
     tracker.reference_number = str(fulfillment.response.get("referenceNumber", ""))[:100]
     tracker.product_name = product.name
     tracker.request_type = str(request.get("type", ""))[:50]

@@ -4,6 +4,8 @@ Only this summary of the origin's loan reaches the page (never the credentials, 
 whole loan).
 """
 
+from partner.platform.loan_labels import value_label
+
 
 def text(value) -> str:
     return value.strip() if isinstance(value, str) else ""
@@ -40,10 +42,15 @@ def loan_borrower_name(loan: dict) -> str:
 def loan_summary(loan: dict) -> dict:
     """Borrower, subject property, loan purpose and usage: what the order form shows."""
     prop = loan.get("property") if isinstance(loan.get("property"), dict) else {}
+    purpose = text(prop.get("loanPurposeType")) or text(loan.get("loanPurposeType"))
+    usage = text(prop.get("propertyUsageType")) or text(loan.get("propertyUsageType"))
     return {
         "borrower": loan_borrower_name(loan),
         "loanNumber": text(loan.get("loanNumber")),
         "property": {key: text(prop.get(key)) for key in ("streetAddress", "city", "state", "postalCode", "county")},
-        "loanPurposeType": text(prop.get("loanPurposeType")) or text(loan.get("loanPurposeType")),
-        "propertyUsageType": text(prop.get("propertyUsageType")) or text(loan.get("propertyUsageType")),
+        "loanPurposeType": purpose,
+        "propertyUsageType": usage,
+        # The same values in the lender's words ("Primary residence"), as the findings and the report say them.
+        "loanPurposeLabel": value_label(purpose),
+        "propertyUsageLabel": value_label(usage),
     }

@@ -50,6 +50,7 @@ class OriginContext:
     # Who the lender is to us (the partner account their credentials matched), for what they may see.
     account_id: int | None = None
     company_id: int | None = None
+    loan_number: str = ""
 
 
 def _errors(code: str, message: str, status: int | None = None) -> dict:
@@ -68,6 +69,26 @@ def _service_error_body(exc) -> dict:
         message = "The service refused to give the origin."
         code = "service_refused"
     return _errors(code, message, status)
+
+
+def _summary(origin, product, *, loan: dict) -> dict:
+    """What the page shows of the origin: the loan, the product with its terms, the user, the form."""
+    product_ref = origin.product or {}
+    party = origin.originating_party or {}
+    contact = party.get("pointOfContact") if isinstance(party.get("pointOfContact"), dict) else {}
+    return {
+        "loan": loan,
+        "product": {
+            "id": product_ref.get("id") or product.service_id,
+            "name": product.name,
+            "listingName": product.listing_name or product_ref.get("name") or product.name,
+            # What staff set for the order form: the price of one order and the expected turnaround.
+            "fee": f"{product.fee:.2f}" if product.fee is not None else None,
+            "turnaroundHours": product.turnaround_hours,
+        },
+        "user": {"name": text(contact.get("name")), "organization": text(party.get("name"))},
+        "orderOptions": order_options_schema(product.fulfiller),
+    }
 
 
 def origin_context_fetch(*, origin_id: str, partner_access_token: str) -> OriginContext:
@@ -106,18 +127,8 @@ def origin_context_fetch(*, origin_id: str, partner_access_token: str) -> Origin
         listing = product.listing_name or product.name
         raise OriginProblem(401, {"status": check.message, "product": listing})
 
-    party = origin.originating_party or {}
-    contact = party.get("pointOfContact") if isinstance(party.get("pointOfContact"), dict) else {}
-    summary = {
-        "loan": loan_summary(origin.loan),
-        "product": {
-            "id": product_ref.get("id") or product.service_id,
-            "name": product.name,
-            "listingName": product.listing_name or product_ref.get("name") or product.name,
-        },
-        "user": {"name": text(contact.get("name")), "organization": text(party.get("name"))},
-        "orderOptions": order_options_schema(product.fulfiller),
-    }
+    loan = loan_summary(origin.loan)
+    summary = _summary(origin, product, loan=loan)
     return OriginContext(
         origin_id=origin.id or origin_id,
         product_service_id=product.service_id,
@@ -126,4 +137,5 @@ def origin_context_fetch(*, origin_id: str, partner_access_token: str) -> Origin
         summary=summary,
         account_id=check.account.pk if check.account else None,
         company_id=check.account.company_id if check.account else None,
+        loan_number=loan["loanNumber"],
     )

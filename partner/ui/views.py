@@ -2,9 +2,12 @@
 download of an order's delivered documents.
 
 The page is served with a strict CSP (scripts only from our origin, no inline
-code) and may only be framed by the host origins. The JSON endpoints take the
-origin id and partner access token the host gave the page and check them with
-the service every time, so they answer only to the lender in the host.
+code) and may only be framed by the host origins. The origin proxy and the order
+check take the origin id and partner access token the host gave the page and
+check them with the service every time, so they answer only to the lender in the
+host. The origin proxy's answer carries a panel session (`panel_sessions.py`):
+the progress poll and the document download take it instead, and cost the
+service nothing.
 """
 
 import json
@@ -12,9 +15,10 @@ import logging
 
 from django.conf import settings
 from django.http import FileResponse, JsonResponse
+from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import ensure_csrf_cookie
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_POST, require_safe
 from django.views.generic import TemplateView
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -25,7 +29,16 @@ from rest_framework.views import APIView
 from partner.core.framing import embeddable
 from partner.core.ratelimits import address_rate_limited
 from partner.ui.forms import order_options_form_class
-from partner.ui.selectors import TransactionNotShown, transaction_document_get, transaction_progress_get
+from partner.ui.panel_sessions import (
+    PANEL_SESSION_HEADER,
+    PanelSession,
+    PanelSessionInvalid,
+    panel_session_issue,
+    panel_session_read,
+    panel_session_seconds,
+)
+from partner.ui.progress import transaction_progress_get
+from partner.ui.selectors import TransactionNotShown, earlier_orders_list, transaction_document_get
 from partner.ui.services import OriginProblem, origin_context_fetch
 
 logger = logging.getLogger(__name__)
@@ -42,10 +55,17 @@ PAT_HEADER = "HTTP_X_PARTNER_ACCESS_TOKEN"  # noqa: S105 - a header name, not a 
 DOCUMENT_CSP = "default-src 'none'; sandbox"
 
 
-# Each JSON read below asks the service about the origin with the lender's token: one count per client
-# address over all of them (settings.RATELIMIT_ORIGIN), so that no address can make us call the service
-# at will; beyond it 429 with Retry-After, and the service is not called.
-_origin_rate_limited = address_rate_limited(group="ui-origin", rate_setting="RATELIMIT_ORIGIN")
+def _has_panel_session(request) -> bool:
+    return bool(request.META.get(PANEL_SESSION_HEADER))
+
+
+# Each JSON read below that asks the service about the origin with the lender's token counts: one count
+# per client address over all of them (settings.RATELIMIT_ORIGIN), so that no address can make us call
+# the service at will; beyond it 429 with Retry-After, and the service is not called. A request with a
+# panel session calls nobody: it is not counted (a forged one is refused by its signature).
+_origin_rate_limited = address_rate_limited(
+    group="ui-origin", rate_setting="RATELIMIT_ORIGIN", unless=_has_panel_session
+)
 
 
 def _with_page_csp(view):
@@ -71,10 +91,12 @@ class EmbedPage(TemplateView):
         context["poll_ms"] = int(getattr(settings, "UI_PROGRESS_POLL_SECONDS", 3) * 1000)
         # A staff-worked order changes over hours: while it is with staff the page asks less often.
         context["staff_poll_ms"] = int(settings.UI_STAFF_POLL_SECONDS * 1000)
+        # Opened on its own, the page says where it opens: in local runs, the sandbox's host page too.
+        context["host_page_url"] = reverse("sandbox:host-page") if settings.SANDBOX_ENABLED else ""
         return context
 
 
-embed_page = embeddable(_with_page_csp(never_cache(ensure_csrf_cookie(require_GET(EmbedPage.as_view())))))
+embed_page = embeddable(_with_page_csp(never_cache(ensure_csrf_cookie(require_safe(EmbedPage.as_view())))))
 
 
 def _origin_from_headers(request) -> tuple[str, str]:
@@ -87,9 +109,30 @@ def _origin_context(request):
     return origin_context_fetch(origin_id=origin_id, partner_access_token=token)
 
 
-def _lender_of(context) -> dict:
-    """Whose orders the checked origin may see: its product, partner account and company."""
-    return {"product_name": context.product_name, "account_id": context.account_id, "company_id": context.company_id}
+def _session_of(context) -> PanelSession:
+    """The panel session of a checked origin: its lender (partner account and company), product and loan."""
+    return PanelSession(
+        origin_id=context.origin_id,
+        product_name=context.product_name,
+        loan_number=context.loan_number,
+        account_id=context.account_id,
+        company_id=context.company_id,
+    )
+
+
+def _panel_lender(request) -> dict:
+    """Whose orders the page may see: from its panel session (no call to the service), or from the
+    origin in its headers, checked with the service. OriginProblem when neither holds."""
+    token = request.META.get(PANEL_SESSION_HEADER, "").strip()
+    if token:
+        try:
+            session = panel_session_read(token)
+        except PanelSessionInvalid as exc:
+            message = "The page's session has ended: renew the origin and ask again."
+            raise OriginProblem(401, _not_shown("panel_session_expired", message)) from exc
+    else:
+        session = _session_of(_origin_context(request))
+    return {**session.lender(), "loan_number": session.loan_number}
 
 
 def _not_shown(code: str, message: str) -> dict:
@@ -113,10 +156,21 @@ class OriginProxyApi(APIView):
 
     class OriginOutputSerializer(serializers.Serializer):
         id = serializers.CharField()
-        loan = serializers.DictField(help_text="borrower, loanNumber, property, loanPurposeType, propertyUsageType")
+        loan = serializers.DictField(
+            help_text="borrower, loanNumber, property, loanPurposeType, propertyUsageType, and the last two in words "
+            "(loanPurposeLabel, propertyUsageLabel)"
+        )
         product = serializers.DictField(help_text="id, name, listingName")
         user = serializers.DictField(help_text="name, organization")
         orderOptions = serializers.ListField(child=serializers.DictField())  # noqa: N815 - JSON name
+        earlierOrders = serializers.ListField(  # noqa: N815 - JSON name
+            child=serializers.DictField(),
+            help_text="this loan's latest orders of the product: transactionId, referenceNumber, step, orderedAt, "
+            "orderedBy",
+        )
+        panelSession = serializers.DictField(  # noqa: N815 - JSON name
+            help_text="token (send it as X-Panel-Session on progress polls and downloads) and expiresIn (seconds)"
+        )
 
     @extend_schema(
         operation_id="origin_proxy",
@@ -145,7 +199,11 @@ class OriginProxyApi(APIView):
             context = origin_context_fetch(origin_id=origin_id, partner_access_token=token)
         except OriginProblem as problem:
             return Response(problem.body, status=problem.http_status)
-        return Response(self.OriginOutputSerializer({"id": context.origin_id, **context.summary}).data)
+        session = _session_of(context)
+        earlier = earlier_orders_list(loan_number=context.loan_number, **session.lender())
+        panel = {"token": panel_session_issue(session), "expiresIn": panel_session_seconds()}
+        body = {"id": context.origin_id, **context.summary, "earlierOrders": earlier, "panelSession": panel}
+        return Response(self.OriginOutputSerializer(body).data)
 
 
 class LenderDocumentSerializer(serializers.Serializer):
@@ -173,11 +231,13 @@ class TimelineEntrySerializer(serializers.Serializer):
 
 
 class TransactionProgressApi(APIView):
-    """GET /ui/transactions/{id}: the order's step, attachments and timeline, for the lender holding a live origin.
+    """GET /ui/transactions/{id}: the order as its lender sees it, for the page holding a panel session.
 
-    The origin travels in headers X-Origin-Id and X-Partner-Access-Token (not in
-    the address, so it stays out of access logs); the answers for a refused origin
-    are those of the origin proxy.
+    The panel session the origin proxy gave travels in header X-Panel-Session: no
+    call to the service, two queries at most; an expired or forged one answers 401
+    `panel_session_expired` (renew the origin, read the proxy again). Without it,
+    the origin in headers X-Origin-Id and X-Partner-Access-Token is checked with
+    the service, and the answers for a refused origin are those of the origin proxy.
     """
 
     class ProgressOutputSerializer(serializers.Serializer):
@@ -186,12 +246,24 @@ class TransactionProgressApi(APIView):
         step = serializers.ChoiceField(
             choices=["requested", "in_progress", "delivered", "completed", "failed", "declined"]
         )
-        reason = serializers.CharField(allow_blank=True)
+        steps = serializers.ListField(
+            child=serializers.DictField(), help_text="key, label, reached_at (null: not yet) of the four steps"
+        )
+        ended_at = serializers.DateTimeField(allow_null=True, help_text="when it failed or was declined")
+        reason = serializers.CharField(allow_blank=True, help_text="why it failed or was declined, for the lender")
+        failure = serializers.DictField(
+            allow_null=True, help_text="cause (credentials, loan_data, partner), title, text, next: what to do"
+        )
         reference_number = serializers.CharField(allow_blank=True, help_text="the partner's order reference")
+        ordered_at = serializers.DateTimeField(allow_null=True)
+        ordered_by = serializers.CharField(allow_blank=True, help_text="the lender user who placed it")
+        findings = serializers.ListField(
+            child=serializers.DictField(), help_text="label, before, after, changed: what the partner found"
+        )
         partner_status = serializers.CharField(allow_blank=True, help_text="the partner's last word to the lender")
         attachments = serializers.ListField(child=serializers.DictField(), help_text="name, mime_type, resource_id")
         updated_at = serializers.DateTimeField(allow_null=True)
-        finished = serializers.BooleanField(help_text="nothing more will change: completed, failed or declined")
+        finished = serializers.BooleanField(help_text="nothing more will change: completed or declined")
         staff_worked = serializers.BooleanField(help_text="worked by staff: the timeline grows over hours or days")
         due_at = serializers.DateTimeField(allow_null=True, help_text="when the partner expects to deliver")
         timeline = TimelineEntrySerializer(many=True, help_text="what reached the service, oldest first")
@@ -199,8 +271,9 @@ class TransactionProgressApi(APIView):
     @extend_schema(
         operation_id="ui_transaction_progress",
         parameters=[
-            OpenApiParameter("X-Origin-Id", OpenApiTypes.STR, OpenApiParameter.HEADER, required=True),
-            OpenApiParameter("X-Partner-Access-Token", OpenApiTypes.STR, OpenApiParameter.HEADER, required=True),
+            OpenApiParameter("X-Panel-Session", OpenApiTypes.STR, OpenApiParameter.HEADER),
+            OpenApiParameter("X-Origin-Id", OpenApiTypes.STR, OpenApiParameter.HEADER),
+            OpenApiParameter("X-Partner-Access-Token", OpenApiTypes.STR, OpenApiParameter.HEADER),
         ],
         responses={
             200: ProgressOutputSerializer,
@@ -213,14 +286,11 @@ class TransactionProgressApi(APIView):
     )
     def get(self, request, transaction_id):
         try:
-            context = _origin_context(request)
+            lender = _panel_lender(request)
         except OriginProblem as problem:
             return Response(problem.body, status=problem.http_status)
         try:
-            progress = transaction_progress_get(
-                transaction_id=transaction_id,
-                **_lender_of(context),
-            )
+            progress = transaction_progress_get(transaction_id=transaction_id, **lender)
         except TransactionNotShown:
             return Response(_not_shown("transaction_unknown", "No such order for this product."), status=404)
         return Response(self.ProgressOutputSerializer(progress).data)
@@ -232,22 +302,18 @@ class TransactionProgressApi(APIView):
 def transaction_document(request, transaction_id, document_id):
     """GET /ui/transactions/{id}/documents/{document_id}: a delivered document's file, as an attachment.
 
-    Checked as the progress poll is (the origin in the same headers, checked with the service, the
-    same count per address; then the order must be this lender's), and only a document that reached
+    Checked as the progress poll is (the panel session, or the origin in the same headers checked
+    with the service and counted per address; then the order must be this lender's), and only a document that reached
     the lender (of a sent or confirmed delivery, or of an automated order's delivered response): 404
     for anything else, whichever the reason. A plain Django view: it answers a file, and DRF's content
     negotiation would refuse a client that asks for one by its type (406).
     """
     try:
-        context = _origin_context(request)
+        lender = _panel_lender(request)
     except OriginProblem as problem:
         return JsonResponse(problem.body, status=problem.http_status)
     try:
-        document = transaction_document_get(
-            transaction_id=transaction_id,
-            document_id=document_id,
-            **_lender_of(context),
-        )
+        document = transaction_document_get(transaction_id=transaction_id, document_id=document_id, **lender)
         handle = document.file.open("rb")
     except (TransactionNotShown, FileNotFoundError):
         return JsonResponse(_not_shown("document_unknown", "No such document for this order."), status=404)

@@ -7,11 +7,17 @@
  * from our back-end with that origin, and renews the origin with refreshOrigin
  * shortly before it expires and whenever our back-end says it has expired.
  *
+ * The origin proxy's answer carries a panel session (a short-lived signed token
+ * bound to the lender, the product and the loan): the progress poll and the
+ * document downloads send it instead of the origin, so an open panel costs the
+ * service no call. It is renewed with the origin (refreshOrigin, then the proxy
+ * again), ahead of time and whenever our back-end says it has ended.
+ *
  * An existing order shows its steps; a staff-worked one also its timeline (what
  * the partner sent, oldest first, each entry with its documents) and when it is
- * expected. Documents download with fetch and the same origin headers as the
- * progress poll, then a Blob URL: the token never goes into an address (and so
- * into no access log), and the page's CSP needs nothing more.
+ * expected. Documents download with fetch and the panel session header, then a
+ * Blob URL: no token ever goes into an address (and so into no access log), and
+ * the page's CSP needs nothing more.
  *
  * Every piece of loan or service data reaches the DOM through textContent or
  * attributes, never as markup.
@@ -49,6 +55,8 @@
     host: null,          // the host's "transaction" proxy
     origin: null,        // {id, partnerAccessToken, transactionId?}
     renewing: null,      // the pending refreshOrigin, shared by every caller
+    panel: null,         // the panel session token the origin proxy gave
+    panelRenewing: null, // the pending renewal of the panel session, shared by every caller
     refreshTimer: null,
     context: null,       // what the origin proxy returned
     pollTimer: null,
@@ -142,7 +150,7 @@
     // Origins live 300 s: renew ahead of time so no request meets an expired one.
     window.clearTimeout(state.refreshTimer);
     state.refreshTimer = window.setTimeout(function () {
-      originRenew().catch(function () { /* the next request renews again on 401 */ });
+      panelRenew().catch(function () { /* the next request renews again on 401 */ });
     }, REFRESH_AFTER_MS);
   }
 
@@ -177,6 +185,44 @@
     });
   }
 
+  // ---- the panel session -----------------------------------------------------------
+
+  function panelSet(context) {
+    state.panel = context && context.panelSession ? context.panelSession.token : null;
+  }
+
+  // A fresh origin from the host, then the proxy again: its answer holds a fresh panel session.
+  function panelRenew() {
+    if (!state.panelRenewing) {
+      state.panelRenewing = originRenew()
+        .then(function () { return fetchOriginContext(); })
+        .then(function (response) {
+          return readJson(response.clone()).then(function (body) {
+            if (!response.ok) { return { response: response, body: body }; }
+            panelSet(body);
+            return null;
+          });
+        })
+        .finally(function () { state.panelRenewing = null; });
+    }
+    return state.panelRenewing;
+  }
+
+  function panelHeaders(accept) {
+    return { "Accept": accept || "application/json", "X-Panel-Session": state.panel || "" };
+  }
+
+  // Run a request that carries the panel session; when it has ended, renew it and run once more.
+  // A renewal the proxy refuses (credentials changed meanwhile) is what the caller gets.
+  function withPanel(makeRequest) {
+    return makeRequest().then(function (response) {
+      if (response.status !== 401) { return response; }
+      return panelRenew().then(function (refused) {
+        return refused ? refused.response : makeRequest();
+      });
+    });
+  }
+
   function originHeaders(origin) {
     return {
       "Accept": "application/json",
@@ -198,12 +244,13 @@
   function showBackendProblem(response, body, retry) {
     var productName = state.context && state.context.product ? state.context.product.listingName : (body && body.product) || "this product";
     if (response.status === 401 && body && typeof body.status === "string") {
+      // Trying again would send the same credentials: no button, but what to change and where.
       showProblem(
         "Your partner credentials were not accepted",
         body.status,
-        "Ask your administrator to check your credentials for " + productName +
-          " in the loan application's settings, then open this page again.",
-        retry
+        "Ask your administrator to correct your user name and password for " + productName +
+          " in the loan application's settings (the ones the partner gave you), then close this page and open it again from the loan.",
+        null
       );
       return;
     }
@@ -219,7 +266,7 @@
     if (codes.indexOf("loan_missing") !== -1) {
       title = "No loan data was shared with the partner";
       next = "Open this page from a saved loan. If it keeps happening, ask your administrator to check the product's data access.";
-    } else if (codes.indexOf("origin_expired") !== -1) {
+    } else if (codes.indexOf("origin_expired") !== -1 || codes.indexOf("panel_session_expired") !== -1) {
       title = "Your session with the loan application ended";
       next = "Close this page and open it again from the loan.";
     } else if (codes.indexOf("service_unavailable") !== -1) {
@@ -241,8 +288,8 @@
       ["Borrower", loan.borrower || "Not given"],
       ["Subject property", [property.streetAddress, cityLine].filter(Boolean).join(", ") || "Not given"],
       ["County", property.county || "Not given"],
-      ["Loan purpose", humanize(loan.loanPurposeType) || "Not given"],
-      ["Property usage", humanize(loan.propertyUsageType) || "Not given"]
+      ["Loan purpose", loan.loanPurposeLabel || humanize(loan.loanPurposeType) || "Not given"],
+      ["Property usage", loan.propertyUsageLabel || humanize(loan.propertyUsageType) || "Not given"]
     ];
     if (loan.loanNumber) { rows.unshift(["Loan number", loan.loanNumber]); }
     rows.forEach(function (row) {
@@ -326,6 +373,9 @@
     $("order-fields").querySelectorAll("[aria-invalid]").forEach(function (node) { node.removeAttribute("aria-invalid"); });
     $("order-error").hidden = true;
     $("order-error").textContent = "";
+    $("order-again").removeAttribute("aria-invalid");
+    $("order-again-error").hidden = true;
+    $("order-again-error").textContent = "";
   }
 
   function fieldErrorsShow(fields) {
@@ -381,6 +431,15 @@
     var context = state.context;
     var local = validateLocally(context);
     if (Object.keys(local).length) { fieldErrorsShow(local); return; }
+    if (!$("again-field").hidden && !$("order-again").checked) {
+      // Asked before the same product is ordered again for this loan.
+      $("order-again").setAttribute("aria-invalid", "true");
+      $("order-again-error").textContent = "This loan already has an order of this product. Tick the box to order it again, or view the earlier order above.";
+      $("order-again-error").hidden = false;
+      $("order-again").focus();
+      announce("This loan already has an order of this product.");
+      return;
+    }
     formBusy(true, "Checking the order…");
     announce("Checking the order.");
     var csrf = $("order-form").querySelector("input[name=csrfmiddlewaretoken]").value;
@@ -424,7 +483,51 @@
     });
   }
 
+  // What one order costs and how long it takes, as the partner's staff set them for the product.
+  function renderTerms(product) {
+    var parts = [];
+    if (product && product.fee) {
+      var fee = Number(product.fee);
+      parts.push("Fee: " + (isNaN(fee) ? product.fee : fee.toLocaleString("en-US", { style: "currency", currency: "USD" })) + " per order");
+    }
+    if (product && product.turnaroundHours) {
+      var hours = Number(product.turnaroundHours);
+      var days = hours >= 24 && hours % 24 === 0 ? hours / 24 : 0;
+      parts.push("Expected turnaround: " + (days ? days + (days === 1 ? " day" : " days") : hours + (hours === 1 ? " hour" : " hours")));
+    }
+    $("order-terms").textContent = parts.join(" · ");
+    $("order-terms").hidden = parts.length === 0;
+  }
+
+  var STEP_NAMES = { requested: "Requested", in_progress: "In progress", delivered: "Delivered", completed: "Completed", failed: "Failed", declined: "Declined" };
+
+  // This loan's earlier orders of the product: each can be opened; a new one needs a confirmation.
+  function renderEarlier(orders) {
+    var list = $("earlier-orders");
+    list.textContent = "";
+    (orders || []).forEach(function (order) {
+      var item = el("li", { "class": "earlier-order", "data-transaction-id": order.transactionId });
+      var about = el("span", { "class": "earlier-about" });
+      about.appendChild(el("strong", {}, order.referenceNumber || "Order"));
+      about.appendChild(document.createTextNode(" · " + (STEP_NAMES[order.step] || order.step) + " · ordered " + timeText(order.orderedAt) + (order.orderedBy ? " by " + order.orderedBy : "")));
+      item.appendChild(about);
+      var button = el("button", { type: "button", "class": "button small", "aria-label": "View order " + (order.referenceNumber || order.transactionId) }, "View");
+      button.addEventListener("click", function () {
+        state.origin.transactionId = order.transactionId;
+        showTransaction(order.transactionId);
+      });
+      item.appendChild(button);
+      list.appendChild(item);
+    });
+    var any = (orders || []).length > 0;
+    $("earlier-block").hidden = !any;
+    $("again-field").hidden = !any;
+    $("order-again").checked = false;
+  }
+
   function showOrder(context) {
+    renderTerms(context.product);
+    renderEarlier(context.earlierOrders);
     renderOrderForm(context);
     app.insertBefore($("loan"), $("order"));
     show(["loan", "order"]);
@@ -435,36 +538,94 @@
 
   // ---- the existing transaction -----------------------------------------------------
 
+  // Each step shows when it was reached, so a quick order's path is visible too; a failed or
+  // declined order keeps the steps it reached, then says where it ended.
   function renderSteps(progress) {
     var list = $("steps");
     list.textContent = "";
     var ended = END_STEPS.hasOwnProperty(progress.step);
-    var failed = progress.step === "failed";
-    var declined = progress.step === "declined";
+    var reached = {};
+    (progress.steps || []).forEach(function (step) { reached[step.key] = step.reached_at; });
     var currentIndex = STEPS.map(function (s) { return s.key; }).indexOf(progress.step);
-    if (ended) { currentIndex = -1; }
     STEPS.forEach(function (step, index) {
       var status;
-      if (ended) { status = "todo"; }
-      else if (index < currentIndex || (progress.step === "completed" && index === currentIndex)) { status = "done"; }
+      if (ended) { status = reached[step.key] ? "done" : "todo"; }
+      else if (index < currentIndex || progress.step === "completed") { status = "done"; }
       else if (index === currentIndex) { status = "current"; }
       else { status = "todo"; }
       var item = el("li", { "class": "step " + status, "data-step": step.key, "aria-current": status === "current" ? "step" : null });
       item.appendChild(el("span", { "class": "marker", "aria-hidden": "true" }, status === "done" ? "✓" : String(index + 1)));
-      item.appendChild(el("span", { "class": "label" }, step.label));
+      var text = el("span", { "class": "label" }, step.label);
+      item.appendChild(text);
+      if (reached[step.key] && status !== "todo") {
+        item.appendChild(el("span", { "class": "visually-hidden" }, ", reached "));
+        item.appendChild(stepTime(reached[step.key]));
+      }
       item.appendChild(el("span", { "class": "visually-hidden" }, status === "done" ? " (done)" : status === "current" ? " (current step)" : " (not yet)"));
       list.appendChild(item);
     });
     if (ended) {
-      var item = el("li", { "class": "step failed", "data-step": progress.step, "aria-current": "step" });
-      item.appendChild(el("span", { "class": "marker", "aria-hidden": "true" }, "!"));
-      item.appendChild(el("span", { "class": "label" }, END_STEPS[progress.step]));
-      list.appendChild(item);
+      var end = el("li", { "class": "step failed", "data-step": progress.step, "aria-current": "step" });
+      end.appendChild(el("span", { "class": "marker", "aria-hidden": "true" }, "!"));
+      end.appendChild(el("span", { "class": "label" }, END_STEPS[progress.step]));
+      if (progress.ended_at) { end.appendChild(stepTime(progress.ended_at)); }
+      list.appendChild(end);
     }
-    $("failure").hidden = !failed;
-    $("failure-reason").textContent = failed ? (progress.reason || "The partner could not complete the order.") : "";
-    $("declined").hidden = !declined;
-    $("declined-reason").textContent = declined ? (progress.reason || "The partner gave no reason.") : "";
+    renderFailure(progress);
+    $("declined").hidden = progress.step !== "declined";
+    $("declined-reason").textContent = progress.step === "declined" ? (progress.reason || "The partner gave no reason.") : "";
+  }
+
+  function stepTime(iso) {
+    var node = el("time", { "class": "step-time", datetime: iso }, clockText(iso));
+    node.title = timeText(iso);
+    return node;
+  }
+
+  // What happened and what to do, by cause, as the back-end words it for the lender.
+  function renderFailure(progress) {
+    var failure = progress.step === "failed" ? (progress.failure || {}) : null;
+    $("failure").hidden = !failure;
+    $("failure").setAttribute("data-cause", failure ? (failure.cause || "") : "");
+    $("failure-title").textContent = failure ? (failure.title || "The order failed") : "";
+    $("failure-reason").textContent = failure ? (failure.text || progress.reason || "") : "";
+    $("failure-next").textContent = failure ? (failure.next || "") : "";
+  }
+
+  // The partner's reference, when and by whom it was placed, and the platform's order number.
+  function renderFacts(progress, transactionId) {
+    var list = $("order-facts");
+    list.textContent = "";
+    var rows = [];
+    if (progress.reference_number) { rows.push(["Reference", progress.reference_number]); }
+    if (progress.ordered_at) {
+      rows.push(["Ordered", timeText(progress.ordered_at) + (progress.ordered_by ? " by " + progress.ordered_by : "")]);
+    }
+    rows.push(["Order number", transactionId]);
+    rows.forEach(function (row) {
+      list.appendChild(el("dt", {}, row[0]));
+      var platformNumber = row[0] === "Order number";
+      list.appendChild(el("dd", { "class": platformNumber ? "muted" : null, id: platformNumber ? "transaction-id" : null }, row[1]));
+    });
+    if (progress.reference_number) { $("transaction-title").textContent = "Order " + progress.reference_number; }
+  }
+
+  // Before and after, field by field, once the results reached the lender; the report is under Documents.
+  function renderFindings(progress) {
+    var findings = progress.findings || [];
+    $("findings-block").hidden = findings.length === 0;
+    $("findings-summary").textContent = findings.length ? (progress.partner_status || "") : "";
+    var body = $("findings").querySelector("tbody");
+    body.textContent = "";
+    findings.forEach(function (finding) {
+      var row = el("tr", { "class": finding.changed ? "changed" : null });
+      row.appendChild(el("th", { scope: "row" }, finding.label));
+      row.appendChild(el("td", {}, finding.before || "Not given"));
+      var after = el("td", {}, finding.after || "Not given");
+      after.appendChild(el("span", { "class": finding.changed ? "change-note" : "change-note muted" }, finding.changed ? " Changed" : " Unchanged"));
+      row.appendChild(after);
+      body.appendChild(row);
+    });
   }
 
   // ---- a staff-worked order's timeline ------------------------------------------------
@@ -473,6 +634,12 @@
     var date = new Date(iso);
     if (!iso || isNaN(date.getTime())) { return ""; }
     try { return date.toLocaleString(undefined, DATE_FORMAT); } catch (e) { return date.toLocaleString(); }
+  }
+
+  function clockText(iso) {
+    var date = new Date(iso);
+    if (!iso || isNaN(date.getTime())) { return ""; }
+    try { return date.toLocaleTimeString(undefined, { hour: "numeric", minute: "2-digit", second: "2-digit" }); } catch (e) { return date.toLocaleTimeString(); }
   }
 
   function timeNode(iso) {
@@ -571,10 +738,8 @@
   function documentDownload(doc, button) {
     button.disabled = true;
     button.setAttribute("aria-busy", "true");
-    withOrigin(function (origin) {
-      var headers = originHeaders(origin);
-      headers.Accept = doc.mime_type || "*/*";
-      return fetch(doc.download_url, { headers: headers, credentials: "same-origin", cache: "no-store" });
+    withPanel(function () {
+      return fetch(doc.download_url, { headers: panelHeaders(doc.mime_type || "*/*"), credentials: "same-origin", cache: "no-store" });
     }).then(function (response) {
       if (!response.ok) {
         return readJson(response).then(function (body) { throw new Error(downloadProblem(response, body)); });
@@ -635,9 +800,9 @@
 
   function pollProgress(transactionId, failures) {
     stopPolling();
-    withOrigin(function (origin) {
-      var url = cfg.progressUrl.replace("TRANSACTION_ID", encodeURIComponent(transactionId));
-      return fetch(url, { headers: originHeaders(origin), credentials: "same-origin", cache: "no-store" });
+    var url = cfg.progressUrl.replace("TRANSACTION_ID", encodeURIComponent(transactionId));
+    withPanel(function () {
+      return fetch(url, { headers: panelHeaders(), credentials: "same-origin", cache: "no-store" });
     }).then(function (response) {
       return readJson(response).then(function (body) {
         if (!response.ok) {
@@ -648,10 +813,12 @@
           throw new Error("HTTP " + response.status);
         }
         $("progress-note").hidden = true;
-        renderProgress(body);
+        renderProgress(body, transactionId);
         if (!body.finished) {
-          // Keep asking while the order can still change; a delivered one is confirmed within seconds.
-          var pause = body.staff_worked && body.step === "in_progress" ? STAFF_POLL_MS : POLL_MS;
+          // Keep asking while the order can still change: a delivered one is confirmed within seconds;
+          // one with staff, or a failed one staff may send through again, changes over hours.
+          var slow = body.step === "failed" || (body.staff_worked && body.step === "in_progress");
+          var pause = slow ? STAFF_POLL_MS : POLL_MS;
           state.pollTimer = window.setTimeout(function () { pollProgress(transactionId, 0); }, pause);
         }
       });
@@ -665,8 +832,10 @@
     });
   }
 
-  function renderProgress(progress) {
+  function renderProgress(progress, transactionId) {
+    renderFacts(progress, transactionId);
     renderSteps(progress);
+    renderFindings(progress);
     renderDue(progress);
     renderTimeline(progress);
     renderAttachments(progress.attachments || []);
@@ -686,8 +855,7 @@
     $("timeline").textContent = "";
     $("timeline").setAttribute("aria-live", "off");
     $("transaction-title").textContent = "Your order";
-    $("transaction-id").textContent = "Order number " + transactionId;
-    renderProgress({ step: "requested", attachments: [] });
+    renderProgress({ step: "requested", attachments: [] }, transactionId);
     // The order's progress comes first; the loan it is for below it (DOM order = reading and focus order).
     app.insertBefore($("transaction"), $("loan"));
     show(["loan", "transaction"]);
@@ -718,15 +886,27 @@
         return readJson(response).then(function (body) {
           if (!response.ok) { showBackendProblem(response, body, start); return; }
           state.context = body;
+          panelSet(body);
           renderSummary(body);
           if (state.origin.transactionId) { showTransaction(state.origin.transactionId); } else { showOrder(body); }
         });
       })
       .catch(function (error) {
+        if (window.parent === window) {
+          // Opened on its own: no retry can work here; say where it opens.
+          showProblem(
+            "Open this page from the loan application",
+            "This is the partner's order page. It opens inside the loan application, which shares the loan with it; on its own it has no loan to show.",
+            "In the loan application, open the loan, go to its services and choose this partner's product." +
+              (cfg.hostPageUrl ? " For a local trial, open the sandbox host page: " + cfg.hostPageUrl : ""),
+            null
+          );
+          return;
+        }
         showProblem(
           "The order page could not start",
           errorText(error),
-          "This page works only inside the loan application. Close it and open it again from the loan; if that does not help, reload the loan application.",
+          "Close this page and open it again from the loan; if that does not help, reload the loan application.",
           start
         );
       });

@@ -19,7 +19,7 @@ from tests.conftest import LENDER_CREDENTIALS
 
 PDF = b"%PDF-1.7\n% an appraisal report\n"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
-LOAN = {"loanNumber": "LN-2026-0042", "property": {"streetAddress": "500 Howard Street", "postalCode": "94105"}}
+LOAN = {"loanNumber": "DEMO-1001", "property": {"streetAddress": "500 Howard Street", "postalCode": "94105"}}
 
 
 def staff_product_name(seed) -> str:

@@ -135,7 +135,7 @@ def test_existing_transaction_opens_its_view(demo, service, page, shot):
 
 
 def test_failed_transaction_shows_the_reason(demo, service, page, shot):
-    from partner.fulfillment.models import Tracker, TrackerStatus
+    from partner.fulfillment.models import FailureCode, Tracker, TrackerStatus
     from partner.sandbox.transactions import transaction_create
 
     transaction = transaction_create(
@@ -148,6 +148,7 @@ def test_failed_transaction_shows_the_reason(demo, service, page, shot):
         transaction_id=transaction.id,
         product_name="address-verification",
         status=TrackerStatus.FAILED,
+        failure_code=FailureCode.ORDER_REFUSED,  # the loan's data: the lender reads the reason
         failure_reason="The ZIP code <b>00000</b> is not a US ZIP code.",
     )
     host = Host(page, service.url).open()
@@ -166,7 +167,10 @@ def test_failed_transaction_shows_the_reason(demo, service, page, shot):
 def test_page_opened_outside_the_host_says_what_to_do(demo, service, page, shot):
     page.goto(f"{service.url}/")
     expect(page.locator("#app")).to_have_attribute("data-state", "problem", timeout=WAIT_MS)
-    expect(page.locator("#problem-next")).to_contain_text("open it again from the loan")
+    expect(page.locator("#problem-title")).to_have_text("Open this page from the loan application")
+    expect(page.locator("#problem-next")).to_contain_text("open the loan")
+    expect(page.locator("#problem-next")).to_contain_text("/sandbox/host/")  # a local run: the sandbox's host page
+    expect(page.locator("#problem-retry")).to_be_hidden()  # no retry can work outside the host
     shot("15-outside-the-host")
 
 
@@ -190,16 +194,15 @@ def test_expired_origin_is_renewed_without_the_lender_noticing(demo, service, pa
     expect(ui.locator("#order-error")).to_be_hidden()
     shot("08-origin-renewed")
 
-    # The transaction view keeps polling: an origin expiring now is renewed on the next 401 too.
-    renewals = log.count("refreshOrigin")
+    # The transaction view polls with its panel session, not the origin: an origin expiring now
+    # changes nothing for the polls (they never show it to the service).
     page.click("#expire-origin")
     expect(page.locator("#log")).to_contain_text("expired on demand")
-    page.wait_for_function(
-        "(n) => (document.getElementById('log').innerText.match(/refreshOrigin/g) || []).length > n",
-        arg=renewals,
-        timeout=WAIT_MS,
-    )
+    polls = len([url for url in page.requested_urls if "/ui/transactions/" in url])
+    page.wait_for_timeout(4000)  # a poll or more (every 3 s)
+    assert len([url for url in page.requested_urls if "/ui/transactions/" in url]) > polls
     expect(ui.locator("#progress-note")).to_be_hidden()
+    expect(ui.locator("#problem")).to_be_hidden()
     app_state(ui, "transaction")
 
 
@@ -222,6 +225,9 @@ def test_invalid_credentials_are_shown_clearly(demo, service, page, shot, user):
     app_state(ui, "problem")
     expect(ui.locator("#problem-title")).to_have_text("Your partner credentials were not accepted")
     expect(ui.locator("#problem-next")).to_contain_text("administrator")
+    expect(ui.locator("#problem-next")).to_contain_text("user name and password")
+    # Trying again would send the same credentials: no button, only what to change.
+    expect(ui.locator("#problem-retry")).to_be_hidden()
     expect(ui.locator("#order")).to_be_hidden()
     # Focus moves to the message so a screen reader reads it at once.
     expect(ui.locator("#problem-title")).to_be_focused()

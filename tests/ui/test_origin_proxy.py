@@ -205,12 +205,13 @@ def account_of(username: str, company: str):
     ],
 )
 def test_progress_is_shown_to_the_ordering_lender_only(demo, client, owner, shown):
-    from partner.fulfillment.models import Tracker, TrackerStatus
+    from partner.fulfillment.models import FailureCode, Tracker, TrackerStatus
 
     Tracker.objects.create(
         transaction_id="tx-owned-1",
         product_name="address-verification",
         status=TrackerStatus.FAILED,
+        failure_code=FailureCode.ORDER_REFUSED,
         failure_reason="Subject property ZIP code 99999 is unknown",
         ordered_by=account_of(*owner),
     )

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from partner.fulfillment.models import DeliveryState, Tracker, TrackerAttachment, TrackerStatus
 from partner.platform.errors import ServiceValidationError
-from partner.ui.selectors import transaction_progress_get
+from partner.ui.progress import transaction_progress_get
 from tests.fakes import FakePlatform
 from tests.ui.staff_orders import PDF, PNG, Worker, launched, origin_headers, staff_order, staff_product_name
 

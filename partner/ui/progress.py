@@ -1,0 +1,214 @@
+"""The lender's view of one order: its steps and when each was reached, what the partner found, what
+reached the lender (the timeline and its documents), and, when it failed, what happened and what to do.
+
+The answer is read on every poll of an open panel: two queries at most (the order with who placed
+it, then its documents or deliveries), however long its history. Only what reached the lender is
+shown: documents of a response the service took, never those of one it refused.
+"""
+
+from django.urls import reverse
+
+from partner.fulfillment.delivered import (
+    DeliveredEntry,
+    deliveries_delivered,
+    documents_uploaded,
+    response_delivered,
+)
+from partner.fulfillment.models import DeliveryKind, Tracker
+from partner.fulfillment.selectors import UI_STEPS
+from partner.fulfillment.staff import DECLINE_PREFIX
+from partner.ui.outcomes import failure_explained
+from partner.ui.selectors import tracker_for_lender
+
+# What the lender reads for each kind of delivery.
+ENTRY_LABELS = {
+    DeliveryKind.ACKNOWLEDGEMENT: "Order received",
+    DeliveryKind.STATUS_UPDATE: "Status update",
+    DeliveryKind.PARTIAL: "Partial delivery",
+    DeliveryKind.FINAL: "Final delivery",
+    DeliveryKind.DECLINE: "Declined",
+}
+STEP_LABELS = {
+    "requested": "Requested",
+    "in_progress": "In progress",
+    "delivered": "Delivered",
+    "completed": "Completed",
+}
+# Nothing changes for the lender after these: the page stops asking. A failed order is not among
+# them: the partner's staff may send it through again, and the open page shows it when they do.
+FINISHED_STEPS = ("completed", "declined")
+
+
+def _iso(moment) -> str | None:
+    return moment.isoformat() if moment else None
+
+
+def _document(transaction_id: str, document) -> dict:
+    url = None
+    if document.file:  # its file is gone once the retention period ends: listed, no longer downloadable
+        url = reverse(
+            "ui:transaction-document", kwargs={"transaction_id": transaction_id, "document_id": str(document.pk)}
+        )
+    return {
+        "id": document.pk,
+        "name": document.name,
+        "mime_type": document.mime_type,
+        "size": document.size,
+        "resource_id": document.resource_id,  # the service's copy (what the host's openResource opens)
+        "download_url": url,
+    }
+
+
+def _entry(transaction_id: str, *, entry_id: str, kind: str, text: str, sent_at, documents) -> dict:
+    return {
+        "id": entry_id,
+        "kind": kind,
+        "label": ENTRY_LABELS.get(kind, kind),
+        "text": text,
+        "sent_at": sent_at.isoformat(),
+        "documents": [_document(transaction_id, document) for document in documents],
+    }
+
+
+def _staff_entry(transaction_id: str, delivery: DeliveredEntry) -> dict:
+    return _entry(
+        transaction_id,
+        entry_id=f"delivery-{delivery.pk}",
+        kind=delivery.kind,
+        text=delivery.partner_status,
+        sent_at=delivery.sent_at,
+        documents=delivery.documents,
+    )
+
+
+def transaction_timeline(tracker: Tracker) -> list[dict]:
+    """What reached the service, oldest first: a staff-worked order's sent deliveries, or an automated
+    order's one delivered response; each with when it was sent, its text and its documents. One query."""
+    if tracker.staff_worked:
+        return [_staff_entry(tracker.transaction_id, delivery) for delivery in deliveries_delivered(tracker)]
+    if not response_delivered(tracker):
+        return []  # nothing reached the lender: not even the documents made for it
+    response = tracker.response or {}
+    return [
+        _entry(
+            tracker.transaction_id,
+            entry_id="response",
+            kind=DeliveryKind.FINAL,
+            text=str(response.get("partnerStatus", "")),
+            sent_at=tracker.delivered_at or tracker.updated_at,
+            documents=documents_uploaded(tracker),
+        )
+    ]
+
+
+def _steps(tracker: Tracker, timeline: list[dict]) -> list[dict]:
+    """The four steps, each with when it was reached (None: not yet), so a quick order's path shows."""
+    delivered = tracker.delivered_at
+    if tracker.staff_worked:
+        delivered = next((e["sent_at"] for e in timeline if e["kind"] == DeliveryKind.FINAL), None)
+    reached = {
+        "requested": _iso(tracker.created_at),
+        "in_progress": _iso(tracker.prepared_at),
+        "delivered": delivered if isinstance(delivered, str) else _iso(delivered),
+        "completed": _iso(tracker.completed_at),
+    }
+    return [{"key": key, "label": label, "reached_at": reached[key]} for key, label in STEP_LABELS.items()]
+
+
+def _ended_at(tracker: Tracker, step: str, timeline: list[dict]) -> str | None:
+    if step == "failed":
+        return _iso(tracker.failed_at)
+    if step == "declined":
+        decline = next((e["sent_at"] for e in reversed(timeline) if e["kind"] == DeliveryKind.DECLINE), None)
+        return decline or _iso(tracker.updated_at)
+    return None
+
+
+def _requested(transaction_id: str) -> dict:
+    """The host created the order but our webhook has not arrived yet: it is requested."""
+    return {
+        "transaction_id": transaction_id,
+        "status": None,
+        "step": "requested",
+        "steps": [{"key": key, "label": label, "reached_at": None} for key, label in STEP_LABELS.items()],
+        "ended_at": None,
+        "reason": "",
+        "failure": None,
+        "reference_number": "",
+        "ordered_at": None,
+        "ordered_by": "",
+        "partner_status": "",
+        "findings": [],
+        "attachments": [],
+        "updated_at": None,
+        "finished": False,
+        "staff_worked": False,
+        "due_at": None,
+        "timeline": [],
+    }
+
+
+def _attachment(document: dict) -> dict:
+    return {"name": document["name"], "mime_type": document["mime_type"], "resource_id": document["resource_id"]}
+
+
+def transaction_progress_get(
+    *,
+    transaction_id: str,
+    product_name: str,
+    account_id: int | None = None,
+    company_id: int | None = None,
+    loan_number: str = "",
+) -> dict:
+    """The order as its lender sees it, or the 'requested' view before its webhook has landed.
+    TransactionNotShown when it is another lender's, product's or loan's. Two queries at most."""
+    tracker = tracker_for_lender(
+        transaction_id=transaction_id,
+        product_name=product_name,
+        account_id=account_id,
+        company_id=company_id,
+        loan_number=loan_number,
+    )
+    if tracker is None:
+        return _requested(transaction_id)
+    step = UI_STEPS[tracker.status]
+    timeline = transaction_timeline(tracker)
+    # Only what reached the lender (the timeline holds nothing else); of a staff delivery, only the
+    # documents the service has a copy of.
+    documents = [d for e in timeline for d in e["documents"] if d["resource_id"] or not tracker.staff_worked]
+    delivered = bool(timeline)
+    # The partner's last word is that of the latest delivery (for a staff-worked order, not the
+    # acknowledgement's); before anything was delivered, the acknowledgement's or nothing.
+    partner_status = next((e["text"] for e in reversed(timeline) if e["text"]), "")
+    if not partner_status and tracker.staff_worked:
+        partner_status = str((tracker.response or {}).get("partnerStatus", ""))
+    reason, failure = "", None
+    if step == "failed":
+        failure = failure_explained(
+            code=tracker.failure_code, reason=tracker.failure_reason, reference=tracker.reference_number
+        )
+        reason = failure["text"]
+    elif step == "declined":
+        decline = next((e["text"] for e in reversed(timeline) if e["kind"] == DeliveryKind.DECLINE), "")
+        reason = tracker.failure_reason or decline.removeprefix(DECLINE_PREFIX)
+    return {
+        "transaction_id": tracker.transaction_id,
+        "status": tracker.status,
+        "step": step,
+        "steps": _steps(tracker, timeline),
+        "ended_at": _ended_at(tracker, step, timeline),
+        "reason": reason,
+        "failure": failure,
+        "reference_number": tracker.reference_number,
+        "ordered_at": _iso(tracker.created_at),
+        "ordered_by": tracker.ordered_by.username if tracker.ordered_by_id else "",
+        "partner_status": partner_status,
+        # What the partner found, once it reached the lender (a failed delivery's findings did not).
+        "findings": list(tracker.findings or []) if delivered and not tracker.staff_worked else [],
+        "attachments": [_attachment(d) for d in documents],
+        "updated_at": tracker.updated_at.isoformat(),
+        "finished": step in FINISHED_STEPS,
+        "staff_worked": tracker.staff_worked,
+        "due_at": _iso(tracker.due_at),
+        "timeline": timeline,
+    }

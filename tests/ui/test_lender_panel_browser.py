@@ -1,0 +1,261 @@
+"""The lender's panel in a real browser (Chromium through Playwright, framed by the sandbox host page):
+what the partner found, failures in plain words, a panel that follows a failed order, the duplicate-order
+guard, the reference and the terms, step times, the panel session, focus and the narrowest panel.
+
+Screenshots go to test-artifacts/ui/lender-panel/.
+"""
+
+import re
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from tests.ui.conftest import ARTIFACTS
+from tests.ui.test_browser import WAIT_MS, Host, app_state
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def no_overflow(page) -> bool:
+    frame = page.frame(name="partner-panel")
+    return frame.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0
+
+
+def existing(demo, *, loan=0, **tracker_fields):
+    """A transaction of lender.demo on the service, and our tracker of it."""
+    from partner.catalog.models import PartnerAccount
+    from partner.fulfillment.models import Tracker
+    from partner.sandbox.transactions import transaction_create
+
+    transaction = transaction_create(
+        product=demo.products["address-verification"],
+        user=demo.users["lender.demo"],
+        loan=demo.loans[loan],
+        send_webhook=False,
+    )
+    tracker_fields.setdefault("ordered_by", PartnerAccount.objects.get(username="lender.demo"))
+    tracker = Tracker.objects.create(
+        transaction_id=transaction.id,
+        product_name="address-verification",
+        loan_number=demo.loans[loan].data["loanNumber"],
+        **tracker_fields,
+    )
+    return transaction, tracker
+
+
+def open_existing(page, service, transaction_id):
+    host = Host(page, service.url).open()
+    page.locator(f"tr[data-transaction-id='{transaction_id}']").get_by_role("button").click()
+    app_state(host.ui, "transaction")
+    return host
+
+
+@pytest.fixture
+def panel_shot(shot):
+    """Save a screenshot under test-artifacts/ui/lender-panel/<name>.png."""
+    (ARTIFACTS / "lender-panel").mkdir(parents=True, exist_ok=True)
+    return lambda name, target=None: shot(f"lender-panel/{name}", target)
+
+
+@pytest.mark.worker
+@pytest.mark.usefixtures("celery_worker_live")
+def test_a_corrected_address_shows_before_and_after_the_reference_and_each_steps_time(
+    demo, service, page, panel_shot, service_calls
+):
+    from partner.catalog.models import Product
+
+    Product.objects.filter(name="address-verification").update(fee="45.00", turnaround_hours=24)
+    host = Host(page, service.url).open()
+    ui = host.launch_new(loan="DEMO-1002")  # the city is wrong: 10001 is New York, not Boston
+    app_state(ui, "order")
+    expect(ui.locator("#order-terms")).to_have_text("Fee: $45.00 per order · Expected turnaround: 1 day")
+    panel_shot("01-form-with-terms")
+    ui.locator("#order-submit").click()
+    app_state(ui, "transaction")
+    expect(ui.locator("#app")).to_have_attribute("data-step", "completed", timeout=90_000)
+
+    # What the partner found and changed, in the lender's words, with the report beside it.
+    findings = ui.locator("#findings tbody tr")
+    city = findings.filter(has_text="City")
+    expect(city).to_contain_text("Boston")
+    expect(city).to_contain_text("New York")
+    expect(city).to_contain_text("Changed")
+    expect(findings.filter(has_text="Property usage")).to_contain_text("Primary residence")
+    expect(ui.locator("#attachments")).to_contain_text(".pdf")
+    # The partner's reference, when and by whom; the platform's number below.
+    expect(ui.locator("#transaction-title")).to_have_text(re.compile(r"^Order AV-[0-9A-F]+$"))
+    expect(ui.locator("#order-facts")).to_contain_text("by lender.demo")
+    # Each step with the time it was reached, even on an order done in seconds.
+    expect(ui.locator("li.step.done time.step-time")).to_have_count(4)
+    panel_shot("02-completed-with-findings")
+
+    # The open panel keeps polling without showing the origin to the service.
+    service_calls.clear()
+    page.wait_for_timeout(3500)
+    assert not [call for call in service_calls if "/origins/" in call["url"]]
+
+
+def test_a_failed_order_says_what_happened_in_plain_words_and_follows_a_staff_retry(
+    demo, service, page, panel_shot, settings
+):
+    from partner.fulfillment.models import FailureCode, Tracker, TrackerStatus
+
+    settings.UI_STAFF_POLL_SECONDS = 1  # a failed order is asked after at the slow pace: make it quick
+    now = timezone.now()
+    transaction, tracker = existing(
+        demo,
+        status=TrackerStatus.FAILED,
+        reference_number="AV-FAIL01",
+        prepared_at=now,
+        failed_at=now,
+        failure_code=FailureCode.RETRIES_EXHAUSTED,
+        failure_reason="Gave up after retries: ServiceUnavailableError: PATCH http://svc/response - HTTP 500: {}",
+    )
+    # Uploaded for the response that never reached the service: not the lender's.
+    tracker.attachments.create(
+        position=0, name="undelivered.pdf", mime_type="application/pdf", resource_id="r-1", uploaded_at=now
+    )
+    page.set_viewport_size({"width": 400, "height": 900})
+    host = open_existing(page, service, transaction.id)
+    ui = host.ui
+    expect(ui.locator("#app")).to_have_attribute("data-step", "failed", timeout=WAIT_MS)
+    expect(ui.locator("#failure-title")).to_have_text("The partner could not complete the order")
+    expect(ui.locator("#failure-next")).to_contain_text("You do not need to order again")
+    expect(ui.locator("#failure-next")).to_contain_text("AV-FAIL01")
+    expect(ui.locator("#failure")).not_to_contain_text("HTTP")
+    expect(ui.locator("#failure")).not_to_contain_text("Error")
+    # The steps reached stay shown; the undelivered report is not offered.
+    expect(ui.locator("li.step.done")).to_have_count(2)
+    expect(ui.locator("#attachments")).not_to_contain_text("undelivered.pdf")
+    assert no_overflow(page)
+    panel_shot("03-failed-partner-side", ui.locator("#transaction"))
+
+    # Staff send it through again and it completes: the open panel shows it without a reload.
+    done = timezone.now()
+    Tracker.objects.filter(pk=tracker.pk).update(
+        status=TrackerStatus.REQUEST_COMPLETED, delivered_at=done, completed_at=done, updated_at=done
+    )
+    expect(ui.locator("#app")).to_have_attribute("data-step", "completed", timeout=WAIT_MS)
+    expect(ui.locator("#failure")).to_be_hidden()
+    expect(ui.locator("#attachments")).to_contain_text("undelivered.pdf")  # delivered now
+    panel_shot("04-completed-after-staff-retry", ui.locator("#transaction"))
+
+
+def test_a_failure_in_the_lenders_data_says_what_to_correct(demo, service, page, panel_shot):
+    from partner.fulfillment.models import FailureCode, TrackerStatus
+
+    transaction, _ = existing(
+        demo,
+        status=TrackerStatus.FAILED,
+        failure_code=FailureCode.CREDENTIALS_INVALID,
+        failure_reason="The password is not the one the partner gave you.",
+    )
+    ui = open_existing(page, service, transaction.id).ui
+    expect(ui.locator("#app")).to_have_attribute("data-step", "failed", timeout=WAIT_MS)
+    expect(ui.locator("#failure-title")).to_have_text("Your partner credentials were not accepted")
+    expect(ui.locator("#failure-reason")).to_have_text("The password is not the one the partner gave you.")
+    expect(ui.locator("#failure-next")).to_contain_text("settings")
+    panel_shot("05-failed-credentials", ui.locator("#transaction"))
+
+
+def test_ordering_the_same_product_again_for_a_loan_is_asked_first(demo, service, page, panel_shot):
+    from partner.fulfillment.models import TrackerStatus
+
+    transaction, _ = existing(demo, status=TrackerStatus.REQUEST_COMPLETED, reference_number="AV-EARLY1")
+    host = Host(page, service.url).open()
+    ui = host.launch_new()
+    app_state(ui, "order")
+    earlier = ui.locator("#earlier-orders li")
+    expect(earlier).to_have_count(1)
+    expect(earlier).to_contain_text("AV-EARLY1")
+    expect(earlier).to_contain_text("Completed")
+    expect(earlier).to_contain_text("by lender.demo")
+    panel_shot("06-earlier-orders")
+
+    # Placing the order without saying so is stopped next to the question.
+    ui.locator("#order-submit").click()
+    expect(ui.locator("#order-again-error")).to_contain_text("already has an order")
+    expect(ui.locator("#order-again")).to_be_focused()
+    app_state(ui, "order")
+    assert '"functionName":"create"' not in host.log_text()  # nothing was ordered
+    panel_shot("07-asked-before-ordering-again")
+
+    # The earlier order opens in the panel.
+    earlier.get_by_role("button", name="View order AV-EARLY1").click()
+    app_state(ui, "transaction")
+    expect(ui.locator("#transaction-id")).to_have_text(transaction.id)
+    expect(ui.locator("#app")).to_have_attribute("data-step", "completed", timeout=WAIT_MS)
+
+
+def test_ordering_again_once_confirmed(demo, service, page):
+    from partner.fulfillment.models import TrackerStatus
+
+    existing(demo, status=TrackerStatus.REQUEST_COMPLETED, reference_number="AV-EARLY2")
+    host = Host(page, service.url).open()
+    ui = host.launch_new()
+    app_state(ui, "order")
+    ui.locator("#order-again").check()
+    ui.locator("#order-submit").click()
+    app_state(ui, "transaction")
+
+
+def test_an_expired_panel_session_is_renewed_with_the_origin(demo, service, page, settings):
+    from partner.fulfillment.models import TrackerStatus
+
+    settings.UI_PANEL_SESSION_SECONDS = 2  # the polls outlive it quickly
+    transaction, _ = existing(demo, status=TrackerStatus.IN_PROGRESS)
+    host = open_existing(page, service, transaction.id)
+    expect(page.locator("#log")).to_contain_text("refreshOrigin", timeout=WAIT_MS)
+    page.wait_for_timeout(3500)
+    expect(host.ui.locator("#progress-note")).to_be_hidden()
+    expect(host.ui.locator("#problem")).to_be_hidden()
+    expect(host.ui.locator("#app")).to_have_attribute("data-step", "in_progress")
+
+
+def test_focus_moved_by_the_page_draws_no_box_but_the_keyboards_does(demo, service, page, panel_shot):
+    from partner.fulfillment.models import TrackerStatus
+
+    transaction, _ = existing(demo, status=TrackerStatus.IN_PROGRESS)
+    ui = open_existing(page, service, transaction.id).ui  # opened with a click
+    title = ui.locator("#transaction-title")
+    expect(title).to_be_focused()
+    assert title.evaluate("(node) => getComputedStyle(node).outlineStyle") == "none"
+    panel_shot("08-focus-after-click", ui.locator("#transaction"))
+    page.keyboard.press("Tab")
+    close = ui.locator("#close-button")
+    for _ in range(10):
+        if close.evaluate("(node) => node === document.activeElement"):
+            break
+        page.keyboard.press("Tab")
+    expect(close).to_be_focused()
+    assert close.evaluate("(node) => getComputedStyle(node).outlineStyle") == "solid"
+
+
+@pytest.mark.parametrize("view", ["form", "findings"])
+def test_nothing_overflows_at_320_px(demo, service, page, panel_shot, view):
+    from partner.fulfillment.models import TrackerStatus
+
+    long = "A-very-long-unbroken-value-" * 4
+    findings = [{"field": "streetAddress", "label": "Street address", "before": long, "after": long, "changed": False}]
+    now = timezone.now()
+    transaction, _ = existing(
+        demo,
+        status=TrackerStatus.REQUEST_COMPLETED,
+        reference_number="AV-NARROW",
+        findings=findings,
+        delivered_at=now,
+        completed_at=now,
+        prepared_at=now,
+    )
+    page.set_viewport_size({"width": 320, "height": 900})
+    if view == "form":
+        ui = Host(page, service.url).open().launch_new()
+        app_state(ui, "order")
+        expect(ui.locator("#earlier-orders li")).to_have_count(1)
+    else:
+        ui = open_existing(page, service, transaction.id).ui
+        expect(ui.locator("#findings-block")).to_be_visible(timeout=WAIT_MS)
+    assert page.frame(name="partner-panel").evaluate("() => document.documentElement.clientWidth") <= 320
+    assert no_overflow(page)
+    panel_shot(f"09-320px-{view}", page.locator("iframe[name=partner-panel]"))
