@@ -17,15 +17,17 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
-LOGS = ROOT / "var" / "bench"
+RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", ROOT / "bench" / "results"))
+LOGS = Path(os.environ.get("BENCH_LOGS_DIR", ROOT / "var" / "bench"))
 PYTHON = sys.executable
 VENV_BIN = Path(PYTHON).parent
 
 PG_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379")
 DB_NAME = os.environ.get("BENCH_DB_NAME", "bench_partner")
-BROKER_DB, CACHE_DB = 10, 11
+# Two Redis databases of the bench's own (broker, cache), flushed by each run: "10,11" unless
+# BENCH_REDIS_DBS names others (two benches side by side on one Redis).
+BROKER_DB, CACHE_DB = (int(number) for number in os.environ.get("BENCH_REDIS_DBS", "10,11").split(","))
 SIGNING_SECRET = "bench-webhook-signing-secret"  # noqa: S105 - a benchmark's own, not a real secret
 
 

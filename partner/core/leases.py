@@ -23,8 +23,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection, models
-from django.db.models import Q
+from django.db import connection, connections, models
+from django.db.models import Q, sql
 from django.utils import timezone
 
 logger = logging.getLogger(__name__)
@@ -57,6 +57,25 @@ def lease_take(queryset: models.QuerySet, **updates) -> bool:
     now = timezone.now()
     until = now + timedelta(seconds=lease_seconds())
     return queryset.filter(lease_free(now)).update(claimed_until=until, **updates) > 0
+
+
+def lease_take_one(queryset: models.QuerySet, **updates) -> models.Model | None:
+    """Take the one row of `queryset` as `lease_take` does, and return it as the UPDATE left it, or
+    None: one statement (UPDATE … RETURNING, PostgreSQL and SQLite alike) where taking and reading
+    the row would be two."""
+    now = timezone.now()
+    taken = queryset.filter(lease_free(now))
+    query = taken.query.chain(sql.UpdateQuery)
+    query.add_update_values({"claimed_until": now + timedelta(seconds=lease_seconds()), **updates})
+    statement, params = query.get_compiler(taken.db).as_sql()
+    if not statement:
+        return None
+    model = queryset.model
+    quote = connections[taken.db].ops.quote_name
+    columns = ", ".join(quote(field.column) for field in model._meta.concrete_fields)
+    # A raw query maps the returned columns to the model's fields with their converters (JSON, times).
+    rows = list(model.objects.db_manager(taken.db).raw(f"{statement} RETURNING {columns}", params))
+    return rows[0] if rows else None
 
 
 def lease_release(queryset: models.QuerySet, **updates) -> int:

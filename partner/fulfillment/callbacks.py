@@ -30,7 +30,7 @@ def tracker_event_handle(*, resource_ref: str) -> str:
         if tracker is not None and tracker.staff_worked:
             staff_events.delivery_confirm(tracker, event_id=ref.event_id, version=_response_version(event.raw))
         else:
-            tracker_complete(transaction_id=ref.transaction_id, event_id=ref.event_id)
+            tracker_complete(transaction_id=ref.transaction_id, event_id=ref.event_id, tracker=tracker)
     elif tracker is not None:
         step_record(tracker, "event", f"{event.type} ({ref.event_id})")
     return event.type

@@ -14,6 +14,7 @@ bytes are files in Django's storage.
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from partner.core.encryption import EncryptedTextField
 from partner.core.leases import LeasedModel
@@ -187,7 +188,8 @@ class TrackerStep(models.Model):
     name = models.CharField(max_length=50)
     detail = models.TextField(blank=True)
     actor = models.CharField(max_length=150, blank=True, help_text="The staff member who did it (empty: a worker).")
-    created_at = models.DateTimeField(auto_now_add=True)
+    # When it happened: a run's steps are written together at its end (`services.steps_batched`).
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
         ordering = ["tracker", "created_at", "id"]

@@ -26,7 +26,7 @@ from partner.catalog.credentials import credentials_check
 from partner.catalog.errors import ProductNotFound, ProductSyncError
 from partner.catalog.models import Product
 from partner.catalog.services import product_ensure
-from partner.core.leases import lease_kept, lease_release, lease_take
+from partner.core.leases import lease_kept, lease_release, lease_take_one
 from partner.core.logging import log_context
 from partner.fulfillment import staff_events, uploads
 from partner.fulfillment.fulfillers import Fulfillment, FulfillmentRefused, fulfiller_for
@@ -38,7 +38,14 @@ from partner.fulfillment.models import (
     TrackerAttachment,
     TrackerStatus,
 )
-from partner.fulfillment.services import TrackerFailed, first_time, step_record, tracker_fail, transaction_ref
+from partner.fulfillment.services import (
+    TrackerFailed,
+    first_time,
+    step_record,
+    steps_batched,
+    tracker_fail,
+    transaction_ref,
+)
 from partner.platform import client
 from partner.platform.errors import ResourceOutsideServiceError, ServiceError
 from partner.platform.types import Transaction
@@ -48,16 +55,16 @@ logger = logging.getLogger(__name__)
 
 def _take(tracker_id: int) -> Tracker | None:
     """Take the tracker for this worker, or None when it is finished or another worker holds it."""
-    taken = lease_take(
+    return lease_take_one(
         Tracker.objects.filter(pk=tracker_id, status__in=ACTIVE_STATUSES),
         attempts=F("attempts") + 1,
         next_attempt_at=None,
     )
-    return Tracker.objects.get(pk=tracker_id) if taken else None
 
 
 def tracker_fulfill(*, tracker_id: int) -> Tracker | None:
-    """Run every step not yet done. Returns the tracker, or None when there was nothing to do."""
+    """Run every step not yet done. Returns the tracker as the run left it, or None when there was
+    nothing to do."""
     tracker = _take(tracker_id)
     if tracker is None:
         return None
@@ -66,9 +73,13 @@ def tracker_fulfill(*, tracker_id: int) -> Tracker | None:
 
 
 def _taken_fulfill(tracker: Tracker) -> Tracker:
+    """The run of a taken tracker: its steps, written at its end (one INSERT); the lease released by
+    the delivering UPDATE itself, or else at the end. A run that delivered knows where the tracker
+    stands without reading it again."""
+    delivered = False
     try:
-        with lease_kept(Tracker.objects.filter(pk=tracker.pk)):
-            _steps_run(tracker)
+        with steps_batched(), lease_kept(Tracker.objects.filter(pk=tracker.pk)):
+            delivered = _steps_run(tracker)
     except TrackerFailed as failure:
         tracker_fail(tracker=tracker, code=failure.code, reason=failure.reason, tell_lender=failure.tell_lender)
     except ServiceError as exc:
@@ -81,18 +92,21 @@ def _taken_fulfill(tracker: Tracker) -> Tracker:
             reason=f"The service refused {exc.method} {_path(exc.url)} with status {exc.status}",
         )
     finally:
-        lease_release(Tracker.objects.filter(pk=tracker.pk))
-    tracker.refresh_from_db()
+        if not delivered:
+            lease_release(Tracker.objects.filter(pk=tracker.pk))
+    if not delivered:
+        tracker.refresh_from_db()
     return tracker
 
 
-def _steps_run(tracker: Tracker) -> None:
-    if tracker.prepared_at is None:
-        _prepare(tracker)
+def _steps_run(tracker: Tracker) -> bool:
+    """Every step not yet done; True when this run delivered (and so released the lease)."""
+    attachments = _prepare(tracker) if tracker.prepared_at is None else None
     if tracker.staff_worked:
         _acknowledge(tracker)  # the rest is the staff's work
-        return
-    attachments = list(tracker.attachments.all())
+        return False
+    if attachments is None:  # prepared by an earlier run: its documents are read back
+        attachments = list(tracker.attachments.all())
     if attachments and tracker.slots_requested_at is None:
         _upload_slots_request(tracker, attachments)
     for attachment in attachments:
@@ -100,6 +114,8 @@ def _steps_run(tracker: Tracker) -> None:
             uploads.attachment_upload(tracker, attachment)
     if tracker.delivered_at is None:
         _deliver(tracker, attachments)
+        return True
+    return False
 
 
 def _path(url: str) -> str:
@@ -147,7 +163,9 @@ def _product(tracker: Tracker, txn: Transaction) -> Product:
         raise
 
 
-def _prepare(tracker: Tracker) -> None:
+def _prepare(tracker: Tracker) -> list[TrackerAttachment]:
+    """Read the transaction, check the lender, do the work; store the response and its documents
+    (which it returns) and mark the tracker prepared, in one transaction."""
     txn = _transaction_read(tracker)
     request = txn.request or {}
     product = _product(tracker, txn)
@@ -167,7 +185,7 @@ def _prepare(tracker: Tracker) -> None:
         raise TrackerFailed(code, refusal.reason, tell_lender=refusal.tell_lender) from None
 
     with transaction.atomic():
-        _prepared_store(tracker, fulfillment, product=product, request=request)
+        attachments = _prepared_store(tracker, fulfillment, product=product, request=request)
         tracker.ordered_by = check.account
         tracker.save(
             update_fields=[
@@ -187,9 +205,13 @@ def _prepare(tracker: Tracker) -> None:
             ]
         )
         step_record(tracker, "prepared", f"fulfiller {product.fulfiller}, {len(fulfillment.attachments)} attachment(s)")
+    return attachments
 
 
-def _prepared_store(tracker: Tracker, fulfillment: Fulfillment, *, product: Product, request: dict) -> None:
+def _prepared_store(
+    tracker: Tracker, fulfillment: Fulfillment, *, product: Product, request: dict
+) -> list[TrackerAttachment]:
+    documents = []
     for position, attachment in enumerate(fulfillment.attachments):
         document = TrackerAttachment(
             tracker=tracker, position=position, name=attachment.name, mime_type=attachment.mime_type
@@ -197,6 +219,7 @@ def _prepared_store(tracker: Tracker, fulfillment: Fulfillment, *, product: Prod
         document.size = len(attachment.content)
         document.file.save(attachment.name, ContentFile(attachment.content), save=False)
         document.save()
+        documents.append(document)
     tracker.response = fulfillment.response
     tracker.findings = fulfillment.findings
     tracker.reference_number = str(fulfillment.response.get("referenceNumber", ""))[:100]
@@ -210,6 +233,7 @@ def _prepared_store(tracker: Tracker, fulfillment: Fulfillment, *, product: Prod
     tracker.loan_number = str(loan.get("loanNumber") or "")[:100]
     tracker.staff_worked = not fulfillment.final
     tracker.due_at = staff_events.due_at(product, tracker.created_at) if tracker.staff_worked else None
+    return documents
 
 
 def _upload_slots_request(tracker: Tracker, attachments: list[TrackerAttachment]) -> None:
@@ -251,14 +275,21 @@ def _deliver(tracker: Tracker, attachments: list[TrackerAttachment]) -> None:
     # never move it back.
     # One UPDATE: a worker killed between the delivery time and the state would leave a tracker
     # that skips the delivery on resume and never says it was delivered.
+    # The lease is released in the same UPDATE: nothing is left for this run to write but its steps.
     Tracker.objects.filter(pk=tracker.pk).update(
         delivered_at=first_time("delivered_at", now),
         resource_id=resource_id,
         status=Case(
             When(status__in=ACTIVE_STATUSES, then=Value(TrackerStatus.RESPONSE_DELIVERED)), default=F("status")
         ),
+        claimed_until=None,
         updated_at=now,
     )
+    # The same, in memory (the callback may have completed it meanwhile: that run's status stands).
+    tracker.delivered_at = tracker.delivered_at or now
+    tracker.resource_id, tracker.claimed_until, tracker.updated_at = resource_id, None, now
+    if tracker.status in ACTIVE_STATUSES:
+        tracker.status = TrackerStatus.RESPONSE_DELIVERED
     order_delivered(tracker, now)
     step_record(tracker, "delivered", f"{len(attachments)} resource(s)")
     logger.info("transaction %s: response delivered", tracker.transaction_id)

@@ -6,6 +6,8 @@ service's processed callback; `tracker_fail` records a permanent failure and tel
 where that helps them; `tracker_retry` puts a failed tracker back to work (the admin's action).
 """
 
+import contextlib
+import contextvars
 import logging
 from datetime import timedelta
 
@@ -39,8 +41,33 @@ def transaction_ref(transaction_id: str) -> str:
     return f"{settings.SVC_BASE_URL}/partner/v2/transactions/{transaction_id}"
 
 
+# The steps of a worker's run, written together when the run ends (`steps_batched`): one INSERT for
+# the run instead of one per step. The tracker's own times (prepared_at, slots_requested_at,
+# delivered_at) and its documents' are what a resumed run reads; the steps are the history staff read.
+_batched_steps: contextvars.ContextVar[list[TrackerStep] | None] = contextvars.ContextVar("steps", default=None)
+
+
 def step_record(tracker: Tracker, name: str, detail: str = "", *, actor: str = "") -> None:
-    TrackerStep.objects.create(tracker=tracker, name=name, detail=detail[:2000], actor=actor[:150])
+    step = TrackerStep(tracker=tracker, name=name, detail=detail[:2000], actor=actor[:150], created_at=timezone.now())
+    batch = _batched_steps.get()
+    if batch is not None:
+        batch.append(step)
+    else:
+        step.save()
+
+
+@contextlib.contextmanager
+def steps_batched():
+    """Hold the steps recorded in the block and write them in one INSERT when it ends, however it
+    ends. A worker killed in the block loses that run's history lines, never its progress."""
+    batch: list[TrackerStep] = []
+    token = _batched_steps.set(batch)
+    try:
+        yield
+    finally:
+        _batched_steps.reset(token)
+        if batch:
+            TrackerStep.objects.bulk_create(batch)
 
 
 def first_time(field: str, now):
@@ -133,12 +160,15 @@ def tracker_give_up(*, tracker_id: int, error: str) -> None:
         tracker_fail(tracker=tracker, code=FailureCode.RETRIES_EXHAUSTED, reason=f"Gave up after retries: {error}")
 
 
-def tracker_complete(*, transaction_id: str, event_id: str = "", because: str = "") -> Tracker | None:
+def tracker_complete(
+    *, transaction_id: str, event_id: str = "", because: str = "", tracker: Tracker | None = None
+) -> Tracker | None:
     """The processed callback: REQUEST_COMPLETED, whatever step the tracker recorded last.
 
     A failed tracker stays failed; a completed one is left as it is (a replayed callback
     changes nothing: no second step, the first completion time kept). Without a callback event,
-    `because` says what completed it (the service's transaction list, a staff member).
+    `because` says what completed it (the service's transaction list, a staff member). A caller
+    that has just read the tracker passes it, and it is not read again.
     """
     now = timezone.now()
     done = (
@@ -154,7 +184,16 @@ def tracker_complete(*, transaction_id: str, event_id: str = "", because: str = 
             updated_at=now,
         )
     )
-    tracker = Tracker.objects.filter(transaction_id=transaction_id).first()
+    if tracker is None:
+        tracker = Tracker.objects.filter(transaction_id=transaction_id).first()
+    elif done:  # what the UPDATE wrote, in memory
+        tracker.status, tracker.completed_at, tracker.event_id, tracker.updated_at = (
+            TrackerStatus.REQUEST_COMPLETED,
+            now,
+            event_id,
+            now,
+        )
+        tracker.delivered_at = tracker.delivered_at or now
     if done and tracker is not None:
         order_completed(tracker, now)
         step_record(tracker, "completed", because or f"event {event_id}")

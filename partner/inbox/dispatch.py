@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
-from partner.core.leases import lease_kept, lease_release, lease_take
+from partner.core.leases import lease_kept, lease_release, lease_take_one
 from partner.core.logging import log_context
 from partner.fulfillment import handlers
 from partner.inbox.models import Notification, NotificationState
@@ -47,7 +47,7 @@ def handler_for(resource_type: str, event_type: str) -> Handler | None:
 
 
 def _take(notification_id: int) -> Notification | None:
-    taken = lease_take(
+    return lease_take_one(
         Notification.objects.filter(
             pk=notification_id,
             state__in=[NotificationState.RECEIVED, NotificationState.QUEUED, NotificationState.PROCESSING],
@@ -56,7 +56,6 @@ def _take(notification_id: int) -> Notification | None:
         attempts=F("attempts") + 1,
         updated_at=timezone.now(),
     )
-    return Notification.objects.get(pk=notification_id) if taken else None
 
 
 def _finish(notification: Notification, state: str, error: str = "") -> None:

@@ -42,30 +42,45 @@ def _publish(notification_ids: list[int]) -> list[int]:
     return list(notification_ids)
 
 
+class _NothingSent(Exception):
+    """The broker took none of the batch: its rows go back to `received` (the transaction rolls back)."""
+
+
+def _received_taken(limit: int) -> list[int]:
+    """Mark up to `limit` `received` rows `queued`, oldest first, and return their ids: one statement
+    (UPDATE … RETURNING), the rows locked until the caller's transaction ends. Relays in several
+    workers skip each other's rows (SKIP LOCKED) where the database has it; SQLite has one writer."""
+    connection = transaction.get_connection()
+    table = connection.ops.quote_name(Notification._meta.db_table)
+    lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            # The table is the model's, quoted; every value is a parameter.
+            f"UPDATE {table} SET state = %s, enqueued_at = %s, updated_at = %s WHERE id IN "  # noqa: S608
+            f"(SELECT id FROM {table} WHERE state = %s ORDER BY id LIMIT %s{lock}) RETURNING id",
+            [NotificationState.QUEUED, now, now, NotificationState.RECEIVED, limit],
+        )
+        return sorted(row[0] for row in cursor.fetchall())
+
+
 def notifications_relay(*, limit: int = 200) -> int:
     """Hand up to `limit` stored `received` notifications to the broker, oldest first; how many went.
 
-    The rows are locked while their tasks are published (SKIP LOCKED: relays in
-    several workers share the work without waiting on each other) and marked
-    `queued` in the same transaction. A relay that dies after publishing and
-    before committing leaves them `received`, and they are published again:
-    a second message for a notification is harmless.
+    The rows are marked `queued` and locked in one statement, their tasks published, and the
+    transaction committed (SKIP LOCKED: relays in several workers share the work without waiting
+    on each other). When the broker takes nothing, the transaction rolls back and the rows wait
+    `received` for the next round. A relay that dies after publishing and before committing leaves
+    them `received`, and they are published again: a second message for a notification is harmless.
     """
-    with transaction.atomic():
-        ids = list(
-            Notification.objects.select_for_update(skip_locked=True)
-            .filter(state=NotificationState.RECEIVED)
-            .order_by("pk")
-            .values_list("pk", flat=True)[:limit]
-        )
-        if not ids:
-            return 0
-        sent = _publish(ids)
-        now = timezone.now()
-        Notification.objects.filter(pk__in=sent, state=NotificationState.RECEIVED).update(
-            state=NotificationState.QUEUED, enqueued_at=now, updated_at=now
-        )
-    return len(sent)
+    try:
+        with transaction.atomic():
+            ids = _received_taken(limit)
+            if ids and not _publish(ids):
+                raise _NothingSent
+    except _NothingSent:
+        return 0
+    return len(ids)
 
 
 def notifications_stalled():
