@@ -38,12 +38,12 @@ LOAN = {
 # intake 1, relay 2, process 7 (this test on the code of 2026-11-24 morning).
 BUDGET = {
     "intake (created)": 1,
-    "relay (created)": 2,
-    "process (created)": 5,
-    "fulfil": 14,
+    "relay (created)": 1,
+    "process (created)": 4,
+    "fulfil": 13,
     "intake (processed)": 1,
-    "relay (processed)": 2,
-    "process (processed)": 6,
+    "relay (processed)": 1,
+    "process (processed)": 5,
 }
 BEFORE = 39
 # Tasks of one order: the two notifications' processing (published by the relay) and the fulfilment.
@@ -136,3 +136,12 @@ def test_an_order_costs_fewer_statements_than_before(second_order):
 def test_an_order_publishes_three_tasks(second_order):
     _, tasks = second_order
     assert sorted(name for name, _ in tasks) == ["fulfillment.fulfill", "inbox.process", "inbox.process"], tasks
+
+
+def test_a_webhook_costs_one_insert_one_relay_statement_and_one_task(second_order):
+    """Per webhook, before its handler's own work: stored with one INSERT, handed over with one
+    statement (per relay round, however many it carries) and one task."""
+    counts, tasks = second_order
+    assert counts["intake (created)"] == counts["intake (processed)"] == 1
+    assert counts["relay (created)"] == counts["relay (processed)"] == 1
+    assert [name for name, _ in tasks].count("inbox.process") == 2  # one per webhook
