@@ -114,6 +114,15 @@ class Tracker(TimeStampedModel, LeasedModel):
             models.Index(fields=["status", "updated_at"], name="tracker_status_updated"),
             # The hand-back of dead workers' trackers, every few seconds in every worker: held ones only.
             models.Index(fields=["claimed_until"], condition=Q(claimed_until__isnull=False), name="tracker_held"),
+            # Open orders (/metrics, retention's "never an open order"): the size of the work in hand.
+            models.Index(
+                fields=["status", "product_name"],
+                condition=~Q(status__in=FINAL_STATUSES),
+                name="tracker_open",
+            ),
+            # Orders finished before a cut-off (retention).
+            models.Index(fields=["status", "completed_at"], name="tracker_status_completed"),
+            models.Index(fields=["status", "failed_at"], name="tracker_status_failed"),
         ]
 
     def __str__(self):
@@ -159,6 +168,14 @@ class TrackerAttachment(models.Model):
     class Meta:
         ordering = ["tracker", "position"]
         constraints = [models.UniqueConstraint(fields=["tracker", "position"], name="attachment_position_unique")]
+        indexes = [
+            # The purge of documents: the rows still holding a file or an upload location.
+            models.Index(
+                fields=["id", "tracker"],
+                condition=~Q(file="") | ~Q(upload_location="") | ~Q(upload_authorization=""),
+                name="attachment_document_held",
+            ),
+        ]
 
     def __str__(self):
         return self.name
@@ -193,6 +210,8 @@ class TrackerStep(models.Model):
 
     class Meta:
         ordering = ["tracker", "created_at", "id"]
+        # The purge of order data: the steps still holding a detail.
+        indexes = [models.Index(fields=["id", "tracker"], condition=~Q(detail=""), name="step_detail_held")]
 
     def __str__(self):
         return self.name

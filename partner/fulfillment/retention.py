@@ -53,6 +53,7 @@ def _order_data(cutoff: datetime) -> QuerySet:
     return trackers_finished_before(cutoff).filter(
         Q(response__isnull=False)
         | Q(request__isnull=False)
+        | ~Q(findings=[])
         | ~Q(loan_number="")
         | ~Q(last_error="")
         | ~Q(failure_reason="")
@@ -72,7 +73,7 @@ def order_data_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
             TrackerStep.objects.filter(tracker_id__in=ids).exclude(detail="").update(detail="")
             Delivery.objects.filter(tracker_id__in=ids).update(loan={}, result=None)
             erased = Tracker.objects.filter(pk__in=ids).update(
-                response=None, request=None, loan_number="", last_error="", failure_reason=""
+                response=None, request=None, findings=[], loan_number="", last_error="", failure_reason=""
             )
         yield erased
 

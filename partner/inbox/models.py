@@ -23,6 +23,10 @@ class NotificationState(models.TextChoices):
     REFUSED = "refused", "Refused"  # signed with another product's secret: answered 401, never processed
 
 
+# Notifications not yet done with: the backlog.
+UNFINISHED = Q(state__in=[NotificationState.RECEIVED, NotificationState.QUEUED, NotificationState.PROCESSING])
+
+
 class Notification(TimeStampedModel, LeasedModel):
     dedupe_key = models.CharField(max_length=128, unique=True)
     event_id = models.CharField(max_length=200, blank=True)
@@ -53,6 +57,16 @@ class Notification(TimeStampedModel, LeasedModel):
             models.Index(fields=["state", "updated_at"], name="inbox_state_updated"),
             # The hand-back of dead workers' notifications, every few seconds in every worker: held ones only.
             models.Index(fields=["claimed_until"], condition=Q(claimed_until__isnull=False), name="inbox_held"),
+            # The relay's round, the sweep and the backlog's age (/metrics, /healthz/ready): the size of
+            # the backlog, never a walk of the history, whatever statistics the planner last took.
+            models.Index(fields=["id"], condition=UNFINISHED, name="inbox_unfinished"),
+            models.Index(fields=["received_at"], condition=UNFINISHED, name="inbox_unfinished_age"),
+            # The daily purge of bodies, headers and addresses: the rows still holding them.
+            models.Index(
+                fields=["id"],
+                condition=~Q(body="") | ~Q(headers={}) | Q(remote_addr__isnull=False),
+                name="inbox_personal_data",
+            ),
         ]
 
     def __str__(self):

@@ -37,6 +37,8 @@ def _order(now, transaction_id, status, *, finished=None, created=None):
         transaction_id=transaction_id,
         status=status,
         response=PERSONAL_RESPONSE,
+        # What the work found: the property's address before and after, personal like the response.
+        findings=[{"field": "city", "label": "City", "before": "Boston", "after": "New York", "changed": True}],
         reference_number=f"AV-{transaction_id}",
         last_error="the service said 503",
         failure_reason="ZIP code 99999 is not a known US ZIP code" if status == TrackerStatus.FAILED else "",
@@ -160,6 +162,7 @@ def _erased(tracker):
     steps = list(tracker.steps.values_list("detail", flat=True))
     return (
         tracker.response is None
+        and tracker.findings == []
         and tracker.last_error == tracker.failure_reason == ""
         and not attachment.file
         and attachment.upload_location == attachment.upload_authorization == ""
@@ -172,6 +175,7 @@ def _untouched(tracker):
     attachment = tracker.attachments.get()
     return (
         tracker.response == PERSONAL_RESPONSE
+        and tracker.findings != []
         and attachment.read() == PDF
         and attachment.upload_authorization == "Bearer one-time"
         and list(tracker.steps.values_list("detail", flat=True)) == ["ZIP code 99999 refused"] * 2
