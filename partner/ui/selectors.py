@@ -52,7 +52,9 @@ def tracker_for_lender(
 ) -> Tracker | None:
     """The order's tracker with who placed it, in one query (None before its webhook landed);
     TransactionNotShown when it is not theirs: another product's, lender's, or loan's."""
-    tracker = Tracker.objects.select_related("ordered_by").filter(transaction_id=transaction_id).first()
+    # Not the lender's loan as sent (`request`) nor staff's error text: never shown, and read on every poll.
+    trackers = Tracker.objects.select_related("ordered_by").defer("request", "last_error")
+    tracker = trackers.filter(transaction_id=transaction_id).first()
     if tracker is None:
         return None
     if tracker.product_name and tracker.product_name != product_name:
