@@ -4,16 +4,23 @@ The signature is checked over the raw bytes before anything is parsed; an
 accepted notification is stored before the 202 goes out. A chunked body (no
 Content-Length) is read up to the same limit as any other. The view is outside
 any request-wide transaction, so what was stored stays stored.
+
+`webhook_answer` decides every answer (`WebhookAnswer`). Under WSGI (gunicorn, runserver)
+`POST /v1/webhooks` reaches it through the lean path of `partner/inbox/webhook_wsgi.py`, past the
+middleware and the content negotiation it does not need; `WebhookReceiveApi` (the URL map: ASGI,
+the test client, the API schema) answers through the same function.
 """
 
+import json
 import logging
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import DatabaseError
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.parsers import BaseParser
-from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from partner.inbox.intake import WebhookNotANotification, WebhookSignatureInvalid, webhook_receive
@@ -76,6 +83,36 @@ def _read_at_most(stream, size: int) -> bytes:
     return b"".join(parts)
 
 
+@dataclass(frozen=True)
+class WebhookAnswer:
+    """What a webhook is answered: a status, the message of a JSON body (none: no body) and headers."""
+
+    status: int
+    message: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def content(self) -> bytes:
+        """`{"message": ...}` as DRF's renderer writes it (compact, UTF-8); nothing for an answer without a message."""
+        if self.message is None:
+            return b""
+        return json.dumps({"message": self.message}, ensure_ascii=False, separators=(",", ":")).encode()
+
+    @property
+    def content_type(self) -> str | None:
+        return None if self.message is None else "application/json"
+
+
+def webhook_response(answer: WebhookAnswer) -> HttpResponse:
+    """The answer as a Django response (no Content-Type without a body, as DRF answered it)."""
+    response = HttpResponse(answer.content, status=answer.status, headers=dict(answer.headers))
+    if answer.content_type is None:
+        del response["Content-Type"]
+    else:
+        response["Content-Type"] = answer.content_type
+    return response
+
+
 def _body_stream(request):
     """Where the body is read from: Django's request, or the server's own stream for a body without a length.
 
@@ -109,7 +146,34 @@ def _read_body(request) -> bytes:
     return body
 
 
+def webhook_answer(request) -> WebhookAnswer:
+    """Read, verify and store one webhook (`webhook_receive`); its answer: 202, 400, 401, 411, 413 or 503."""
+    try:
+        body = _read_body(request)
+    except WebhookBodyRefused as refused:
+        return WebhookAnswer(refused.status, refused.message)
+    try:
+        notification_id = webhook_receive(
+            body=body,
+            signature=request.headers.get(settings.SVC_SIGNATURE_HEADER),
+            headers=request.headers,
+            remote_addr=request.META.get("REMOTE_ADDR"),
+        )
+    except WebhookSignatureInvalid:
+        return WebhookAnswer(401, "Invalid or missing signature")
+    except WebhookNotANotification as exc:
+        return WebhookAnswer(400, f"Not a webhook notification: {exc}")
+    except DatabaseError as exc:
+        # The database is away (restart, failover): nothing was stored, so say "retry later"
+        # (the service redelivers on any non-2xx) rather than an unhandled 500.
+        logger.warning("webhook not stored, database unavailable (%s)", type(exc).__name__)
+        return WebhookAnswer(503, "Temporarily unavailable, retry later", (("Retry-After", "5"),))
+    return WebhookAnswer(202, headers=(("X-Notification-Id", str(notification_id)),))
+
+
 class WebhookReceiveApi(APIView):
+    """The webhook as the URL map serves it (ASGI, the test client) and the API schema documents it."""
+
     authentication_classes = []
     permission_classes = []
     parser_classes = [RawBodyParser]
@@ -140,28 +204,4 @@ class WebhookReceiveApi(APIView):
         },
     )
     def post(self, request):
-        try:
-            body = _read_body(request._request)
-        except WebhookBodyRefused as refused:
-            return Response({"message": refused.message}, status=refused.status)
-        try:
-            notification_id = webhook_receive(
-                body=body,
-                signature=request.headers.get(settings.SVC_SIGNATURE_HEADER),
-                headers=request.headers,
-                remote_addr=request.META.get("REMOTE_ADDR"),
-            )
-        except WebhookSignatureInvalid:
-            return Response({"message": "Invalid or missing signature"}, status=status.HTTP_401_UNAUTHORIZED)
-        except WebhookNotANotification as exc:
-            return Response({"message": f"Not a webhook notification: {exc}"}, status=status.HTTP_400_BAD_REQUEST)
-        except DatabaseError as exc:
-            # The database is away (restart, failover): nothing was stored, so say "retry later"
-            # (the service redelivers on any non-2xx) rather than an unhandled 500.
-            logger.warning("webhook not stored, database unavailable (%s)", type(exc).__name__)
-            return Response(
-                {"message": "Temporarily unavailable, retry later"},
-                status=status.HTTP_503_SERVICE_UNAVAILABLE,
-                headers={"Retry-After": "5"},
-            )
-        return Response(status=status.HTTP_202_ACCEPTED, headers={"X-Notification-Id": str(notification_id)})
+        return webhook_response(webhook_answer(request._request))
