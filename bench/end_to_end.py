@@ -227,7 +227,7 @@ def end_to_end_bench(
         database=database,
         public_base_url=base,
         sandbox=True,
-        settings="bench.settings",
+        settings="bench.settings_loopback",  # the sandbox's upload slots are on the loopback, over http
         SANDBOX_TOKEN_LIFETIME=lifetime,
     )
     django_setup(env)

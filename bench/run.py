@@ -75,7 +75,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Benchmarks of the partner application")
     parser.add_argument(
         "--only",
-        default="intake,floor,end_to_end,reconcile_cost,panels,history",
+        default="intake,floor,end_to_end,reconcile_cost,panels,history,order_floor,faults_429,memory",
         help="comma-separated benchmarks",
     )
     parser.add_argument("--requests", type=int, default=20000, help="intake: notifications in the closed loop")
@@ -171,6 +171,27 @@ def main(argv=None) -> int:
         print("  EXPLAIN of every periodic statement (seeded database):")
         for plan in history["plans"]:
             print(f"    {plan['verdict']:<60} {plan['job']}: {plan['top'][:70]}")
+    if "order_floor" in only:
+        from bench.order_floor import order_floor_bench
+
+        floor_order = order_floor_bench(database=database, compare_worker=True)
+        results["order_floor"] = floor_order
+        write("order_floor", floor_order)
+        show("\n== fulfillment floor: one order's work without the ORM and Celery (bench/order_floor.py)", floor_order)
+    if "faults_429" in only:
+        from bench.faults_429 import faults_429_bench
+
+        faults = faults_429_bench(database=database)
+        results["faults_429"] = faults
+        write("faults_429", faults)
+        show("\n== end to end with 429 (Retry-After: 10) on a third of the calls (bench/faults_429.py)", faults)
+    if "memory" in only:
+        from bench.memory import memory_bench
+
+        memory = memory_bench(database=database)
+        results["memory"] = memory
+        write("memory", memory)
+        show("\n== memory across 100,000 webhooks (bench/memory.py)", memory)
     if "reconcile_cost" in only:
         from bench.reconcile_cost import reconcile_cost_process
 
@@ -249,6 +270,25 @@ def verdicts(results: dict) -> dict:
                 run["token_lifetimes_spanned"],
                 tokens <= run["token_lifetimes_spanned"],
             )
+    floor_order = results.get("order_floor")
+    if floor_order and floor_order.get("worker_over_floor") is not None:
+        ratio = floor_order["worker_over_floor"]
+        found["worker_over_order_floor"] = verdict("worker CPU per order / the floor's", ratio, 2, ratio <= 2)
+    faults = results.get("faults_429")
+    if faults:
+        found["throughput_under_429"] = verdict(
+            "throughput with 429 on a third of the calls / without",
+            faults["ratio"],
+            0.7,
+            faults["ratio"] is not None and faults["ratio"] >= 0.7,
+        )
+    memory = results.get("memory")
+    if memory:
+        growth = {kind: summary["growth_pct"] for kind, summary in memory["by_kind"].items()}
+        grown = {kind: pct for kind, pct in growth.items() if pct is None or pct > 5}
+        found["memory_flat"] = verdict(
+            "RSS growth, first to last 10,000 webhooks (% by process kind)", growth, "≤ 5", not grown
+        )
     panels = results.get("panels")
     if panels:
         calls = panels["paced"]["service_calls"] + panels["closed_loop"]["service_calls"]
