@@ -93,7 +93,7 @@ def gunicorn_app(settings, tmp_path):
             try:
                 requests.get(f"{url}/healthz", timeout=2)
                 break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # not listening yet, or still booting
                 if server.poll() is not None:
                     pytest.fail(f"gunicorn did not start: {log.read_text()[-2000:]}")
                 time.sleep(0.1)
