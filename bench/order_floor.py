@@ -24,8 +24,11 @@ process waits (no CPU counted) until our intake has stored every "processed" not
 hands each floor process the event ids of its orders for step 6. The CPU per order is the floor
 processes' user+system time (`time.process_time`), split into the PDF report
 (`address_report_pdf`), the rest of `fulfill()` (checks, response), the five HTTP exchanges
-(requests, JSON encoding and decoding) and the loop itself. One warm-up order per process
-(imports, fonts, the first connection) is not counted.
+(requests, JSON encoding and decoding) and the loop itself. One warm-up order per process (the
+ZIP code data loaded on first use, about 0.3 s; fonts; the first connection) is not counted in
+`cpu_ms_per_order`; `cpu_ms_per_order_with_warmup` counts it, as end_to_end.py's fresh worker
+pays it inside its N orders. The modules are imported before either is measured, as the worker
+imports them when it starts.
 
     .venv/bin/python bench/order_floor.py                 # floor and worker, 200 orders each
     .venv/bin/python bench/order_floor.py --transactions 50 --no-worker
