@@ -139,6 +139,21 @@ def latencies(ids: list[str]) -> dict:
     }
 
 
+def transactions_start(seed, transactions: int) -> tuple[list[str], float]:
+    """The platform's side: `transactions` orders of the demo lender created in the sandbox, each
+    sending its signed webhook; their ids and how long creating them took."""
+    from partner.sandbox.transactions import transaction_create
+
+    started = time.monotonic()
+    ids = [
+        transaction_create(
+            product=seed.products["address-verification"], user=seed.users["lender.demo"], loan=seed.loans[2]
+        ).id
+        for _ in range(transactions)
+    ]
+    return ids, time.monotonic() - started
+
+
 def run_once(
     *, seed, web: stack.Process, access_log, env: dict, concurrency: int, transactions: int, lifetime: int
 ) -> dict:
@@ -150,7 +165,6 @@ def run_once(
     from django.core.cache import cache
 
     from config.celery import app
-    from partner.sandbox.transactions import transaction_create
     from partner.sandbox.webhooks import webhook_deliveries_wait
 
     app.control.purge()
@@ -160,14 +174,7 @@ def run_once(
         worker_ready()
         offset = access_log.stat().st_size
         cpu_before = _cpu(web, worker)
-        started = time.monotonic()
-        ids = [
-            transaction_create(
-                product=seed.products["address-verification"], user=seed.users["lender.demo"], loan=seed.loans[2]
-            ).id
-            for _ in range(transactions)
-        ]
-        created_s = time.monotonic() - started
+        ids, created_s = transactions_start(seed, transactions)
         statuses = wait_all_done(ids, timeout=max(120, transactions * 2))
         webhook_deliveries_wait(timeout=30)
         cpu_after = _cpu(web, worker)

@@ -223,10 +223,9 @@ def fault_run(
     """
     from django.core.cache import cache
 
-    from bench.end_to_end import access_log_calls, latencies, worker_ready
+    from bench.end_to_end import access_log_calls, latencies, transactions_start, worker_ready
     from config.celery import app
     from partner.fulfillment.models import Tracker
-    from partner.sandbox.transactions import transaction_create
     from partner.sandbox.webhooks import webhook_deliveries_wait
 
     app.control.purge()
@@ -240,13 +239,7 @@ def fault_run(
         offset = access_log.stat().st_size
         cpu_before = _cpu(web, worker)
         started = time.monotonic()
-        ids = [
-            transaction_create(
-                product=seed.products["address-verification"], user=seed.users["lender.demo"], loan=seed.loans[2]
-            ).id
-            for _ in range(transactions)
-        ]
-        created_s = time.monotonic() - started
+        ids, created_s = transactions_start(seed, transactions)
         settled = _settled_wait(ids, timeout=max(300, transactions * 2), quiet_s=quiet_s)
         webhook_deliveries_wait(timeout=30)
         cpu_after = _cpu(web, worker)

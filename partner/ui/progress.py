@@ -103,13 +103,14 @@ def transaction_timeline(tracker: Tracker) -> list[dict]:
 
 def _steps(tracker: Tracker, timeline: list[dict]) -> list[dict]:
     """The four steps, each with when it was reached (None: not yet), so a quick order's path shows."""
-    delivered = tracker.delivered_at
-    if tracker.staff_worked:
+    if tracker.staff_worked:  # its final delivery's time, as the timeline already says it
         delivered = next((e["sent_at"] for e in timeline if e["kind"] == DeliveryKind.FINAL), None)
+    else:
+        delivered = _iso(tracker.delivered_at)
     reached = {
         "requested": _iso(tracker.created_at),
         "in_progress": _iso(tracker.prepared_at),
-        "delivered": delivered if isinstance(delivered, str) else _iso(delivered),
+        "delivered": delivered,
         "completed": _iso(tracker.completed_at),
     }
     return [{"key": key, "label": label, "reached_at": reached[key]} for key, label in STEP_LABELS.items()]

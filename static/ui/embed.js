@@ -499,7 +499,8 @@
     $("order-terms").hidden = parts.length === 0;
   }
 
-  var STEP_NAMES = { requested: "Requested", in_progress: "In progress", delivered: "Delivered", completed: "Completed", failed: "Failed", declined: "Declined" };
+  // Every step's name, from the steps and the end states above.
+  var STEP_NAMES = STEPS.reduce(function (names, step) { names[step.key] = step.label; return names; }, Object.assign({}, END_STEPS));
 
   // This loan's earlier orders of the product: each can be opened; a new one needs a confirmation.
   function renderEarlier(orders) {
