@@ -63,7 +63,8 @@ run: demo
 
 # The tests whose behaviour is about the queue: run again on RabbitMQ when it answers.
 QUEUE_TESTS = tests/fulfillment/test_pipeline.py tests/fulfillment/test_worker_killed.py \
-	tests/inbox/test_relay.py tests/inbox/test_receive.py tests/core/test_healthz.py
+	tests/fulfillment/test_task_retries.py tests/inbox/test_relay.py tests/inbox/test_receive.py \
+	tests/core/test_healthz.py
 
 test: setup
 	@eval "$$(bin/test-services)"; \

@@ -91,6 +91,19 @@ def _test_database_released(django_db_setup, django_db_blocker):
 
 
 @pytest.fixture(autouse=True)
+def _catalog_cache_dropped():
+    """No test sees the cached catalog of another, or of an earlier run sharing the cache (a test's
+    rows are rolled back without a signal)."""
+    from django.core.cache import cache
+
+    from partner.catalog.product_cache import CATALOG_CACHE_KEY
+
+    cache.delete(CATALOG_CACHE_KEY)
+    yield
+    cache.delete(CATALOG_CACHE_KEY)
+
+
+@pytest.fixture(autouse=True)
 def _runtime_secrets_forgotten():
     """A value one test registered as secret (a fuzzed token, say) must not mask another test's text."""
     yield

@@ -109,6 +109,9 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # The OAuth token lives here, so every web and worker process must share it:
 # a file cache on one machine, Redis (CACHE_URL=redis://...) for several.
 CACHES = {"default": _read("CACHE_URL", env.cache_url, default=f"filecache://{VAR_DIR / 'cache'}")}
+# Every order reads the catalog (products, credential definitions) from it: a change drops it at
+# once; these seconds bound a copy that a change made outside Django (SQL, a restore) left behind.
+CATALOG_CACHE_SECONDS = _read("CATALOG_CACHE_SECONDS", env.int, default=300)
 
 # APPS
 # ------------------------------------------------------------------------------
@@ -429,10 +432,14 @@ CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=120
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=150)
 # Publishing retries a little when the broker blips, then gives up: the inbox sweeper re-enqueues.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
-# Bounded retries with exponential backoff and jitter (used by every task that calls the service).
+# Bounded retries with exponential backoff and jitter (used by every task that calls the service;
+# partner/core/retries.py). A 429 or 503 with Retry-After is the service asking us to wait: the task
+# comes back after that wait and spends no retry, for CELERY_TASK_RATE_LIMIT_PATIENCE seconds
+# after the first such wait; past it, those count too. Every other transient error counts.
 CELERY_TASK_MAX_RETRIES = env.int("CELERY_TASK_MAX_RETRIES", default=5)
+CELERY_TASK_RATE_LIMIT_PATIENCE = env.int("CELERY_TASK_RATE_LIMIT_PATIENCE", default=3600)
 CELERY_TASK_RETRY_BACKOFF = 2  # seconds, doubled per attempt
-CELERY_TASK_RETRY_BACKOFF_MAX = 300  # never wait longer than this between attempts
+CELERY_TASK_RETRY_BACKOFF_MAX = 300  # never wait longer than this between attempts (a Retry-After too)
 CELERY_TASK_RETRY_JITTER = True  # spread retries so that workers do not stampede the service
 # Our logging configuration stays in charge of the root logger.
 # Celery's Django fix-up closes every database connection before and after each task unless

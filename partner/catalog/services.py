@@ -7,7 +7,8 @@
   shows beforehand what that would change.
 - `product_access_patch(product, ...)` merge-patches (#10) only
   `entitlements.access.allow`/`deny`.
-- `product_ensure(...)` gives the local product, pulling it when we lack it.
+- `product_ensure(...)` gives the local product, pulling it when we lack it;
+  `product_for_order(...)` the same for an order, from the catalog kept in the shared cache.
 - `products_import(documents)` stores products as a pull would, from a listing saved beforehand
   (`make demo` fills the catalog from the sandbox's seed before the service is up).
 - `product_staff_settings_set(...)` sets our own settings of a product: its turnaround and the
@@ -43,6 +44,7 @@ from .models import (
     PartnerCompany,
     Product,
 )
+from .product_cache import catalog_product
 
 logger = logging.getLogger(__name__)
 
@@ -248,6 +250,31 @@ def product_ensure(*, name: str | None = None, service_id: str | None = None) ->
     if product is None:
         raise ProductSyncError(f"The product could not be stored: {outcome}.")
     return product
+
+
+def product_for_order(*, service_id: str | None = None, name: str | None = None) -> Product:
+    """The product an order names, its credential definitions loaded: from the shared cache, no SQL.
+
+    Every automated order reads its product and the product's credential definitions (the
+    credential check), and staff change them a few times a year. So the whole catalog is kept under
+    ONE key of the shared cache (every web and worker process reads the same copy; a rename or a
+    new product needs no bookkeeping of keys): one cache GET per order. The key is dropped whenever
+    a product or a credential definition is saved or deleted, and again when that change commits,
+    so no process keeps the old rows; CATALOG_CACHE_SECONDS is only a backstop
+    (partner/catalog/product_cache.py). The copy holds no secret (the signing secret is deferred)
+    and is for reading: a product to change is loaded from the database. A cache that fails is
+    logged once and the database answers.
+
+    Same lookup as `product_get` (service id preferred, else name). A product the catalog lacks is
+    what `product_ensure` gives (the database, then pulled from the service), raising as it does:
+    ValueError, ProductNotFound, ProductSyncError.
+    """
+    if not name and not service_id:
+        raise ValueError("product_for_order needs a name or a service_id")
+    product = catalog_product(service_id=service_id, name=name)
+    if product is not None:
+        return product
+    return product_ensure(name=name, service_id=service_id)
 
 
 def _validated(product: Product) -> None:

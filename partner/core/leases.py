@@ -23,9 +23,11 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection, connections, models
-from django.db.models import Q, sql
+from django.db import connection, models
+from django.db.models import Q
 from django.utils import timezone
+
+from partner.core.returning import update_returning
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +46,11 @@ def lease_seconds() -> float:
     return float(settings.LEASE_SECONDS)
 
 
+def lease_until(now: datetime | None = None) -> datetime:
+    """When a lease taken now runs out (the `claimed_until` of a row taken, or created taken)."""
+    return (now or timezone.now()) + timedelta(seconds=lease_seconds())
+
+
 def lease_free(now: datetime, *, through: str = "") -> Q:
     """Rows nobody holds at `now` (`through`: the path to the leased row, e.g. "tracker__")."""
     return Q(**{f"{through}claimed_until__isnull": True}) | Q(**{f"{through}claimed_until__lt": now})
@@ -55,26 +62,14 @@ def lease_take(queryset: models.QuerySet, **updates) -> bool:
     True when this caller got it; False when another worker holds it or nothing matched.
     """
     now = timezone.now()
-    until = now + timedelta(seconds=lease_seconds())
-    return queryset.filter(lease_free(now)).update(claimed_until=until, **updates) > 0
+    return queryset.filter(lease_free(now)).update(claimed_until=lease_until(now), **updates) > 0
 
 
 def lease_take_one(queryset: models.QuerySet, **updates) -> models.Model | None:
     """Take the one row of `queryset` as `lease_take` does, and return it as the UPDATE left it, or
-    None: one statement (UPDATE … RETURNING, PostgreSQL and SQLite alike) where taking and reading
-    the row would be two."""
+    None: one statement (`update_returning`) where taking and reading the row would be two."""
     now = timezone.now()
-    taken = queryset.filter(lease_free(now))
-    query = taken.query.chain(sql.UpdateQuery)
-    query.add_update_values({"claimed_until": now + timedelta(seconds=lease_seconds()), **updates})
-    statement, params = query.get_compiler(taken.db).as_sql()
-    if not statement:
-        return None
-    model = queryset.model
-    quote = connections[taken.db].ops.quote_name
-    columns = ", ".join(quote(field.column) for field in model._meta.concrete_fields)
-    # A raw query maps the returned columns to the model's fields with their converters (JSON, times).
-    rows = list(model.objects.db_manager(taken.db).raw(f"{statement} RETURNING {columns}", params))
+    rows = update_returning(queryset.filter(lease_free(now)), claimed_until=lease_until(now), **updates)
     return rows[0] if rows else None
 
 
@@ -92,8 +87,7 @@ def lease_kept(queryset: models.QuerySet):
         renewed = False
         try:
             while not stop.wait(lease_seconds() / 3):
-                until = timezone.now() + timedelta(seconds=lease_seconds())
-                queryset.filter(claimed_until__isnull=False).update(claimed_until=until)
+                queryset.filter(claimed_until__isnull=False).update(claimed_until=lease_until())
                 renewed = True
         except Exception as exc:  # the database away: the work goes on, the lease may run out
             logger.warning("lease renewal stopped (%s)", type(exc).__name__)

@@ -25,12 +25,13 @@ def tracker_event_handle(*, resource_ref: str) -> str:
     """GET the callback event and apply it to its order. Returns the event type."""
     ref = client.resource_ref_parse(resource_ref)
     event = client.get_event(ref.transaction_id, ref.event_id)
-    tracker = Tracker.objects.filter(transaction_id=ref.transaction_id).first()
     if event.type == response_processed_event_type():
+        # An automated order is completed (one statement); a staff-worked one is read and its delivery confirmed.
+        tracker = tracker_complete(transaction_id=ref.transaction_id, event_id=ref.event_id, automated_only=True)
         if tracker is not None and tracker.staff_worked:
             staff_events.delivery_confirm(tracker, event_id=ref.event_id, version=_response_version(event.raw))
-        else:
-            tracker_complete(transaction_id=ref.transaction_id, event_id=ref.event_id, tracker=tracker)
-    elif tracker is not None:
+        return event.type
+    tracker = Tracker.objects.filter(transaction_id=ref.transaction_id).first()
+    if tracker is not None:
         step_record(tracker, "event", f"{event.type} ({ref.event_id})")
     return event.type

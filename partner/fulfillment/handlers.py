@@ -6,12 +6,20 @@ name, so the fulfillment needs to know nothing of the inbox.
 """
 
 from partner.fulfillment.callbacks import tracker_event_handle
-from partner.fulfillment.services import tracker_open
+from partner.fulfillment.pipeline import tracker_fulfill_taken
+from partner.fulfillment.services import steps_batched, tracker_open
 
 
 def transaction_created(*, resource_id: str, resource_ref: str, product_name: str) -> None:
-    """A new transaction: open its tracker and hand it to a worker."""
-    tracker_open(transaction_id=resource_id, resource_ref=resource_ref, product_name=product_name)
+    """A new transaction: open its tracker and do its work here, in this notification's task (the
+    order's steps, "opened" with them, written in one INSERT at the end). A transaction we knew
+    already (a repeated notification) is handed to a worker instead."""
+    with steps_batched():
+        tracker, created = tracker_open(
+            transaction_id=resource_id, resource_ref=resource_ref, product_name=product_name, work_here=True
+        )
+        if created:
+            tracker_fulfill_taken(tracker)
 
 
 def event_created(*, resource_id: str, resource_ref: str, product_name: str) -> None:

@@ -25,10 +25,12 @@ from django.utils import timezone
 from partner.catalog.credentials import credentials_check
 from partner.catalog.errors import ProductNotFound, ProductSyncError
 from partner.catalog.models import Product
-from partner.catalog.services import product_ensure
+from partner.catalog.services import product_for_order
 from partner.core.leases import lease_kept, lease_release, lease_take_one
 from partner.core.logging import log_context
+from partner.core.retries import retry_plan
 from partner.fulfillment import staff_events, uploads
+from partner.fulfillment.enqueue import tracker_fulfill_enqueue
 from partner.fulfillment.fulfillers import Fulfillment, FulfillmentRefused, fulfiller_for
 from partner.fulfillment.metrics import order_delivered
 from partner.fulfillment.models import (
@@ -44,6 +46,8 @@ from partner.fulfillment.services import (
     step_record,
     steps_batched,
     tracker_fail,
+    tracker_give_up,
+    tracker_retry_scheduled,
     transaction_ref,
 )
 from partner.platform import client
@@ -70,6 +74,25 @@ def tracker_fulfill(*, tracker_id: int) -> Tracker | None:
         return None
     with log_context(tracker_id=tracker.pk, transaction_id=tracker.transaction_id):  # its failure's lines too
         return _taken_fulfill(tracker)
+
+
+def tracker_fulfill_taken(tracker: Tracker) -> Tracker:
+    """Run the steps of a tracker the caller created taken (`tracker_open(work_here=True)`): the
+    transaction webhook's own task does the order's first run, so an order needs no task and no
+    take of its own. What a task run would retry (a transient error) goes to the fulfillment task,
+    after the wait the service asked for or a backoff (`partner.core.retries`; this first run is not
+    one of that task's counted runs); an unexpected error fails the order, as a task's does."""
+    with log_context(tracker_id=tracker.pk, transaction_id=tracker.transaction_id):
+        try:
+            return _taken_fulfill(tracker)
+        except ServiceError as exc:  # transient: the permanent ones failed the tracker
+            plan = retry_plan(exc, retries=0)
+            tracker_retry_scheduled(tracker_id=tracker.pk, countdown=plan.countdown, error=str(exc))
+            tracker_fulfill_enqueue(tracker.pk, countdown=plan.countdown, rate_limited_since=plan.rate_limited_since)
+        except Exception as exc:
+            logger.exception("transaction %s: the first run stopped on an error", tracker.transaction_id)
+            tracker_give_up(tracker_id=tracker.pk, error=f"{type(exc).__name__}: {exc}")
+    return tracker
 
 
 def _taken_fulfill(tracker: Tracker) -> Tracker:
@@ -153,7 +176,7 @@ def _product(tracker: Tracker, txn: Transaction) -> Product:
         )
     product_name = record_name or tracker.product_name
     try:
-        return product_ensure(service_id=service_id or None, name=product_name or None)
+        return product_for_order(service_id=service_id or None, name=product_name or None)
     except (ProductNotFound, ValueError):
         raise TrackerFailed(FailureCode.PRODUCT_UNKNOWN, f"Product {product_name!r} is not configured") from None
     except ProductSyncError as exc:
@@ -163,9 +186,33 @@ def _product(tracker: Tracker, txn: Transaction) -> Product:
         raise
 
 
+# What preparing writes on the tracker; and, when the slots were asked for first, what they add.
+PREPARED_FIELDS = [
+    "response",
+    "findings",
+    "reference_number",
+    "product_name",
+    "ordered_by",
+    "request_type",
+    "prepared_at",
+    "status",
+    "request",
+    "loan_number",
+    "staff_worked",
+    "due_at",
+    "updated_at",
+]
+SLOTTED_FIELDS = ["slots_requested_at", "resource_id"]
+
+
 def _prepare(tracker: Tracker) -> list[TrackerAttachment]:
     """Read the transaction, check the lender, do the work; store the response and its documents
-    (which it returns) and mark the tracker prepared, in one transaction."""
+    (which it returns) and mark the tracker prepared, in one transaction.
+
+    An automated order's upload slots are asked for before that transaction, so that the documents
+    are stored with their slots and the tracker marked prepared and slotted in one write. When the
+    slot request fails, what was prepared is stored all the same: the next run starts from it.
+    """
     txn = _transaction_read(tracker)
     request = txn.request or {}
     product = _product(tracker, txn)
@@ -184,32 +231,32 @@ def _prepare(tracker: Tracker) -> list[TrackerAttachment]:
         code = FailureCode.ORDER_REFUSED if refusal.tell_lender else FailureCode.SETUP_INCOMPLETE
         raise TrackerFailed(code, refusal.reason, tell_lender=refusal.tell_lender) from None
 
+    tracker.ordered_by = check.account
+    slots = None
+    if fulfillment.final and fulfillment.attachments:
+        try:
+            slots = uploads.slots_get(tracker, [(a.name, a.mime_type) for a in fulfillment.attachments])
+        except (ServiceError, TrackerFailed):
+            _prepared_save(tracker, fulfillment, product=product, request=request, slots=None)
+            raise
+    return _prepared_save(tracker, fulfillment, product=product, request=request, slots=slots)
+
+
+def _prepared_save(
+    tracker: Tracker, fulfillment: Fulfillment, *, product: Product, request: dict, slots: list | None
+) -> list[TrackerAttachment]:
+    fields = PREPARED_FIELDS + (SLOTTED_FIELDS if slots else [])
     with transaction.atomic():
-        attachments = _prepared_store(tracker, fulfillment, product=product, request=request)
-        tracker.ordered_by = check.account
-        tracker.save(
-            update_fields=[
-                "response",
-                "findings",
-                "reference_number",
-                "product_name",
-                "ordered_by",
-                "request_type",
-                "prepared_at",
-                "status",
-                "request",
-                "loan_number",
-                "staff_worked",
-                "due_at",
-                "updated_at",
-            ]
-        )
+        attachments = _prepared_store(tracker, fulfillment, product=product, request=request, slots=slots)
+        tracker.save(update_fields=fields)
         step_record(tracker, "prepared", f"fulfiller {product.fulfiller}, {len(fulfillment.attachments)} attachment(s)")
+        if slots:
+            step_record(tracker, "slots_requested", ", ".join(a.resource_id for a in attachments))
     return attachments
 
 
 def _prepared_store(
-    tracker: Tracker, fulfillment: Fulfillment, *, product: Product, request: dict
+    tracker: Tracker, fulfillment: Fulfillment, *, product: Product, request: dict, slots: list | None
 ) -> list[TrackerAttachment]:
     documents = []
     for position, attachment in enumerate(fulfillment.attachments):
@@ -218,8 +265,12 @@ def _prepared_store(
         )
         document.size = len(attachment.content)
         document.file.save(attachment.name, ContentFile(attachment.content), save=False)
+        if slots:
+            uploads.slot_assign(document, slots[position])
         document.save()
         documents.append(document)
+    if slots:
+        _slotted(tracker, documents)
     tracker.response = fulfillment.response
     tracker.findings = fulfillment.findings
     tracker.reference_number = str(fulfillment.response.get("referenceNumber", ""))[:100]
@@ -236,12 +287,16 @@ def _prepared_store(
     return documents
 
 
+def _slotted(tracker: Tracker, attachments: list[TrackerAttachment]) -> None:
+    tracker.slots_requested_at = timezone.now()
+    # Known from here on: the processed callback may complete the tracker before the PATCH returns.
+    tracker.resource_id = attachments[0].resource_id if attachments else ""
+
+
 def _upload_slots_request(tracker: Tracker, attachments: list[TrackerAttachment]) -> None:
     def recorded():
-        tracker.slots_requested_at = timezone.now()
-        # Known from here on: the processed callback may complete the tracker before the PATCH returns.
-        tracker.resource_id = attachments[0].resource_id if attachments else ""
-        tracker.save(update_fields=["slots_requested_at", "resource_id", "updated_at"])
+        _slotted(tracker, attachments)
+        tracker.save(update_fields=[*SLOTTED_FIELDS, "updated_at"])
 
     uploads.slots_request(tracker, attachments, recorded=recorded)
 

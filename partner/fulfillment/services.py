@@ -17,6 +17,8 @@ from django.db.models import DateTimeField, F, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from partner.core.leases import lease_until
+from partner.core.returning import update_returning
 from partner.fulfillment.enqueue import tracker_fulfill_enqueue
 from partner.fulfillment.metrics import order_completed, order_failed
 from partner.fulfillment.models import ACTIVE_STATUSES, FailureCode, Tracker, TrackerStatus, TrackerStep
@@ -60,6 +62,9 @@ def step_record(tracker: Tracker, name: str, detail: str = "", *, actor: str = "
 def steps_batched():
     """Hold the steps recorded in the block and write them in one INSERT when it ends, however it
     ends. A worker killed in the block loses that run's history lines, never its progress."""
+    if _batched_steps.get() is not None:  # inside another batch: its end writes these too
+        yield
+        return
     batch: list[TrackerStep] = []
     token = _batched_steps.set(batch)
     try:
@@ -75,27 +80,34 @@ def first_time(field: str, now):
     return Coalesce(F(field), Value(now, output_field=DateTimeField()))
 
 
-def tracker_open(*, transaction_id: str, resource_ref: str = "", product_name: str = "") -> tuple[Tracker, bool]:
+def tracker_open(
+    *, transaction_id: str, resource_ref: str = "", product_name: str = "", work_here: bool = False
+) -> tuple[Tracker, bool]:
     """The tracker of a transaction, created in VALIDATION_REQUESTED the first time we hear of it;
     returns (tracker, created).
 
     Each call hands the tracker to a worker (after commit): a repeated notification restarts a
     tracker whose task was lost, and the task of a finished tracker does nothing. Safe when two
     callers race: the unique transaction id decides, the loser reads the winner's row.
+    `work_here`: the caller works a tracker it creates itself, so the tracker is created taken, with
+    the caller's lease and first attempt, and no task is sent for it.
     """
+    taken = {"claimed_until": lease_until(), "attempts": 1} if work_here else {}
     try:
         with transaction.atomic():
             tracker = Tracker.objects.create(
                 transaction_id=transaction_id,
                 resource_ref=resource_ref or transaction_ref(transaction_id),
                 product_name=product_name,
+                **taken,
             )
             step_record(tracker, "opened", resource_ref)
         created = True
     except IntegrityError:
         tracker, created = Tracker.objects.get(transaction_id=transaction_id), False
         _reopen_if_failed_by_its_notification(tracker, resource_ref=resource_ref, product_name=product_name)
-    tracker_fulfill_enqueue(tracker.pk)
+    if not (created and work_here):
+        tracker_fulfill_enqueue(tracker.pk)
     return tracker, created
 
 
@@ -161,43 +173,40 @@ def tracker_give_up(*, tracker_id: int, error: str) -> None:
 
 
 def tracker_complete(
-    *, transaction_id: str, event_id: str = "", because: str = "", tracker: Tracker | None = None
+    *, transaction_id: str, event_id: str = "", because: str = "", automated_only: bool = False
 ) -> Tracker | None:
-    """The processed callback: REQUEST_COMPLETED, whatever step the tracker recorded last.
+    """The processed callback: REQUEST_COMPLETED, whatever step the tracker recorded last. Returns
+    the tracker as it stands (None when there is none).
 
     A failed tracker stays failed; a completed one is left as it is (a replayed callback
     changes nothing: no second step, the first completion time kept). Without a callback event,
-    `because` says what completed it (the service's transaction list, a staff member). A caller
-    that has just read the tracker passes it, and it is not read again.
+    `because` says what completed it (the service's transaction list, a staff member).
+    `automated_only`: a staff-worked order is not completed here (its callback confirms a delivery).
+    The completion is one statement that returns the row; the tracker is read only when it did not
+    complete one.
     """
     now = timezone.now()
-    done = (
-        Tracker.objects.filter(transaction_id=transaction_id)
-        .exclude(status__in=[TrackerStatus.FAILED, TrackerStatus.REQUEST_COMPLETED])
-        .update(
-            status=TrackerStatus.REQUEST_COMPLETED,
-            completed_at=now,
-            # The service processed our response, so it was delivered, even if the worker
-            # that sent the PATCH has not recorded it yet.
-            delivered_at=first_time("delivered_at", now),
-            event_id=event_id,
-            updated_at=now,
-        )
+    completing = Tracker.objects.filter(transaction_id=transaction_id).exclude(
+        status__in=[TrackerStatus.FAILED, TrackerStatus.REQUEST_COMPLETED]
     )
-    if tracker is None:
-        tracker = Tracker.objects.filter(transaction_id=transaction_id).first()
-    elif done:  # what the UPDATE wrote, in memory
-        tracker.status, tracker.completed_at, tracker.event_id, tracker.updated_at = (
-            TrackerStatus.REQUEST_COMPLETED,
-            now,
-            event_id,
-            now,
-        )
-        tracker.delivered_at = tracker.delivered_at or now
-    if done and tracker is not None:
-        order_completed(tracker, now)
-        step_record(tracker, "completed", because or f"event {event_id}")
-        logger.info("transaction %s: request completed (%s)", transaction_id, because or f"event {event_id}")
+    if automated_only:
+        completing = completing.filter(staff_worked=False)
+    completed = update_returning(
+        completing,
+        status=TrackerStatus.REQUEST_COMPLETED,
+        completed_at=now,
+        # The service processed our response, so it was delivered, even if the worker
+        # that sent the PATCH has not recorded it yet.
+        delivered_at=first_time("delivered_at", now),
+        event_id=event_id,
+        updated_at=now,
+    )
+    if not completed:
+        return Tracker.objects.filter(transaction_id=transaction_id).first()
+    tracker = completed[0]
+    order_completed(tracker, now)
+    step_record(tracker, "completed", because or f"event {event_id}")
+    logger.info("transaction %s: request completed (%s)", transaction_id, because or f"event {event_id}")
     return tracker
 
 

@@ -9,7 +9,7 @@ import logging
 from celery import Task, shared_task
 from django.conf import settings
 
-from partner.core.retries import retry_countdown
+from partner.core.retries import task_retry, task_retry_plan
 from partner.fulfillment import reconciliation, staff, staff_events
 from partner.fulfillment.deliveries import deliveries_send, order_held_for
 from partner.fulfillment.enqueue import (
@@ -38,13 +38,14 @@ class FulfillTask(Task):
 
 
 @shared_task(bind=True, base=FulfillTask, name=FULFILL_TASK, max_retries=settings.CELERY_TASK_MAX_RETRIES)
-def fulfill(self, tracker_id: int):
+def fulfill(self, tracker_id: int, rate_limited_since: float | None = None):
+    # `rate_limited_since` is the retry rule's, carried from run to run (partner.core.retries).
     try:
         done = tracker_fulfill(tracker_id=tracker_id)
     except ServiceError as exc:  # only transient ones reach here: the service said "later"
-        countdown = retry_countdown(self.request.retries, retry_after=getattr(exc, "retry_after", None))
-        tracker_retry_scheduled(tracker_id=tracker_id, countdown=countdown, error=str(exc))
-        raise self.retry(exc=exc, countdown=countdown)
+        plan = task_retry_plan(self, exc)
+        tracker_retry_scheduled(tracker_id=tracker_id, countdown=plan.countdown, error=str(exc))
+        raise task_retry(self, exc, plan)
     if done is None:
         # Held by another worker: a live one renews its lease, a dead one's runs out within
         # LEASE_SECONDS. Come back then (a redelivered message of a killed worker lands here).
@@ -79,13 +80,15 @@ class DeliveriesTask(Task):
 
 
 @shared_task(bind=True, base=DeliveriesTask, name=DELIVERIES_TASK, max_retries=settings.CELERY_TASK_MAX_RETRIES)
-def deliveries(self, tracker_id: int):
-    """Send the staff's waiting deliveries of one order (partner.fulfillment.deliveries)."""
+def deliveries(self, tracker_id: int, rate_limited_since: float | None = None):
+    """Send the staff's waiting deliveries of one order (partner.fulfillment.deliveries).
+
+    `rate_limited_since` is the retry rule's, carried from run to run (partner.core.retries).
+    """
     try:
         sent = deliveries_send(tracker_id=tracker_id)
     except ServiceError as exc:  # transient: the service said "later"; what was sent stays sent
-        countdown = retry_countdown(self.request.retries, retry_after=getattr(exc, "retry_after", None))
-        raise self.retry(exc=exc, countdown=countdown)
+        raise task_retry(self, exc)
     if sent is None:
         held_for = order_held_for(tracker_id)
         if held_for:

@@ -16,37 +16,41 @@ from partner.platform.errors import ServiceError, ServiceValidationError
 from partner.platform.locations import UploadLocationRefusedError
 
 
-def _slot_assign(attachment: TrackerAttachment, slot) -> None:
+def slot_assign(attachment: TrackerAttachment, slot) -> None:
+    """Keep `slot` on the document, in memory (its caller saves it)."""
     attachment.resource_id = slot.id
     attachment.upload_location = slot.location
     attachment.upload_authorization = slot.authorization or ""
     attachment.upload_started_at = None
+
+
+def _slot_save(attachment: TrackerAttachment, slot) -> None:
+    slot_assign(attachment, slot)
     attachment.save(update_fields=["resource_id", "upload_location", "upload_authorization", "upload_started_at"])
 
 
-def slots_request(tracker: Tracker, attachments: list[TrackerAttachment], *, recorded=None) -> None:
-    """One slot request for `attachments` (#4), then each slot kept on its document and `recorded()`
-    (the caller's own record of the step) in one transaction, opened only once the service answered."""
-    slots = client.request_upload_slots(
-        tracker.transaction_id, [{"name": a.name, "mimeType": a.mime_type} for a in attachments]
-    )
-    if len(slots) != len(attachments):
+def slots_get(tracker: Tracker, documents: list[tuple[str, str]]) -> list:
+    """One slot request (#4) for `documents`, (name, MIME type) each: the slots, one per document."""
+    slots = client.request_upload_slots(tracker.transaction_id, [{"name": n, "mimeType": m} for n, m in documents])
+    if len(slots) != len(documents):
         raise TrackerFailed(FailureCode.SERVICE_REJECTED, "The service returned a different number of upload slots")
+    return slots
+
+
+def slots_request(tracker: Tracker, attachments: list[TrackerAttachment], *, recorded=None) -> None:
+    """One slot request for stored `attachments`, then each slot kept on its document and `recorded()`
+    (the caller's own record of the step) in one transaction, opened only once the service answered."""
+    slots = slots_get(tracker, [(a.name, a.mime_type) for a in attachments])
     with transaction.atomic():
         for attachment, slot in zip(attachments, slots, strict=True):
-            _slot_assign(attachment, slot)
+            _slot_save(attachment, slot)
         if recorded is not None:
             recorded()
         step_record(tracker, "slots_requested", ", ".join(a.resource_id for a in attachments))
 
 
 def _fresh_slot(tracker: Tracker, attachment: TrackerAttachment, why: str) -> None:
-    slots = client.request_upload_slots(
-        tracker.transaction_id, [{"name": attachment.name, "mimeType": attachment.mime_type}]
-    )
-    if len(slots) != 1:
-        raise TrackerFailed(FailureCode.SERVICE_REJECTED, "The service returned a different number of upload slots")
-    _slot_assign(attachment, slots[0])
+    _slot_save(attachment, slots_get(tracker, [(attachment.name, attachment.mime_type)])[0])
     step_record(tracker, "slot_renewed", f"{attachment.name}: {why}; new resource {attachment.resource_id}")
 
 

@@ -6,20 +6,19 @@ They are published by name by the outbox (`outbox.py`), never imported by the se
 from celery import shared_task
 from django.conf import settings
 
-from partner.core.retries import retry_countdown
+from partner.core.retries import task_retry
 from partner.inbox.dispatch import notification_process
 from partner.inbox.outbox import PROCESS_TASK, SWEEP_TASK, notifications_sweep
 from partner.platform.errors import ServiceError
 
 
 @shared_task(bind=True, name=PROCESS_TASK, max_retries=settings.CELERY_TASK_MAX_RETRIES)
-def process_notification(self, notification_id: int):
+def process_notification(self, notification_id: int, rate_limited_since: float | None = None):
+    # `rate_limited_since` is the retry rule's, carried from run to run (partner.core.retries).
     try:
         return notification_process(notification_id=notification_id)
     except ServiceError as exc:  # transient: the service asked us to come back later
-        raise self.retry(
-            exc=exc, countdown=retry_countdown(self.request.retries, retry_after=getattr(exc, "retry_after", None))
-        )
+        raise task_retry(self, exc)
 
 
 @shared_task(name=SWEEP_TASK)

@@ -1,8 +1,15 @@
-"""Retry timing: exponential backoff with full jitter, and the service's Retry-After honoured."""
+"""Retry timing and budget: exponential backoff with full jitter; a wait the service asked for
+(429/503 with Retry-After) honoured without spending a retry, for CELERY_TASK_RATE_LIMIT_PATIENCE."""
 
 import random
+import time
+from contextlib import contextmanager
 
-from partner.core.retries import retry_countdown
+import pytest
+from celery.exceptions import Retry
+
+from partner.core.retries import RATE_LIMITED_SINCE, RetryPlan, retry_countdown, retry_plan, task_retry
+from partner.platform.errors import ServiceRateLimitError, ServiceUnavailableError
 
 
 def test_full_jitter_draws_from_zero_to_the_exponential_ceiling(settings):
@@ -27,3 +34,156 @@ def test_retry_after_is_a_floor_capped_by_the_maximum(settings):
     settings.CELERY_TASK_RETRY_JITTER = True
     assert all(retry_countdown(0, retry_after=45) == 45 for _ in range(50))
     assert retry_countdown(0, retry_after=10_000) == 300
+
+
+# --- The service asked us to wait (429/503 with Retry-After): not counted, for a while ---------------------
+
+
+def rate_limited(retry_after=10.0):
+    return ServiceRateLimitError("rate limited", status=429, retry_after=retry_after)
+
+
+def test_a_wait_the_service_asked_for_is_its_retry_after_plus_a_bounded_spread_and_is_not_counted(settings):
+    settings.CELERY_TASK_RETRY_BACKOFF, settings.CELERY_TASK_RETRY_BACKOFF_MAX = 2, 300
+    settings.CELERY_TASK_RETRY_JITTER = True
+    settings.CELERY_TASK_RATE_LIMIT_PATIENCE = 3600
+    random.seed(3)
+    plans = [retry_plan(rate_limited(10), retries=4, now=1000.0) for _ in range(500)]
+    assert not any(plan.counted for plan in plans)
+    assert {plan.rate_limited_since for plan in plans} == {1000.0}  # the first wait starts the patience
+    waits = [plan.countdown for plan in plans]
+    # Never before the wait asked for, at most a second later; not the exponential ceiling (2 * 2**4 = 32 s).
+    assert all(10 <= wait <= 11 for wait in waits)
+    assert min(waits) < 10.1 and max(waits) > 10.9  # spread over the second, not one instant
+    # A long wait is spread over a twentieth of it; a Retry-After is still capped by the maximum.
+    long_waits = [retry_plan(rate_limited(200), retries=0, now=0.0).countdown for _ in range(500)]
+    assert all(200 <= wait <= 210 for wait in long_waits) and max(long_waits) > 208
+    assert all(300 <= retry_plan(rate_limited(10_000), retries=0).countdown <= 315 for _ in range(50))
+
+
+def test_a_503_with_retry_after_is_a_wait_asked_for_too(settings):
+    settings.CELERY_TASK_RETRY_JITTER = False
+    unavailable = ServiceUnavailableError("unavailable", status=503, retry_after=7.0)
+    assert retry_plan(unavailable, retries=5, now=50.0) == RetryPlan(
+        countdown=7.0, counted=False, rate_limited_since=50.0
+    )
+
+
+def test_rate_limited_waits_count_once_the_patience_from_the_first_has_passed(settings):
+    settings.CELERY_TASK_RETRY_BACKOFF, settings.CELERY_TASK_RETRY_BACKOFF_MAX = 2, 300
+    settings.CELERY_TASK_RETRY_JITTER = False
+    settings.CELERY_TASK_RATE_LIMIT_PATIENCE = 600
+    within = retry_plan(rate_limited(10), retries=1, rate_limited_since=1000.0, now=1599.0)
+    assert within == RetryPlan(countdown=10.0, counted=False, rate_limited_since=1000.0)  # the first wait's time kept
+    past = retry_plan(rate_limited(10), retries=1, rate_limited_since=1000.0, now=1600.0)
+    # Counted like any other error: the backoff ceiling (2 * 2**1), never shorter than the Retry-After.
+    assert past == RetryPlan(countdown=10.0, counted=True, rate_limited_since=1000.0)
+    assert retry_plan(rate_limited(1), retries=4, rate_limited_since=1000.0, now=1600.0).countdown == 32
+    settings.CELERY_TASK_RATE_LIMIT_PATIENCE = 0  # no patience: every wait counts, as before
+    assert retry_plan(rate_limited(10), retries=0, now=5.0).counted
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ServiceUnavailableError("server error", status=500, retry_after=None),
+        ServiceUnavailableError("bad gateway with Retry-After", status=502, retry_after=3.0),
+        ServiceUnavailableError("unavailable without Retry-After", status=503, retry_after=None),
+        ServiceRateLimitError("rate limited without Retry-After", status=429, retry_after=None),
+        ServiceUnavailableError("connection lost", retry_after=None),
+    ],
+    ids=str,
+)
+def test_without_a_wait_asked_for_every_transient_error_counts_with_backoff(settings, error):
+    settings.CELERY_TASK_RETRY_BACKOFF, settings.CELERY_TASK_RETRY_BACKOFF_MAX = 2, 300
+    settings.CELERY_TASK_RETRY_JITTER = True
+    random.seed(11)
+    plans = [retry_plan(error, retries=3, now=100.0) for _ in range(500)]
+    assert all(plan.counted and plan.rate_limited_since is None for plan in plans)
+    floor = error.retry_after or 0
+    assert all(floor <= plan.countdown <= 16 for plan in plans)  # full jitter below the ceiling 2 * 2**3
+    assert min(plan.countdown for plan in plans) < floor + 1
+
+
+# --- task_retry: what a task run publishes ------------------------------------------------------------------
+
+
+@pytest.fixture
+def published(monkeypatch):
+    """The messages a retry publishes, as the options given to `send_task`, instead of the broker."""
+    from config.celery import app
+
+    sent = []
+
+    def send_task(name, args=None, kwargs=None, **options):
+        sent.append({"name": name, "kwargs": kwargs, **options})
+
+    monkeypatch.setattr(app, "send_task", send_task)
+    return sent
+
+
+@contextmanager
+def running(task, *, retries: int, **kwargs):
+    """`task` as a worker runs it: a request of a message with `kwargs`, retried `retries` times."""
+    task.push_request(
+        id="task-1",
+        retries=retries,
+        args=[],
+        kwargs=kwargs,
+        called_directly=False,
+        is_eager=False,
+        delivery_info={"exchange": "", "routing_key": "celery"},
+    )
+    try:
+        yield task
+    finally:
+        task.pop_request()
+
+
+def test_a_wait_asked_for_publishes_the_task_again_with_its_retries_unchanged(settings, published):
+    from partner.inbox.tasks import process_notification
+
+    settings.CELERY_TASK_RETRY_JITTER = False
+    settings.CELERY_TASK_RATE_LIMIT_PATIENCE = 3600
+    before = time.time()
+    with running(process_notification, retries=process_notification.max_retries, notification_id=7) as task:
+        outcome = task_retry(task, rate_limited(4))
+
+    assert isinstance(outcome, Retry) and outcome.when == 4.0
+    [message] = published
+    assert message["name"] == process_notification.name and message["task_id"] == "task-1"
+    assert message["retries"] == process_notification.max_retries  # no retry spent, even the last one
+    assert message["countdown"] == 4.0
+    assert message["kwargs"]["notification_id"] == 7
+    assert before <= message["kwargs"][RATE_LIMITED_SINCE] <= time.time()
+
+    # The next run carries the first wait's time on.
+    with running(process_notification, retries=2, **message["kwargs"]) as task:
+        task_retry(task, rate_limited(4))
+    assert published[1]["kwargs"] == message["kwargs"] and published[1]["retries"] == 2
+
+
+def test_an_error_without_retry_after_spends_a_retry_and_the_last_one_gives_up(settings, published):
+    from partner.inbox.tasks import process_notification
+
+    settings.CELERY_TASK_RETRY_BACKOFF, settings.CELERY_TASK_RETRY_JITTER = 2, False
+    error = ServiceUnavailableError("server error", status=500)
+    with running(process_notification, retries=1, notification_id=7) as task, pytest.raises(Retry):
+        raise task_retry(task, error)
+    [message] = published
+    assert message["retries"] == 2 and message["countdown"] == 4 and message["kwargs"] == {"notification_id": 7}
+
+    # Past the patience, a rate-limited error is spent the same way, up to giving up.
+    settings.CELERY_TASK_RATE_LIMIT_PATIENCE = 60
+    last = process_notification.max_retries
+    kwargs = {"notification_id": 7, RATE_LIMITED_SINCE: time.time() - 61}
+    with running(process_notification, retries=last, **kwargs) as task, pytest.raises(ServiceRateLimitError):
+        task_retry(task, rate_limited(1))
+    assert len(published) == 1
+
+
+def test_a_task_called_directly_raises_the_error_itself():
+    from partner.inbox.tasks import process_notification
+
+    with pytest.raises(ServiceRateLimitError):
+        task_retry(process_notification, rate_limited(1))

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from partner.fulfillment.enqueue import FULFILL_TASK
-from partner.fulfillment.models import Tracker, TrackerStatus, TrackerStep
+from partner.fulfillment.models import FailureCode, Tracker, TrackerStatus, TrackerStep
 from partner.inbox.dispatch import notification_process
 from partner.inbox.intake import webhook_receive
 from partner.inbox.models import Notification, NotificationState
@@ -20,10 +20,14 @@ from partner.inbox.outbox import notification_replay
 from partner.platform.errors import ServiceUnavailableError
 from partner.platform.signatures import signature_compute
 from partner.platform.urns import event_resource_type, response_processed_event_type, transaction_resource_type
+from tests.conftest import LENDER_CREDENTIALS, product_create
 
 pytestmark = pytest.mark.django_db
 
 TXN = "txn-dispatch-1"
+LOAN = {
+    "property": {"streetAddress": "500 Howard Street", "city": "San Francisco", "state": "CA", "postalCode": "94105"}
+}
 EVENT = "evt-dispatch-1"
 
 
@@ -66,23 +70,88 @@ def event_created() -> Notification:
     )
 
 
-def test_a_transaction_notification_opens_a_tracker_and_enqueues_it_after_commit(
+def test_a_new_transaction_is_opened_and_worked_in_its_notifications_own_task(fake_platform, tasks_sent):
+    product_create()
+    fake_platform.transaction_add(
+        TXN,
+        request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": LENDER_CREDENTIALS},
+        product_name="address-verification",
+    )
+    notification = transaction_created()
+
+    assert notification_process(notification_id=notification.pk) == NotificationState.PROCESSED
+
+    tracker = Tracker.objects.get(transaction_id=TXN)
+    assert tracker.status == TrackerStatus.RESPONSE_DELIVERED
+    assert tracker.resource_ref == notification.resource_ref
+    assert tracker.attempts == 1 and tracker.claimed_until is None
+    assert fake_platform.names() == ["get_transaction", "request_upload_slots", "upload_resource", "patch_response"]
+    assert tasks_sent == []  # no task of its own
+    assert list(tracker.steps.values_list("name", flat=True)) == [
+        "opened",
+        "prepared",
+        "slots_requested",
+        "uploaded",
+        "delivered",
+    ]
+
+
+def test_a_known_transactions_notification_hands_its_tracker_to_a_worker_after_commit(
     fake_platform, tasks_sent, django_capture_on_commit_callbacks
 ):
+    tracker = Tracker.objects.create(transaction_id=TXN, product_name="address-verification")
     notification = transaction_created()
 
     with django_capture_on_commit_callbacks() as callbacks:
         assert notification_process(notification_id=notification.pk) == NotificationState.PROCESSED
-    tracker = Tracker.objects.get(transaction_id=TXN)
-    assert tracker.status == TrackerStatus.VALIDATION_REQUESTED
-    assert tracker.product_name == "address-verification"
-    assert tracker.resource_ref == notification.resource_ref
-    assert tasks_sent == []  # not before the tracker is committed
+    assert tasks_sent == []  # not before the transaction commits
 
     for callback in callbacks:
         callback()
     assert tasks_sent == [(FULFILL_TASK, {"tracker_id": tracker.pk})]
     assert fake_platform.calls == []  # the worker reads the transaction, not the dispatch
+
+
+def test_a_transient_error_in_the_first_run_goes_to_the_fulfillment_task_and_the_notification_is_done(
+    fake_platform, tasks_sent, settings, django_capture_on_commit_callbacks
+):
+    settings.CELERY_TASK_RETRY_JITTER = False
+    product_create()
+    fake_platform.transaction_add(
+        TXN,
+        request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": LENDER_CREDENTIALS},
+        product_name="address-verification",
+    )
+    fake_platform.fail("request_upload_slots", ServiceUnavailableError("slots: unavailable", status=503, retry_after=7))
+    notification = transaction_created()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert notification_process(notification_id=notification.pk) == NotificationState.PROCESSED
+
+    tracker = Tracker.objects.get(transaction_id=TXN)
+    assert tracker.status == TrackerStatus.IN_PROGRESS and tracker.prepared_at is not None  # kept for the retry
+    assert tracker.claimed_until is None and tracker.next_attempt_at is not None
+    assert "unavailable" in tracker.last_error
+    [(name, kwargs)] = tasks_sent
+    assert (name, kwargs["tracker_id"]) == (FULFILL_TASK, tracker.pk)
+    assert kwargs["rate_limited_since"] > 0  # the service asked for the wait: the task's patience starts now
+
+
+def test_an_unexpected_error_in_the_first_run_fails_the_order_not_the_notification(fake_platform, monkeypatch):
+    from partner.fulfillment import pipeline
+
+    def broken(tracker):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(pipeline, "_steps_run", broken)
+    notification = transaction_created()
+
+    assert notification_process(notification_id=notification.pk) == NotificationState.PROCESSED
+
+    tracker = Tracker.objects.get(transaction_id=TXN)
+    assert tracker.status == TrackerStatus.FAILED and tracker.failure_code == FailureCode.RETRIES_EXHAUSTED
+    assert "RuntimeError: a bug" in tracker.failure_reason
+    assert tracker.claimed_until is None
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ from partner.core.errors import ApplicationError
 from .. import services, validation
 from ..mapping import product_to_service
 from ..models import CredentialDefinition, Product
+from ..product_cache import catalog_cache_drop
 from .product_form import ProductForm
 from .write_only import NOT_SET, SET
 
@@ -185,6 +186,7 @@ class ProductAdmin(admin.ModelAdmin):
         before = getattr(product, "_service_copy_before", None)
         if before is None or product_to_service(product) != before:  # credential definitions included
             Product.objects.filter(pk=product.pk).update(unpushed_changes=True)
+            catalog_cache_drop()  # an update sends no signal; the cached products carry this flag too
 
     def get_urls(self):
         wrap = self.admin_site.admin_view
