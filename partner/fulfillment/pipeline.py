@@ -99,25 +99,26 @@ def _taken_fulfill(tracker: Tracker) -> Tracker:
     """The run of a taken tracker: its steps, written at its end (one INSERT); the lease released by
     the delivering UPDATE itself, or else at the end. A run that delivered knows where the tracker
     stands without reading it again."""
-    delivered = False
+    released = False  # by the delivering UPDATE, or by the one that records a transient error
     try:
         with steps_batched(), lease_kept(Tracker.objects.filter(pk=tracker.pk)):
-            delivered = _steps_run(tracker)
+            released = _steps_run(tracker)
     except TrackerFailed as failure:
         tracker_fail(tracker=tracker, code=failure.code, reason=failure.reason, tell_lender=failure.tell_lender)
     except ServiceError as exc:
-        Tracker.objects.filter(pk=tracker.pk).update(last_error=str(exc)[:2000])
-        if exc.transient:
+        if exc.transient:  # the lease given back with the error, in one UPDATE: the task comes back
+            released = bool(lease_release(Tracker.objects.filter(pk=tracker.pk), last_error=str(exc)[:2000]))
             raise
+        Tracker.objects.filter(pk=tracker.pk).update(last_error=str(exc)[:2000])
         tracker_fail(
             tracker=tracker,
             code=FailureCode.SERVICE_REJECTED,
             reason=f"The service refused {exc.method} {_path(exc.url)} with status {exc.status}",
         )
     finally:
-        if not delivered:
+        if not released:
             lease_release(Tracker.objects.filter(pk=tracker.pk))
-    if not delivered:
+    if not released:
         tracker.refresh_from_db()
     return tracker
 
