@@ -253,17 +253,9 @@ def product_ensure(*, name: str | None = None, service_id: str | None = None) ->
 
 
 def product_for_order(*, service_id: str | None = None, name: str | None = None) -> Product:
-    """The product an order names, its credential definitions loaded: from the shared cache, no SQL.
-
-    Every automated order reads its product and the product's credential definitions (the
-    credential check), and staff change them a few times a year. So the whole catalog is kept under
-    ONE key of the shared cache (every web and worker process reads the same copy; a rename or a
-    new product needs no bookkeeping of keys): one cache GET per order. The key is dropped whenever
-    a product or a credential definition is saved or deleted, and again when that change commits,
-    so no process keeps the old rows; CATALOG_CACHE_SECONDS is only a backstop
-    (partner/catalog/product_cache.py). The copy holds no secret (the signing secret is deferred)
-    and is for reading: a product to change is loaded from the database. A cache that fails is
-    logged once and the database answers.
+    """The product an order names, its credential definitions loaded: from the catalog kept in the
+    shared cache, so an order reads it with no SQL (why and how it stays fresh:
+    partner/catalog/product_cache.py). For reading only: a product to change is loaded from the database.
 
     Same lookup as `product_get` (service id preferred, else name). A product the catalog lacks is
     what `product_ensure` gives (the database, then pulled from the service), raising as it does:
