@@ -86,6 +86,15 @@ def django_setup(env: dict) -> None:
     ):
         if key in env:
             os.environ[key] = env[key]
+    from django.apps import apps
+
+    if apps.ready:  # a later stack in the same process (bench/run.py): the settings were read once
+        from django.conf import settings
+
+        for key in ("PUBLIC_BASE_URL", "SVC_BASE_URL", "SVC_TOKEN_URL"):
+            if key in env:
+                setattr(settings, key, env[key])
+        return
     django.setup()
 
 

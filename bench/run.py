@@ -75,7 +75,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Benchmarks of the partner application")
     parser.add_argument(
         "--only",
-        default="intake,floor,end_to_end,reconcile_cost,panels,history,order_floor,faults_429,memory",
+        default="intake,floor,end_to_end,reconcile_cost,panels,history,order_statements,order_floor,faults_429,memory",
         help="comma-separated benchmarks",
     )
     parser.add_argument("--requests", type=int, default=20000, help="intake: notifications in the closed loop")
@@ -171,6 +171,13 @@ def main(argv=None) -> int:
         print("  EXPLAIN of every periodic statement (seeded database):")
         for plan in history["plans"]:
             print(f"    {plan['verdict']:<60} {plan['job']}: {plan['top'][:70]}")
+    if "order_statements" in only:
+        from bench.order_statements import order_statements
+
+        statements = order_statements()
+        results["order_statements"] = statements
+        write("order_statements", statements)
+        show("\n== SQL statements and Celery tasks per automated order (bench/order_statements.py)", statements)
     if "order_floor" in only:
         from bench.order_floor import order_floor_bench
 
@@ -270,6 +277,12 @@ def verdicts(results: dict) -> dict:
                 run["token_lifetimes_spanned"],
                 tokens <= run["token_lifetimes_spanned"],
             )
+    statements = results.get("order_statements")
+    if statements:
+        total, before = statements["total"], statements["before"]
+        found["statements_per_order"] = verdict(
+            f"SQL statements per automated order (before: {before})", total, before / 2, total <= before / 2
+        )
     floor_order = results.get("order_floor")
     if floor_order and floor_order.get("worker_over_floor") is not None:
         ratio = floor_order["worker_over_floor"]
