@@ -148,3 +148,25 @@ def test_a_webhook_costs_one_insert_one_relay_statement_and_one_task(second_orde
     assert counts["intake (created)"] == counts["intake (processed)"] == 1
     assert counts["relay (created)"] == counts["relay (processed)"] == 1
     assert [name for name, _ in tasks].count("inbox.process") == 2  # one per webhook
+
+
+def test_a_run_the_service_rate_limits_costs_two_statements(fake_platform):
+    """A 429 on the order's first call: the take, and the lease given back with the error (the task
+    then records when it comes back: one more)."""
+    from partner.fulfillment.pipeline import tracker_fulfill
+    from partner.fulfillment.services import tracker_open
+    from partner.platform.errors import ServiceRateLimitError
+
+    product_create()
+    fake_platform.transaction_add(
+        "txn-limited", request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": LENDER_CREDENTIALS}
+    )
+    tracker, _ = tracker_open(transaction_id="txn-limited", product_name="address-verification")
+    fake_platform.fail("get_transaction", ServiceRateLimitError("rate limited", status=429, retry_after=10))
+
+    with CaptureQueriesContext(connection) as queries, pytest.raises(ServiceRateLimitError):
+        tracker_fulfill(tracker_id=tracker.pk)
+
+    assert len(queries.captured_queries) == 2, [q["sql"] for q in queries.captured_queries]
+    tracker.refresh_from_db()
+    assert tracker.claimed_until is None and "rate limited" in tracker.last_error
