@@ -280,7 +280,6 @@ def _orders_measure(*, orders: int) -> dict:
     from pytest import MonkeyPatch
 
     from partner.fulfillment.models import Tracker, TrackerStatus
-    from partner.fulfillment.pipeline import tracker_fulfill
     from partner.inbox.dispatch import notification_process
     from partner.inbox.intake import webhook_receive
     from partner.inbox.outbox import notifications_relay
@@ -307,13 +306,11 @@ def _orders_measure(*, orders: int) -> dict:
             with meter.measure():
                 created = receive(_webhook(transaction_resource_type(), txn, ref))
                 notifications_relay()
-                notification_process(notification_id=created)
-                tracker = Tracker.objects.get(transaction_id=txn)
-                tracker_fulfill(tracker_id=tracker.pk)
+                notification_process(notification_id=created)  # the order's work runs in this task
                 processed = receive(_webhook(event_resource_type(), event, f"{ref}/events/{event}"))
                 notifications_relay()
                 notification_process(notification_id=processed)
-            tracker.refresh_from_db()
+            tracker = Tracker.objects.get(transaction_id=txn)
             completed += tracker.status == TrackerStatus.REQUEST_COMPLETED
     return {"orders": orders, "completed": completed - 1, **meter.median()}
 
