@@ -1,17 +1,19 @@
 """The automated fulfillment of one transaction, step by step (spec, "Typical fulfillment sequence").
 
 `tracker_fulfill` takes the tracker (a lease, `partner.core.leases`) and runs the steps that
-are not yet recorded as done:
+are not yet recorded as done; `tracker_fulfill_taken` runs them for a tracker its caller created
+taken (the order's first run, in its transaction webhook's task):
 
 1. prepare: GET the transaction, check the initiating user's credentials, run the product's
    fulfiller, store the response and its attachments;
-2. request upload slots for the attachments (one POST);
+2. request upload slots for the attachments (one POST; on the first run, before step 1 stores
+   anything, so both are written together);
 3. upload each attachment to its slot (one PUT each);
 4. deliver: one PATCH with status, loan data, result and resources.
 
 Each step is recorded when it completes, so a retried or restarted task resumes after the last
-one. Transient service errors propagate (the task retries them with backoff); permanent ones
-fail the tracker with a reason a person understands.
+one. Transient service errors propagate (the task retries them, `partner.core.retries`);
+permanent ones fail the tracker with a reason a person understands.
 """
 
 import logging
