@@ -23,7 +23,8 @@ from bench import stack  # noqa: E402
 TARGETS = {
     "intake_per_s": 1000,
     "intake_p99_ms": 50,
-    "intake_share_of_floor": 0.5,
+    "intake_share_of_floor": 0.6,
+    "intake_cpu_over_floor": 1.6,  # gunicorn CPU per accepted webhook / the bare handler's, same load
     "end_to_end_per_s_2_workers": 30,
     "service_calls_per_transaction": 5,  # 4 for the order with one attachment + 1 for the callback event
     "token_requests_per_lifetime": 1,
@@ -252,6 +253,15 @@ def verdicts(results: dict) -> dict:
             TARGETS["intake_share_of_floor"],
             share >= TARGETS["intake_share_of_floor"],
         )
+        for phase in ("closed_loop", "fixed_rate"):
+            ours, bare = intake[phase]["server_cpu_ms_per_request"], floor[phase]["server_cpu_ms_per_request"]
+            ratio = round(ours / bare, 2) if bare else None
+            found[f"intake_cpu_over_floor_{phase}"] = verdict(
+                f"gunicorn CPU per webhook / the bare handler's ({phase.replace('_', ' ')})",
+                ratio,
+                TARGETS["intake_cpu_over_floor"],
+                ratio is not None and ratio <= TARGETS["intake_cpu_over_floor"],
+            )
     if e2e:
         runs = e2e["runs"]
         two = runs.get("2") or runs.get(2)
