@@ -19,11 +19,13 @@ Figures per run:
 - peak RSS (VmHWM) of each gunicorn worker and each Celery process.
 """
 
+import contextlib
 import math
 import os
 import re
 import time
 from collections import Counter
+from pathlib import Path
 
 from bench import stack
 
@@ -48,8 +50,12 @@ def call_kind(method: str, path: str) -> str:
     return "other"
 
 
-def access_log_calls(text: str) -> tuple[Counter, Counter]:
-    """(calls by kind, statuses) of the sandbox requests in a gunicorn access log."""
+def access_log_calls(access_log: Path, offset: int) -> tuple[Counter, Counter]:
+    """(calls by kind, statuses) of the sandbox requests in a gunicorn access log after `offset`."""
+    time.sleep(1.0)  # the access log is written after each answer
+    with access_log.open() as handle:
+        handle.seek(offset)
+        text = handle.read()
     kinds, statuses = Counter(), Counter()
     for line in text.splitlines():
         match = SANDBOX_CALL.match(line.strip())
@@ -187,10 +193,7 @@ def run_once(
         statuses = wait_all_done(ids, timeout=max(120, transactions * 2))
         webhook_deliveries_wait(timeout=30)
         cpu_after = _cpu(web, worker)
-        time.sleep(1.0)  # the access log is written after each answer
-        with access_log.open() as handle:
-            handle.seek(offset)
-            kinds, codes = access_log_calls(handle.read())
+        kinds, codes = access_log_calls(access_log, offset)
         figures = latencies(ids)
         memory = {
             "web_workers_kib": [stack.peak_rss_kib(pid) for pid in stack.web_workers(web)],
@@ -234,9 +237,13 @@ def _cpu(web: stack.Process, worker: stack.Process) -> dict:
     }
 
 
-def end_to_end_bench(
-    *, database: str, transactions: int, worker_counts=(1, 2), web_workers: int = 4, lifetime: int = 3600
-) -> dict:
+@contextlib.contextmanager
+def sandbox_stack(*, database: str, web_workers: int = 4, lifetime: int = 3600, name: str = "e2e"):
+    """gunicorn with the sandbox mounted, seeded and our catalog pulled: the setup of the end-to-end
+    benches (this one, the order floor, the 429 run).
+
+    Yields (seed, web, env, access_log). This process is configured like the servers (Django set up).
+    """
     port = stack.free_port()
     base = f"http://127.0.0.1:{port}"
     env = stack.app_env(
@@ -251,14 +258,23 @@ def end_to_end_bench(
     from partner.sandbox.seeding import sandbox_seed
 
     stack.LOGS.mkdir(parents=True, exist_ok=True)
-    access_log = stack.LOGS / "e2e-access.log"
+    access_log = stack.LOGS / f"{name}-access.log"
     access_log.write_text("")
-    web = stack.gunicorn_start("e2e-web", "config.wsgi", env, workers=web_workers, port=port, access_log=access_log)
+    web = stack.gunicorn_start(f"{name}-web", "config.wsgi", env, workers=web_workers, port=port, access_log=access_log)
     try:
         seed = sandbox_seed(public_base_url=base)
         partner_account_set(username="lender.demo", password="demo-password-1", company="DEMO01")
         products_pull()
-        runs = {}
+        yield seed, web, env, access_log
+    finally:
+        web.stop()
+
+
+def end_to_end_bench(
+    *, database: str, transactions: int, worker_counts=(1, 2), web_workers: int = 4, lifetime: int = 3600
+) -> dict:
+    runs = {}
+    with sandbox_stack(database=database, web_workers=web_workers, lifetime=lifetime) as (seed, web, env, access_log):
         for count in worker_counts:
             runs[str(count)] = run_once(
                 seed=seed,
@@ -269,6 +285,4 @@ def end_to_end_bench(
                 transactions=transactions,
                 lifetime=lifetime,
             )
-    finally:
-        web.stop()
     return {"server": f"gunicorn config.wsgi (sandbox mounted), {web_workers} workers", "runs": runs}

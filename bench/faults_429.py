@@ -38,7 +38,8 @@ if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import stack
-from bench.order_floor import prepared_database, sandbox_stack
+from bench.end_to_end import sandbox_stack
+from bench.order_floor import prepared_database
 
 FAULT_ENDPOINTS = ("transaction", "resources", "upload", "response", "event")
 FAULT_RATE = 1 / 3
@@ -243,10 +244,7 @@ def fault_run(
         settled = _settled_wait(ids, timeout=max(300, transactions * 2), quiet_s=quiet_s)
         webhook_deliveries_wait(timeout=30)
         cpu_after = _cpu(web, worker)
-        time.sleep(1.0)  # the access log is written after each answer
-        with access_log.open() as handle:
-            handle.seek(offset)
-            kinds, codes = access_log_calls(handle.read())
+        kinds, codes = access_log_calls(access_log, offset)
     finally:
         sampler.stopping.set()
         sampler.join(timeout=5)

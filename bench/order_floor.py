@@ -104,18 +104,13 @@ def _order(session, *, base: str, token: str, transaction_id: str, clock: _Clock
             transaction_id=transaction_id, request=txn.get("request") or {}, product={}
         )
     items = [{"name": a.name, "mimeType": a.mime_type} for a in fulfillment.attachments]
+
+    def sent(payload) -> dict:  # a JSON body as the client sends it
+        headers = {**bearer, "Content-Type": JSON_TYPE}
+        return {"data": _compact(payload), "headers": headers, "timeout": timeout, "allow_redirects": False}
+
     with clock.part("http"):
-        slots = _answer(
-            session.post(
-                f"{url}/response/resources",
-                data=_compact(items),
-                headers={**bearer, "Content-Type": JSON_TYPE},
-                timeout=timeout,
-                allow_redirects=False,
-            ),
-            "POST slots",
-            statuses,
-        )
+        slots = _answer(session.post(f"{url}/response/resources", **sent(items)), "POST slots", statuses)
         for slot, attachment in zip(slots, fulfillment.attachments, strict=True):
             _answer(
                 session.put(
@@ -131,17 +126,7 @@ def _order(session, *, base: str, token: str, transaction_id: str, clock: _Clock
     payload = dict(fulfillment.response)
     payload["resources"] = [{"id": s["id"], "name": s["name"], "mimeType": s["mimeType"]} for s in slots]
     with clock.part("http"):
-        _answer(
-            session.patch(
-                f"{url}/response",
-                data=_compact(payload),
-                headers={**bearer, "Content-Type": JSON_TYPE},
-                timeout=timeout,
-                allow_redirects=False,
-            ),
-            "PATCH",
-            statuses,
-        )
+        _answer(session.patch(f"{url}/response", **sent(payload)), "PATCH", statuses)
 
 
 def _event_get(session, *, base: str, token: str, transaction_id: str, event_id: str, timeout, statuses) -> str:
@@ -356,10 +341,7 @@ def floor_run(*, seed, web: stack.Process, env: dict, access_log: Path, transact
     results = [pipe.recv() for pipe in pipes]
     for child in children:
         child.join(timeout=30)
-    time.sleep(1.0)  # the access log is written after each answer
-    with access_log.open() as handle:
-        handle.seek(offset)
-        kinds, codes = access_log_calls(handle.read())
+    kinds, codes = access_log_calls(access_log, offset)
     _notifications_forget(env["DATABASE_URL"])
     orders = sum(result["orders"] for result in results)
     cpu = sum(result["cpu_s"] for result in results)
@@ -398,40 +380,6 @@ def floor_run(*, seed, web: stack.Process, env: dict, access_log: Path, transact
     }
 
 
-@contextlib.contextmanager
-def sandbox_stack(*, database: str, web_workers: int = 4, lifetime: int = 3600, name: str = "floor"):
-    """gunicorn with the sandbox mounted, seeded and our catalog pulled: the end-to-end bench's setup.
-
-    Yields (seed, web, env, access_log). This process is configured like the servers (Django set up).
-    """
-    from bench.end_to_end import django_setup
-
-    port = stack.free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = stack.app_env(
-        database=database,
-        public_base_url=base,
-        sandbox=True,
-        settings="bench.settings_loopback",
-        SANDBOX_TOKEN_LIFETIME=lifetime,
-    )
-    django_setup(env)
-    from partner.catalog.services import partner_account_set, products_pull
-    from partner.sandbox.seeding import sandbox_seed
-
-    stack.LOGS.mkdir(parents=True, exist_ok=True)
-    access_log = stack.LOGS / f"{name}-access.log"
-    access_log.write_text("")
-    web = stack.gunicorn_start(f"{name}-web", "config.wsgi", env, workers=web_workers, port=port, access_log=access_log)
-    try:
-        seed = sandbox_seed(public_base_url=base)
-        partner_account_set(username="lender.demo", password="demo-password-1", company="DEMO01")
-        products_pull()
-        yield seed, web, env, access_log
-    finally:
-        web.stop()
-
-
 def order_floor_bench(
     *, database: str, transactions: int = 200, processes: int = 2, compare_worker: bool = False, lifetime: int = 3600
 ) -> dict:
@@ -440,10 +388,10 @@ def order_floor_bench(
     Returns {"floor": floor_run's figures, "worker": end_to_end.run_once's (compare_worker only),
     "worker_cpu_ms_per_transaction", "worker_over_floor", "worker_over_floor_with_warmup"}.
     """
-    from bench.end_to_end import run_once
+    from bench.end_to_end import run_once, sandbox_stack
 
     result = {"server": "gunicorn config.wsgi (sandbox mounted), 4 workers"}
-    with sandbox_stack(database=database, lifetime=lifetime) as (seed, web, env, access_log):
+    with sandbox_stack(database=database, lifetime=lifetime, name="order-floor") as (seed, web, env, access_log):
         if compare_worker:
             result["worker"] = run_once(
                 seed=seed,
