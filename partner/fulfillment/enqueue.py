@@ -5,6 +5,7 @@ is written once. See `partner.core.enqueue` for why tasks are published by name.
 """
 
 from partner.core.enqueue import enqueue_after_commit
+from partner.core.retries import RATE_LIMITED_SINCE
 
 FULFILL_TASK = "fulfillment.fulfill"
 SWEEP_TASK = "fulfillment.sweep"
@@ -19,7 +20,7 @@ def tracker_fulfill_enqueue(
     """Have a worker run the tracker's steps that are not done yet, once the caller's transaction commits
     (and `countdown` seconds later when given). `rate_limited_since`: when the service first asked the
     order to wait (`partner.core.retries`), carried to the task."""
-    waited = {} if rate_limited_since is None else {"rate_limited_since": rate_limited_since}
+    waited = {} if rate_limited_since is None else {RATE_LIMITED_SINCE: rate_limited_since}
     enqueue_after_commit(FULFILL_TASK, countdown=countdown, tracker_id=tracker_id, **waited)
 
 
