@@ -4,12 +4,12 @@ One gunicorn server runs the application with the sandbox mounted (the
 service's emulator); Celery workers (`celery -A config worker`, prefork, 1 and
 then 2 processes) fulfill. This process plays the platform: it creates N
 transactions in the sandbox, whose `created` webhooks go out from the
-sandbox's own thread pool, and waits until every tracker is completed.
+sandbox's own thread pool, and waits until every order is completed.
 
 Figures per run:
-- transactions/s: N / (last tracker completed - first transaction created);
+- transactions/s: N / (last order completed - first transaction created);
 - webhook-to-response latency: sandbox webhook created -> our PATCH landed
-  (tracker.delivered_at), and -> completed (tracker.completed_at, after the
+  (order.delivered_at), and -> completed (order.completed_at, after the
   processed callback);
 - service calls per transaction: counted on the sandbox's side from the
   server's access log (every request it served under /sandbox/, token
@@ -115,26 +115,26 @@ def worker_ready(timeout: float = 60) -> None:
 
 
 def wait_all_done(ids: list[str], *, timeout: float) -> dict:
-    from partner.fulfillment.models import Tracker, TrackerStatus
+    from partner.fulfillment.models import Order, OrderStatus
 
     deadline = time.monotonic() + timeout
-    final = [TrackerStatus.REQUEST_COMPLETED, TrackerStatus.FAILED]
+    final = [OrderStatus.REQUEST_COMPLETED, OrderStatus.FAILED]
     while time.monotonic() < deadline:
-        done = Tracker.objects.filter(transaction_id__in=ids, status__in=final).count()
+        done = Order.objects.filter(transaction_id__in=ids, status__in=final).count()
         if done >= len(ids):
             break
         time.sleep(0.2)
-    return dict(Counter(Tracker.objects.filter(transaction_id__in=ids).values_list("status", flat=True)))
+    return dict(Counter(Order.objects.filter(transaction_id__in=ids).values_list("status", flat=True)))
 
 
 def latencies(ids: list[str]) -> dict:
-    from partner.fulfillment.models import Tracker
+    from partner.fulfillment.models import Order
     from partner.sandbox.models import Transaction, WebhookDelivery
 
     sent = dict(WebhookDelivery.objects.filter(resource_id__in=ids).values_list("resource_id", "created_at"))
     created = list(Transaction.objects.filter(id__in=ids).values_list("created_at", flat=True))
     to_response, to_completed, completed = [], [], []
-    for txn, delivered_at, completed_at in Tracker.objects.filter(transaction_id__in=ids).values_list(
+    for txn, delivered_at, completed_at in Order.objects.filter(transaction_id__in=ids).values_list(
         "transaction_id", "delivered_at", "completed_at"
     ):
         start = sent.get(txn)
@@ -207,7 +207,7 @@ def run_once(
     return {
         "worker_processes": concurrency,
         "transactions": transactions,
-        "tracker_statuses": statuses,
+        "order_statuses": statuses,
         "creation_s": round(created_s, 2),
         "span_s": round(span, 2) if span else None,
         "transactions_per_s": round(figures["completed"] / span, 1) if span else 0.0,

@@ -7,7 +7,7 @@ five endpoints an order calls (#2 transaction, #4 slots, #5 upload, #3 response 
 event): status 429, `Retry-After: 10`, rate 1/3 (each call drawn independently). The token
 endpoint is left alone: it is not one of the five calls.
 
-Throughput per run, from the database afterwards: completed / (last tracker completed - first
+Throughput per run, from the database afterwards: completed / (last order completed - first
 transaction created), end_to_end's definition. All N orders are created at once. With the
 fault every order waits at least 10 s for each 429 it meets (about 2.3 on average, up to 6 in a
 row before the task gives up), so the run's span is the larger of the work (N orders at the
@@ -125,20 +125,20 @@ def _settled_wait(ids: list[str], *, timeout: float, quiet_s: float) -> float:
     periodic sweep, which the bench does not run); returns when the last move was seen."""
     from django.db.models import Sum
 
-    from partner.fulfillment.models import Tracker, TrackerStatus
+    from partner.fulfillment.models import Order, OrderStatus
     from partner.inbox.models import Notification
 
-    final = [TrackerStatus.REQUEST_COMPLETED, TrackerStatus.FAILED]
+    final = [OrderStatus.REQUEST_COMPLETED, OrderStatus.FAILED]
     deadline, last, moved = time.monotonic() + timeout, None, time.monotonic()
     while time.monotonic() < deadline:
-        trackers = Tracker.objects.filter(transaction_id__in=ids)
-        done = trackers.filter(status__in=final).count()
+        orders = Order.objects.filter(transaction_id__in=ids)
+        done = orders.filter(status__in=final).count()
         if done >= len(ids):
             return time.monotonic()
         signature = (
             done,
-            trackers.count(),
-            trackers.aggregate(runs=Sum("attempts"))["runs"],
+            orders.count(),
+            orders.aggregate(runs=Sum("attempts"))["runs"],
             Notification.objects.aggregate(runs=Sum("attempts"))["runs"],
         )
         if signature != last:
@@ -151,13 +151,13 @@ def _settled_wait(ids: list[str], *, timeout: float, quiet_s: float) -> float:
 
 def _rates(ids: list[str]) -> dict:
     """Throughput from the database: completed / (last completed - first created), and the spread."""
-    from partner.fulfillment.models import Tracker
+    from partner.fulfillment.models import Order
     from partner.inbox.models import Notification
     from partner.platform.urns import event_resource_type
     from partner.sandbox.models import Transaction
 
     created = min(Transaction.objects.filter(id__in=ids).values_list("created_at", flat=True))
-    rows = list(Tracker.objects.filter(transaction_id__in=ids).values_list("completed_at", "attempts", "delivered_at"))
+    rows = list(Order.objects.filter(transaction_id__in=ids).values_list("completed_at", "attempts", "delivered_at"))
     completed = sorted(done for done, _, _ in rows if done)
     delivered = sorted(at for _, _, at in rows if at)
     attempts = [count for _, count, _ in rows]
@@ -226,7 +226,7 @@ def fault_run(
 
     from bench.end_to_end import access_log_calls, latencies, transactions_start, worker_ready
     from config.celery import app
-    from partner.fulfillment.models import Tracker
+    from partner.fulfillment.models import Order
     from partner.sandbox.webhooks import webhook_deliveries_wait
 
     app.control.purge()
@@ -249,9 +249,9 @@ def fault_run(
         sampler.stopping.set()
         sampler.join(timeout=5)
         worker.stop()
-    trackers = Tracker.objects.filter(transaction_id__in=ids)
-    statuses = dict(Counter(trackers.values_list("status", flat=True)))
-    failures = dict(Counter(trackers.filter(status="FAILED").values_list("failure_code", flat=True)))
+    orders = Order.objects.filter(transaction_id__in=ids)
+    statuses = dict(Counter(orders.values_list("status", flat=True)))
+    failures = dict(Counter(orders.filter(status="FAILED").values_list("failure_code", flat=True)))
     tokens = kinds.pop("token", 0)
     calls = sum(count for kind, count in kinds.items() if kind not in ("host", "other"))
     figures = latencies(ids)
@@ -260,7 +260,7 @@ def fault_run(
         "worker_processes": concurrency,
         "transactions": transactions,
         "creation_s": round(created_s, 2),
-        "tracker_statuses": statuses,
+        "order_statuses": statuses,
         "all_completed": statuses.get("REQUEST_COMPLETED", 0) == transactions,
         "failure_codes": failures,
         **_rates(ids),

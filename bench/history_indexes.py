@@ -22,7 +22,7 @@ def candidates() -> list[tuple]:
     from django.db import models
     from django.db.models import Q
 
-    from partner.fulfillment.models import FINAL_STATUSES, Tracker, TrackerAttachment, TrackerStep
+    from partner.fulfillment.models import FINAL_STATUSES, Order, OrderDocument, OrderStep
     from partner.inbox.models import Notification, NotificationState
 
     unfinished = Q(state__in=[NotificationState.RECEIVED, NotificationState.QUEUED, NotificationState.PROCESSING])
@@ -45,30 +45,28 @@ def candidates() -> list[tuple]:
             "the purge of notification bodies (rows still holding a body, headers or address)",
         ),
         (
-            Tracker,
-            models.Index(
-                fields=["status", "product_name"], condition=~Q(status__in=FINAL_STATUSES), name="tracker_open"
-            ),
+            Order,
+            models.Index(fields=["status", "product_name"], condition=~Q(status__in=FINAL_STATUSES), name="order_open"),
             "open orders: /metrics (orders_collect), the purge's 'never an open order'",
         ),
         (
-            Tracker,
-            models.Index(fields=["status", "completed_at"], name="tracker_status_completed"),
+            Order,
+            models.Index(fields=["status", "completed_at"], name="order_status_completed"),
             "orders finished before a cut-off (retention)",
         ),
         (
-            Tracker,
-            models.Index(fields=["status", "failed_at"], name="tracker_status_failed"),
+            Order,
+            models.Index(fields=["status", "failed_at"], name="order_status_failed"),
             "orders finished before a cut-off (retention)",
         ),
         (
-            TrackerAttachment,
-            models.Index(fields=["id", "tracker"], condition=held, name="attachment_document_held"),
+            OrderDocument,
+            models.Index(fields=["id", "order"], condition=held, name="attachment_document_held"),
             "the purge of documents (attachments still holding a file or an upload location)",
         ),
         (
-            TrackerStep,
-            models.Index(fields=["id", "tracker"], condition=~Q(detail=""), name="step_detail_held"),
+            OrderStep,
+            models.Index(fields=["id", "order"], condition=~Q(detail=""), name="step_detail_held"),
             "the purge of order data (steps still holding a detail)",
         ),
     ]

@@ -12,9 +12,9 @@ import re
 
 BIG_TABLES = {
     "inbox_notification",
-    "fulfillment_tracker",
-    "fulfillment_trackerstep",
-    "fulfillment_trackerattachment",
+    "fulfillment_order",
+    "fulfillment_orderstep",
+    "fulfillment_orderdocument",
     "fulfillment_delivery",
 }
 SCAN = re.compile(

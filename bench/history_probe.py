@@ -7,7 +7,7 @@ bench's Redis broker and cache), and the two databases can be measured turn abou
 - `relay`: `notifications_relay` rounds (200 a round) over every `received` notification, that is
   the webhooks the intake phase just stored: cost per notification;
 - `jobs`: every periodic job, each run `--reps` times after one warm run (the inbox relay's idle
-  round, the lease hand-backs, the inbox and tracker sweeps, staff overdue, the reconciliation's
+  round, the lease hand-backs, the inbox and order sweeps, staff overdue, the reconciliation's
   cheap pass against a fake transaction list built from the database's own orders, the retention
   purge, the /metrics scrape, /healthz/ready and the dashboard's queries): cost per run;
 - `orders`: `--orders` automated orders from their `created` webhook to their completion, in this
@@ -45,9 +45,9 @@ LOAN = {
 }
 HISTORY_TABLES = (
     "inbox_notification",
-    "fulfillment_tracker",
-    "fulfillment_trackerstep",
-    "fulfillment_trackerattachment",
+    "fulfillment_order",
+    "fulfillment_orderstep",
+    "fulfillment_orderdocument",
     "fulfillment_delivery",
 )
 
@@ -163,9 +163,9 @@ class FakeList:
     """The service's transaction list (#7) as the reconciliation reads it: our orders, oldest first."""
 
     def __init__(self):
-        from partner.fulfillment.models import FINAL_STATUSES, Tracker
+        from partner.fulfillment.models import FINAL_STATUSES, Order
 
-        rows = Tracker.objects.order_by("pk").values_list("transaction_id", "status")
+        rows = Order.objects.order_by("pk").values_list("transaction_id", "status")
         product = {"name": PRODUCT}
         self.items = [
             {"id": tid, "status": "completed" if status in FINAL_STATUSES else "processing", "product": product}
@@ -183,10 +183,10 @@ class FakeList:
         from django.utils import timezone
 
         from partner.fulfillment.models import ReconciliationState
-        from partner.fulfillment.reconciliation import STATE_NAME
-        from partner.fulfillment.selectors import trackers_awaiting_confirmation
+        from partner.fulfillment.orders.selectors import orders_awaiting_confirmation
+        from partner.fulfillment.recovery.reconciliation import STATE_NAME
 
-        awaiting = trackers_awaiting_confirmation().values_list("transaction_id", flat=True)
+        awaiting = orders_awaiting_confirmation().values_list("transaction_id", flat=True)
         watched = {tid: self.position[tid] for tid in awaiting if tid in self.position}
         ReconciliationState.objects.update_or_create(
             name=STATE_NAME,
@@ -205,9 +205,9 @@ def jobs() -> dict:
     from partner.core.leases import leases_expired_hand_back
     from partner.core.retention import purge_run
     from partner.fulfillment.dashboard import orders_awaiting_confirmation_count, orders_open_too_long, orders_window
-    from partner.fulfillment.metrics import orders_collect
-    from partner.fulfillment.reconciliation import trackers_sweep, transactions_reconcile
-    from partner.fulfillment.staff_events import overdue_tell
+    from partner.fulfillment.orders.metrics import orders_collect
+    from partner.fulfillment.recovery.reconciliation import orders_sweep, transactions_reconcile
+    from partner.fulfillment.staff.notices import overdue_tell
     from partner.inbox.metrics import inbox_collect
     from partner.inbox.outbox import notifications_relay, notifications_sweep
     from partner.inbox.selectors import inbox_backlog
@@ -222,7 +222,7 @@ def jobs() -> dict:
         "relay_idle_round (every 0.2 s, each worker)": (lambda: notifications_relay(limit=200), 20),
         "leases_hand_back (every 5 s, each worker)": (leases_expired_hand_back, 20),
         "inbox.sweep (every 30 s)": (notifications_sweep, 20),
-        "fulfillment.sweep (every 30 s)": (trackers_sweep, 20),
+        "fulfillment.sweep (every 30 s)": (orders_sweep, 20),
         "fulfillment.overdue (every 300 s)": (overdue_tell, 20),
         "fulfillment.reconcile cheap pass (every 300 s)": (transactions_reconcile, 10),
         "core.purge (daily)": (purge_run, 3),
@@ -279,7 +279,7 @@ def _orders_measure(*, orders: int) -> dict:
     from django.conf import settings
     from pytest import MonkeyPatch
 
-    from partner.fulfillment.models import Tracker, TrackerStatus
+    from partner.fulfillment.models import Order, OrderStatus
     from partner.inbox.dispatch import notification_process
     from partner.inbox.intake import webhook_receive
     from partner.inbox.outbox import notifications_relay
@@ -310,8 +310,8 @@ def _orders_measure(*, orders: int) -> dict:
                 processed = receive(_webhook(event_resource_type(), event, f"{ref}/events/{event}"))
                 notifications_relay()
                 notification_process(notification_id=processed)
-            tracker = Tracker.objects.get(transaction_id=txn)
-            completed += tracker.status == TrackerStatus.REQUEST_COMPLETED
+            order = Order.objects.get(transaction_id=txn)
+            completed += order.status == OrderStatus.REQUEST_COMPLETED
     return {"orders": orders, "completed": completed - 1, **meter.median()}
 
 

@@ -3,7 +3,7 @@
 `history_seed(database, notifications=1_000_000, orders=100_000)` writes, spread evenly over the
 last 364 days (newest ten minutes ago), what a year of steady work leaves behind:
 
-- `orders` trackers of the demo product: 1 % failed, 0.1 % declined (staff-worked), 2 % more worked by
+- `orders` orders of the demo product: 1 % failed, 0.1 % declined (staff-worked), 2 % more worked by
   staff (three confirmed deliveries each), the rest completed; the newest 60 still open, 15 in each
   of: in progress with a retry due in an hour, validation requested and held by a live worker (lease
   an hour ahead), delivered and waiting for the callback (most of them longer than
@@ -29,19 +29,19 @@ import time
 from bench import stack
 
 SPAN = "364 days"
-OPEN_ORDERS = 60  # the newest orders, still open (the trackers' query below)
+OPEN_ORDERS = 60  # the newest orders, still open (the orders' query below)
 PRODUCT = "address-verification"
 TRANSACTION_TYPE = "urn:svc:platform:transaction"  # partner.platform.urns with the default SVC_URN_PREFIX
 EVENT_TYPE = "urn:svc:platform:transaction:event"
 TABLES = (
-    "fulfillment_tracker",
-    "fulfillment_trackerstep",
-    "fulfillment_trackerattachment",
+    "fulfillment_order",
+    "fulfillment_orderstep",
+    "fulfillment_orderdocument",
     "fulfillment_delivery",
     "inbox_notification",
 )
 
-_TRACKERS = """
+_ORDERS = """
 WITH base AS (
     SELECT i, 'seed-txn-' || lpad(i::text, 7, '0') AS txn,
            %(t0)s::timestamptz - (%(span)s::interval * (%(m)s - i) / %(m)s) AS c,
@@ -58,7 +58,7 @@ WITH base AS (
            status IN ('REQUEST_COMPLETED', 'RESPONSE_DELIVERED') AS delivered
     FROM base
 )
-INSERT INTO fulfillment_tracker (
+INSERT INTO fulfillment_order (
     created_at, updated_at, transaction_id, resource_ref, product_name, request_type, status, resource_id,
     reference_number, response, prepared_at, slots_requested_at, delivered_at, completed_at, failed_at, event_id,
     attempts, last_error, failure_code, failure_reason, claimed_until, next_attempt_at, due_at, loan_number,
@@ -104,30 +104,30 @@ FROM s ORDER BY i
 """
 
 _STEPS = """
-INSERT INTO fulfillment_trackerstep (name, detail, created_at, tracker_id, actor)
+INSERT INTO fulfillment_orderstep (name, detail, created_at, order_id, actor)
 SELECT (ARRAY['prepared', 'slots requested', 'uploaded', 'delivered'])[k],
        CASE WHEN t.loan_number = '' THEN '' ELSE 'ZIP 94105 checked against the county' END,
        t.created_at + k * interval '1 s', t.id, ''
-FROM fulfillment_tracker t CROSS JOIN generate_series(1, 4) AS k
+FROM fulfillment_order t CROSS JOIN generate_series(1, 4) AS k
 WHERE t.transaction_id LIKE 'seed-txn-%%' ORDER BY t.id, k
 """
 
 _ATTACHMENTS = """
-INSERT INTO fulfillment_trackerattachment (
-    position, name, mime_type, resource_id, upload_location, upload_authorization, uploaded_at, tracker_id,
+INSERT INTO fulfillment_orderdocument (
+    position, name, mime_type, resource_id, upload_location, upload_authorization, uploaded_at, order_id,
     upload_started_at, added_by, file, size)
 SELECT 0, 'report.pdf', 'application/pdf', t.resource_id,
        CASE WHEN t.loan_number = '' THEN '' ELSE %(base)s || '/uploads/' || t.resource_id END, '',
        t.delivered_at - interval '1 s', t.id, t.delivered_at - interval '2 s', '',
        CASE WHEN t.loan_number = '' THEN '' ELSE 'documents/' || t.transaction_id || '/0-report.pdf' END, 20480
-FROM fulfillment_tracker t
+FROM fulfillment_order t
 WHERE t.transaction_id LIKE 'seed-txn-%%' AND t.resource_id <> '' ORDER BY t.id
 """
 
 _DELIVERIES = """
 INSERT INTO fulfillment_delivery (
     created_at, updated_at, kind, state, partner_status, loan, result, created_by, sequence, sent_at, confirmed_at,
-    failure_reason, attempts, last_error, tracker_id)
+    failure_reason, attempts, last_error, order_id)
 SELECT t.created_at + k * interval '1 hour', t.created_at + k * interval '1 hour',
        (ARRAY['acknowledgement', 'status_update', CASE t.status WHEN 'DECLINED' THEN 'decline' ELSE 'final' END])[k],
        CASE WHEN t.status = 'WITH_STAFF' THEN 'sent' ELSE 'confirmed' END,
@@ -135,7 +135,7 @@ SELECT t.created_at + k * interval '1 hour', t.created_at + k * interval '1 hour
        CASE WHEN k = 1 THEN '' ELSE 'staff.member' END, k, t.created_at + k * interval '1 hour',
        CASE WHEN t.status = 'WITH_STAFF' THEN NULL ELSE t.created_at + k * interval '1 hour' + interval '5 s' END,
        '', 1, '', t.id
-FROM fulfillment_tracker t CROSS JOIN generate_series(1, 3) AS k
+FROM fulfillment_order t CROSS JOIN generate_series(1, 3) AS k
 WHERE t.transaction_id LIKE 'seed-txn-%%' AND t.staff_worked AND (t.status <> 'WITH_STAFF' OR k = 1)
 ORDER BY t.id, k
 """
@@ -206,7 +206,7 @@ def history_seed(database: str, *, notifications: int = 1_000_000, orders: int =
     with psycopg.connect(database, autocommit=True) as conn:
         (params["t0"],) = conn.execute("SELECT now() - interval '10 minutes'").fetchone()
         for name, sql in (
-            ("trackers", _TRACKERS),
+            ("orders", _ORDERS),
             ("steps", _STEPS),
             ("attachments", _ATTACHMENTS),
             ("deliveries", _DELIVERIES),

@@ -4,9 +4,9 @@ gunicorn (`config.wsgi`, 4 sync workers, sandbox off) receives signed `created` 
 of new transactions from the load generator (bench/load.py, its own process, 32 connections,
 closed loop), and one Celery worker (`--concurrency=2`, prefork) consumes them: its main
 process runs the inbox relay (notifications to the broker), its pool children the tasks. Each
-notification costs the worker two tasks: processing the notification (the tracker opened, a
+notification costs the worker two tasks: processing the notification (the order opened, a
 fulfill task enqueued) and the fulfill task, which fails the order at once because the
-notification's `resourceRef` names a host that is not the service (partner/fulfillment/pipeline.py
+notification's `resourceRef` names a host that is not the service (partner/fulfillment/automated/pipeline.py
 `_transaction_read`): the worker's whole path with the database and the broker, no call to a
 service that is not there.
 
@@ -97,7 +97,7 @@ def drained_wait(database: str, *, expected: int, timeout: float) -> float | Non
             (waiting,) = conn.execute(
                 "SELECT count(*) FROM inbox_notification WHERE state IN ('received', 'queued', 'processing')"
             ).fetchone()
-            (failed,) = conn.execute("SELECT count(*) FROM fulfillment_tracker WHERE status = 'FAILED'").fetchone()
+            (failed,) = conn.execute("SELECT count(*) FROM fulfillment_order WHERE status = 'FAILED'").fetchone()
             if not waiting and failed >= expected:
                 return round(time.monotonic() - started, 2)
             time.sleep(0.25)

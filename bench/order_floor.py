@@ -93,7 +93,7 @@ def _answer(response, what: str, statuses: dict):
 
 def _order(session, *, base: str, token: str, transaction_id: str, clock: _Clock, timeout, statuses: dict) -> None:
     """Steps 1-5 of one order: GET, fulfill (PDF), slots, PUT, PATCH."""
-    from partner.fulfillment.fulfillers.address_verification import AddressVerificationFulfiller
+    from partner.fulfillment.automated.fulfillers.address_verification import AddressVerificationFulfiller
 
     bearer = {"Authorization": f"Bearer {token}"}
     url = f"{base}/partner/v2/transactions/{transaction_id}"
@@ -147,7 +147,7 @@ def _floor_process(conn, job: dict) -> None:
     """
     from django.conf import settings
 
-    import partner.fulfillment.fulfillers.address_verification as av
+    import partner.fulfillment.automated.fulfillers.address_verification as av
 
     clock = _Clock()
     pdf_build = av.address_report_pdf

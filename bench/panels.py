@@ -3,7 +3,7 @@
 One gunicorn server runs the application with the sandbox mounted (as the end-to-end bench does).
 This bench plays the hosts: it creates N loans and N origins in the sandbox (lender.demo, the demo
 product), reads each origin once through our origin proxy (`GET /v1/origins/{id}` with
-X-Partner-Access-Token) for its panel session, and gives each loan one order (a tracker written
+X-Partner-Access-Token) for its panel session, and gives each loan one order (an order written
 with the ORM, in every state a panel shows: completed with its report, in progress, delivered,
 with staff and three deliveries, failed). Then N pollers (`bench/panel_load.py`, its own process)
 ask `GET /ui/transactions/{id}` with X-Panel-Session: at the page's pace (every 3 s) and in a
@@ -49,7 +49,7 @@ KINDS = ("completed",) * 5 + ("in_progress", "in_progress", "delivered", "with_s
 def panels_bench(
     *, database: str, panels: int = 100, seconds: float = 20, interval: float = 3.0, web_workers: int = 4
 ) -> dict:
-    """N open panels polling against `database` (migrated; origins, loans and trackers are added to it).
+    """N open panels polling against `database` (migrated; origins, loans and orders are added to it).
 
     Returns {"panels", "server", "queries_per_poll": {...}, "setup": {...}, "paced": {...},
     "closed_loop": {...}}; prints nothing.
@@ -121,8 +121,8 @@ def _order_write(*, transaction_id: str, loan_number: str, account, kind: str) -
         DeliveryKind,
         DeliveryState,
         FailureCode,
-        Tracker,
-        TrackerStatus,
+        Order,
+        OrderStatus,
     )
 
     now = timezone.now()
@@ -138,22 +138,22 @@ def _order_write(*, transaction_id: str, loan_number: str, account, kind: str) -
     finding = {"label": "ZIP code", "before": "94105", "after": "94105", "changed": "No"}
     response = {"partnerStatus": "Address verified", "status": "completed"}
     if kind == "completed":
-        fields |= {"status": TrackerStatus.REQUEST_COMPLETED, "delivered_at": now, "completed_at": now}
+        fields |= {"status": OrderStatus.REQUEST_COMPLETED, "delivered_at": now, "completed_at": now}
         fields |= {"response": response, "findings": [finding] * 4}
     elif kind == "in_progress":
-        fields |= {"status": TrackerStatus.IN_PROGRESS}
+        fields |= {"status": OrderStatus.IN_PROGRESS}
     elif kind == "delivered":
-        fields |= {"status": TrackerStatus.RESPONSE_DELIVERED, "delivered_at": now, "response": response}
+        fields |= {"status": OrderStatus.RESPONSE_DELIVERED, "delivered_at": now, "response": response}
         fields |= {"findings": [finding] * 4}
     elif kind == "with_staff":
-        fields |= {"status": TrackerStatus.WITH_STAFF, "staff_worked": True, "due_at": now + timedelta(days=2)}
+        fields |= {"status": OrderStatus.WITH_STAFF, "staff_worked": True, "due_at": now + timedelta(days=2)}
         fields |= {"response": {"partnerStatus": "Order received"}}
     else:
-        fields |= {"status": TrackerStatus.FAILED, "failed_at": now, "failure_code": FailureCode.ORDER_REFUSED}
+        fields |= {"status": OrderStatus.FAILED, "failed_at": now, "failure_code": FailureCode.ORDER_REFUSED}
         fields |= {"failure_reason": "The property address could not be found."}
-    tracker = Tracker.objects.create(**fields)
+    order = Order.objects.create(**fields)
     if kind in ("completed", "delivered"):
-        tracker.attachments.create(
+        order.attachments.create(
             position=0, name="report.pdf", mime_type="application/pdf", size=20480, resource_id="res-report",
             uploaded_at=now, file=f"documents/{transaction_id}/0-report.pdf",
         )  # fmt: skip
@@ -162,12 +162,12 @@ def _order_write(*, transaction_id: str, loan_number: str, account, kind: str) -
             (DeliveryKind.ACKNOWLEDGEMENT, DeliveryKind.STATUS_UPDATE, DeliveryKind.PARTIAL), start=1
         ):
             delivery = Delivery.objects.create(
-                tracker=tracker, kind=delivery_kind, state=DeliveryState.SENT, sequence=sequence, sent_at=now,
+                order=order, kind=delivery_kind, state=DeliveryState.SENT, sequence=sequence, sent_at=now,
                 partner_status=f"Step {sequence}",
             )  # fmt: skip
             if delivery_kind == DeliveryKind.PARTIAL:
                 for position in (1, 2):
-                    tracker.attachments.create(
+                    order.attachments.create(
                         position=position, name=f"part-{position}.pdf", mime_type="application/pdf", size=4096,
                         resource_id=f"res-part-{position}", delivery=delivery, uploaded_at=now,
                     )  # fmt: skip

@@ -3,13 +3,13 @@
 Every run of the reconciliation once listed every page of the service's transactions (#7, 50 a
 page): 10,000 finished transactions cost 200 calls every RECONCILE_INTERVAL, for ever. Now the
 full pass does that at most once per RECONCILE_FULL_INTERVAL, and the other runs are the cheap
-pass (partner/fulfillment/reconciliation.py). This script counts the calls of each, with 0 and
+pass (partner/fulfillment/recovery/reconciliation.py). This script counts the calls of each, with 0 and
 with --new new transactions (whose webhooks never came), and prints them with their ratio.
 
 Its own world, in this process: a database of its own (a SQLite file under var/bench-reconcile/,
 or with --pg the PostgreSQL database `bench_reconcile` on BENCH_PG_URL, each made anew and
 migrated), the application with its sandbox served by a thread on a free port, an in-memory
-broker and cache (the trackers it opens are never worked). Calls are counted with the client's
+broker and cache (the orders it opens are never worked). Calls are counted with the client's
 `service_call_finished` signal (the token request apart). Each run's `seconds` is informative only:
 the emulator sorts and counts its whole table for each page. Writes bench/results/reconcile_cost.json.
 
@@ -53,7 +53,7 @@ def django_setup(*, database_url: str, base_url: str) -> None:
             "PUBLIC_BASE_URL": base_url,
             "SVC_BASE_URL": f"{base_url}/sandbox",
             "SVC_TOKEN_URL": f"{base_url}/sandbox/oauth2/v1/token",
-            "LOG_LEVEL": "ERROR",  # not the expected "had no tracker" of the new transactions
+            "LOG_LEVEL": "ERROR",  # not the expected "had no order" of the new transactions
         }
     )
     django.setup()
@@ -104,8 +104,8 @@ class Calls:
         self.listing += urlsplit(kwargs["url"]).path.endswith("/partner/v2/transactions")
 
     def run(self, *, full: bool) -> dict:
-        """One reconciliation: its calls, the trackers it opened, its wall time."""
-        from partner.fulfillment.reconciliation import transactions_reconcile
+        """One reconciliation: its calls, the orders it opened, its wall time."""
+        from partner.fulfillment.recovery.reconciliation import transactions_reconcile
 
         self.all = self.listing = 0
         started = time.perf_counter()
@@ -113,7 +113,7 @@ class Calls:
         return {
             "service_calls": self.all,
             "list_calls": self.listing,
-            "trackers_opened": opened,
+            "orders_opened": opened,
             "seconds": round(time.perf_counter() - started, 2),
         }
 

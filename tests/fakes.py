@@ -1,7 +1,7 @@
 """A fake of the service's client for fast tests of the pipeline and the dispatch: no HTTP, every call recorded.
 
 `FakePlatform` stands in for the functions of `partner.platform.client` that the pipeline, the
-tracker services and the catalog's pull call (`resource_ref_parse` stays the real one, so a
+order services and the catalog's pull call (`resource_ref_parse` stays the real one, so a
 reference is checked as in production). The test gives it the service's state (a transaction's
 request, an event's type, the listed products) and reads back what was called, in order.
 Install it with the `fake_platform` fixture of `tests/conftest.py`.

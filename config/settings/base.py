@@ -277,7 +277,7 @@ FIELD_ENCRYPTION_KEYS = FIELD_ENCRYPTION_KEYS or [_LOCAL_FIELD_ENCRYPTION_KEY]
 # THE PARTNER (our company, as lenders see it)
 # ------------------------------------------------------------------------------
 # `respondingParty` of every response and the letterhead of the reports
-# (partner/fulfillment/fulfillers/base.py: partner_party). Public contact details only.
+# (partner/fulfillment/automated/fulfillers/base.py: partner_party). Public contact details only.
 PARTNER_NAME = env.str("PARTNER_NAME", default="Keystone Property Data, Inc.")
 PARTNER_ADDRESS = env.str("PARTNER_ADDRESS", default="100 Market Street, Suite 400")  # street line
 PARTNER_CITY = env.str("PARTNER_CITY", default="San Francisco")
@@ -467,9 +467,9 @@ RECONCILE_INTERVAL = env.int("RECONCILE_INTERVAL", default=300)
 # The reconciliation's full pass (every page of the service's transaction list) runs at most this
 # often, in the run of `fulfillment.reconcile` that finds it due (its time is kept in the database,
 # so a restarted scheduler does not put it off); the other runs read only the list's end
-# (partner/fulfillment/reconciliation.py). 0: every run reads every page.
+# (partner/fulfillment/recovery/reconciliation.py). 0: every run reads every page.
 RECONCILE_FULL_INTERVAL = env.int("RECONCILE_FULL_INTERVAL", default=86400)
-# A notification or tracker left this long with no worker holding it had its message lost: the
+# A notification or order left this long with no worker holding it had its message lost: the
 # sweep hands it to the broker again (partner/core/leases.py).
 STALL_SECONDS = env.int("STALL_SECONDS", default=120)
 # A delivered order whose "processed" callback has not come after this long is shown as awaiting
@@ -493,12 +493,12 @@ RETENTION_STEP_DAYS = _read("RETENTION_STEP_DAYS", env.int, default=365)  # an o
 RETENTION_SANDBOX_DAYS = _read("RETENTION_SANDBOX_DAYS", env.int, default=7)  # the emulator's transactions etc.
 CELERY_BEAT_SCHEDULE = {
     "inbox-sweep": {"task": "inbox.sweep", "schedule": SWEEP_INTERVAL},
-    "trackers-sweep": {"task": "fulfillment.sweep", "schedule": SWEEP_INTERVAL},
+    "orders-sweep": {"task": "fulfillment.sweep", "schedule": SWEEP_INTERVAL},
     # The cheap pass each time; the full pass in the run that finds RECONCILE_FULL_INTERVAL passed.
     "transactions-reconcile": {"task": "fulfillment.reconcile", "schedule": RECONCILE_INTERVAL},
     "products-pull": {"task": "catalog.pull", "schedule": RECONCILE_INTERVAL},
     "data-purge": {"task": "core.purge", "schedule": 24 * 60 * 60},  # once a day (RETENTION above)
-    # Staff-worked orders past their due time: staff are told once (partner/fulfillment/staff_events.py).
+    # Staff-worked orders past their due time: staff are told once (partner/fulfillment/staff/notices.py).
     "staff-overdue": {"task": "fulfillment.overdue", "schedule": 300},
 }
 
@@ -534,7 +534,7 @@ WORKER_METRICS_PORT = env.int("WORKER_METRICS_PORT", default=0)
 
 # LOGGING
 # ------------------------------------------------------------------------------
-# One line per event with the request id and the ids of the work at hand (notification, tracker,
+# One line per event with the request id and the ids of the work at hand (notification, order,
 # transaction: partner.core.logging.log_context); the redaction filter keeps secrets (client secret,
 # signing secrets, passwords, tokens) out of every line. LOG_FORMAT=json writes one JSON object per
 # line instead of text, for a log collector (gunicorn.conf.py follows it for gunicorn's own lines).

@@ -1,4 +1,4 @@
-"""Leases: which worker holds a row (a notification, a tracker), and which rows were left behind.
+"""Leases: which worker holds a row (a notification, an order), and which rows were left behind.
 
 The inbox and the fulfillment take their rows the same way. A worker takes a row with one
 UPDATE that only matches while the row's lease is free, so the database decides between two
@@ -52,7 +52,7 @@ def lease_until(now: datetime | None = None) -> datetime:
 
 
 def lease_free(now: datetime, *, through: str = "") -> Q:
-    """Rows nobody holds at `now` (`through`: the path to the leased row, e.g. "tracker__")."""
+    """Rows nobody holds at `now` (`through`: the path to the leased row, e.g. "order__")."""
     return Q(**{f"{through}claimed_until__isnull": True}) | Q(**{f"{through}claimed_until__lt": now})
 
 

@@ -7,7 +7,7 @@ run time with `secret_register`, such as access tokens and product signing
 secrets) and anything that looks like `password=...`, `"token": "..."` or
 `Bearer ...`, whatever its value.
 
-`log_context(notification_id=..., tracker_id=..., transaction_id=...)` puts the ids of the work at
+`log_context(notification_id=..., order_id=..., transaction_id=...)` puts the ids of the work at
 hand on every line logged inside it; `RequestIdFilter` copies them, with the request (or task) id,
 onto the record. Two formatters write a record: `OneLineFormatter` (text, the default) and
 `JsonLineFormatter` (`LOG_FORMAT=json`: one JSON object per line).
@@ -39,7 +39,7 @@ _JSON_FIELDS = frozenset({"time", "level", "logger", "message", "request_id", "e
 def log_context(**ids):
     """Every line logged inside the block carries these ids, besides those of the blocks around it.
 
-    `with log_context(notification_id=n.pk):` around the work on one notification, tracker or
+    `with log_context(notification_id=n.pk):` around the work on one notification, order or
     transaction; an id given as None is left out. The ids are copied onto each record by
     `RequestIdFilter`: fields of their own in the JSON lines, `name=value` after the request id in the
     text ones.
@@ -118,7 +118,7 @@ class RequestIdFilter(logging.Filter):
     """Put the current request (or task) id on the record as `request_id`, and the ids of `log_context`.
 
     `log_context` holds the ids (a mapping, for the JSON lines), `log_context_text` the same as
-    ` name=value` pairs (for the text lines: `[request-id tracker_id=7 transaction_id=T-1]`).
+    ` name=value` pairs (for the text lines: `[request-id order_id=7 transaction_id=T-1]`).
     """
 
     def filter(self, record):
@@ -184,7 +184,7 @@ class JsonLineFormatter(JsonFormatter):
     """One JSON object per line (`LOG_FORMAT=json`), for a log collector to read.
 
     Fields: `time` (ISO 8601, UTC), `level`, `logger`, `message`, `request_id`, the ids of
-    `log_context` (`notification_id`, `tracker_id`, `transaction_id`) where they apply, the fields a
+    `log_context` (`notification_id`, `order_id`, `transaction_id`) where they apply, the fields a
     call passed with `extra=`, and `exc_info` (the traceback) when there is one.
 
     Built on python-json-logger, which takes the `extra=` fields off the record and turns the values

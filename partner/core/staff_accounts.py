@@ -1,7 +1,7 @@
 """Admin logins of the staff who work orders: staff, not superusers, with what the work needs.
 
 What the work needs is the view and change permissions of the orders (the fulfillment app:
-trackers, their documents, steps and deliveries) and of the webhook inbox, held through one group,
+orders, their documents, steps and deliveries) and of the webhook inbox, held through one group,
 `Order staff`, so that a person added by hand in the admin can be given the same. The apps are
 named by label: core imports neither.
 

@@ -1,4 +1,4 @@
-"""Trackers in the admin: where each transaction is, what happened, and a retry action."""
+"""Orders in the admin: where each transaction is, what happened, and a retry action."""
 
 import json
 
@@ -7,14 +7,14 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
-from partner.fulfillment import admin_staff  # noqa: F401  (registers the staff's work queue and order pages)
-from partner.fulfillment.models import Tracker, TrackerAttachment, TrackerStep
-from partner.fulfillment.selectors import trackers_awaiting_confirmation
-from partner.fulfillment.services import tracker_confirm, tracker_retry
+from partner.fulfillment.models import Order, OrderDocument, OrderStep
+from partner.fulfillment.orders.selectors import orders_awaiting_confirmation
+from partner.fulfillment.orders.services import order_confirm, order_retry
+from partner.fulfillment.staff import admin as admin_staff  # noqa: F401  (registers the staff's work queue and order pages)
 
 
-class TrackerAttachmentInline(admin.TabularInline):
-    model = TrackerAttachment
+class OrderDocumentInline(admin.TabularInline):
+    model = OrderDocument
     fields = ["position", "name", "mime_type", "size", "resource_id", "uploaded_at", "download"]
     readonly_fields = fields
     extra = 0
@@ -32,8 +32,8 @@ class TrackerAttachmentInline(admin.TabularInline):
         return format_html('<a href="{}">download</a>', url)
 
 
-class TrackerStepInline(admin.TabularInline):
-    model = TrackerStep
+class OrderStepInline(admin.TabularInline):
+    model = OrderStep
     fields = ["created_at", "name", "detail", "actor"]
     readonly_fields = fields
     extra = 0
@@ -54,17 +54,17 @@ class AwaitingConfirmationFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         if self.value() == "awaiting":
-            return queryset.filter(pk__in=trackers_awaiting_confirmation().values("pk"))
+            return queryset.filter(pk__in=orders_awaiting_confirmation().values("pk"))
         return queryset
 
 
-@admin.register(Tracker)
-class TrackerAdmin(admin.ModelAdmin):
+@admin.register(Order)
+class OrderAdmin(admin.ModelAdmin):
     list_display = ["transaction_id", "product_name", "status", "resource_id", "attempts", "created_at", "updated_at"]
     list_filter = ["status", AwaitingConfirmationFilter, "failure_code", "product_name", "request_type"]
     search_fields = ["transaction_id", "resource_id", "reference_number"]
     date_hierarchy = "created_at"
-    inlines = [TrackerAttachmentInline, TrackerStepInline]
+    inlines = [OrderDocumentInline, OrderStepInline]
     actions = ["retry", "confirm"]
     readonly_fields = [
         "transaction_id",
@@ -100,8 +100,8 @@ class TrackerAdmin(admin.ModelAdmin):
         return False  # read-only: what happened is never edited by hand
 
     def has_retry_permission(self, request):
-        """The retry action puts trackers back to work: it needs the change permission, not just view."""
-        return request.user.has_perm("fulfillment.change_tracker")
+        """The retry action puts orders back to work: it needs the change permission, not just view."""
+        return request.user.has_perm("fulfillment.change_order")
 
     has_confirm_permission = has_retry_permission
 
@@ -115,20 +115,20 @@ class TrackerAdmin(admin.ModelAdmin):
     def response_pretty(self, obj):
         return format_html("<pre>{}</pre>", json.dumps(obj.response, indent=2, sort_keys=True) if obj.response else "")
 
-    @admin.action(description="Retry the selected failed trackers", permissions=["retry"])
+    @admin.action(description="Retry the selected failed orders", permissions=["retry"])
     def retry(self, request, queryset):
         ids = list(queryset.values_list("pk", flat=True))
-        retried = sum(1 for tracker_id in ids if tracker_retry(tracker_id=tracker_id))
+        retried = sum(1 for order_id in ids if order_retry(order_id=order_id))
         skipped = len(ids) - retried
-        self.message_user(request, f"{retried} tracker(s) sent back to work.", messages.SUCCESS)
+        self.message_user(request, f"{retried} order(s) sent back to work.", messages.SUCCESS)
         if skipped:
-            self.message_user(request, f"{skipped} tracker(s) were not failed and were left alone.", messages.WARNING)
+            self.message_user(request, f"{skipped} order(s) were not failed and were left alone.", messages.WARNING)
 
     @admin.action(description="Confirm the service processed the selected delivered orders", permissions=["confirm"])
     def confirm(self, request, queryset):
         ids = list(queryset.values_list("pk", flat=True))
         who = request.user.get_username()
-        confirmed = sum(1 for tracker_id in ids if tracker_confirm(tracker_id=tracker_id, by=who))
+        confirmed = sum(1 for order_id in ids if order_confirm(order_id=order_id, by=who))
         self.message_user(request, f"{confirmed} order(s) confirmed as completed.", messages.SUCCESS)
         if len(ids) - confirmed:
             self.message_user(

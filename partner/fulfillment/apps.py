@@ -1,4 +1,4 @@
-"""Trackers, the pipeline that fulfills each transaction, and the fulfillers that do the work."""
+"""Orders, the pipeline that fulfills each transaction, and the fulfillers that do the work."""
 
 from django.apps import AppConfig
 
@@ -11,23 +11,23 @@ class FulfillmentConfig(AppConfig):
         # The catalog (a lower layer) validates each product's fulfiller key and picks the default
         # of a newly pulled product: it learns the registered fulfillers here, never by importing up.
         from partner.catalog.fulfiller_keys import fulfillers_install
-        from partner.fulfillment.fulfillers import FULFILLERS
+        from partner.fulfillment.automated.fulfillers import FULFILLERS
 
-        from . import retention  # noqa: F401 - registers what it keeps and how it is purged
+        from .recovery import retention  # noqa: F401 - registers what it keeps and how it is purged
 
         fulfillers_install(FULFILLERS)
 
         from partner.core.health import health_warning_register
-        from partner.fulfillment.selectors import confirmation_health_warnings
+        from partner.fulfillment.orders.selectors import confirmation_health_warnings
 
         health_warning_register(confirmation_health_warnings)
 
         from partner.core.leases import lease_hand_back_register
-        from partner.fulfillment.reconciliation import trackers_left_hand_back
+        from partner.fulfillment.recovery.reconciliation import orders_left_hand_back
 
-        lease_hand_back_register("trackers", trackers_left_hand_back)
+        lease_hand_back_register("orders", orders_left_hand_back)
 
         from partner.core.metrics import metrics_collector_register
-        from partner.fulfillment.metrics import orders_collect
+        from partner.fulfillment.orders.metrics import orders_collect
 
         metrics_collector_register("orders", orders_collect)

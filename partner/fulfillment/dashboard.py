@@ -34,19 +34,19 @@ from django.db.models import (
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from partner.fulfillment.models import FINAL_STATUSES, FailureCode, Tracker, TrackerStatus
-from partner.fulfillment.selectors import trackers_awaiting_confirmation
+from partner.fulfillment.models import FINAL_STATUSES, FailureCode, Order, OrderStatus
+from partner.fulfillment.orders.selectors import orders_awaiting_confirmation
 
-OPEN_STATUSES = tuple(status for status in TrackerStatus if status not in FINAL_STATUSES)
-# An order's outcome now, by its status: the tracker admin's status filter shows the same orders.
+OPEN_STATUSES = tuple(status for status in OrderStatus if status not in FINAL_STATUSES)
+# An order's outcome now, by its status: the order admin's status filter shows the same orders.
 OUTCOME_STATUSES = {
-    "completed": (TrackerStatus.REQUEST_COMPLETED,),
-    "failed": (TrackerStatus.FAILED,),
-    "declined": (TrackerStatus.DECLINED,),
+    "completed": (OrderStatus.REQUEST_COMPLETED,),
+    "failed": (OrderStatus.FAILED,),
+    "declined": (OrderStatus.DECLINED,),
     "open": OPEN_STATUSES,
 }
 OUTCOMES = tuple(OUTCOME_STATUSES)
-STAGES = ("delivered", "completed")  # a turnaround runs from the webhook to the tracker's `<stage>_at`
+STAGES = ("delivered", "completed")  # a turnaround runs from the webhook to the order's `<stage>_at`
 # Without a due time per product yet, an order still open after this long is shown as overdue.
 OPEN_TOO_LONG = timedelta(hours=1)
 TURNAROUND_SAMPLE_LIMIT = 100_000  # SQLite only: the newest finished orders of the window read
@@ -150,7 +150,7 @@ def orders_window(*, days: int, now: datetime | None = None) -> OrdersWindow:
 def orders_per_day(*, since: datetime) -> dict[tuple[date, str, str], int]:
     """(day, product, outcome) -> orders opened since `since`: one grouped query."""
     rows = (
-        Tracker.objects.filter(created_at__gte=since)
+        Order.objects.filter(created_at__gte=since)
         .annotate(day=TruncDate("created_at"), outcome=_OUTCOME)
         .values_list("day", "product_name", "outcome")
         .annotate(count=Count("pk"))
@@ -161,7 +161,7 @@ def orders_per_day(*, since: datetime) -> dict[tuple[date, str, str], int]:
 
 def order_turnarounds(*, since: datetime) -> dict[tuple[str, str], Percentiles]:
     """(product, stage) -> p50 and p90 of the turnarounds of the orders opened since `since`."""
-    finished = Tracker.objects.filter(
+    finished = Order.objects.filter(
         Q(delivered_at__isnull=False) | Q(completed_at__isnull=False), created_at__gte=since
     )
     if connection.vendor == "postgresql":
@@ -221,7 +221,7 @@ def percentile(ordered: list[float], fraction: float) -> float:
 
 def order_failures(*, since: datetime) -> list[FailureFigures]:
     """Orders opened since `since` and failed now, by failure code, with the latest failure's reason."""
-    failed = Tracker.objects.filter(created_at__gte=since, status=TrackerStatus.FAILED)
+    failed = Order.objects.filter(created_at__gte=since, status=OrderStatus.FAILED)
     latest = (
         failed.filter(failure_code=OuterRef("failure_code"))
         .order_by(F("failed_at").desc(nulls_last=True), "-pk")
@@ -246,9 +246,9 @@ def order_failures(*, since: datetime) -> list[FailureFigures]:
 
 
 def orders_awaiting_confirmation_count() -> int:
-    return trackers_awaiting_confirmation().count()
+    return orders_awaiting_confirmation().count()
 
 
 def orders_open_too_long(*, now: datetime | None = None):
     """Open orders (of any day) opened more than OPEN_TOO_LONG ago."""
-    return Tracker.objects.filter(status__in=OPEN_STATUSES, created_at__lt=(now or timezone.now()) - OPEN_TOO_LONG)
+    return Order.objects.filter(status__in=OPEN_STATUSES, created_at__lt=(now or timezone.now()) - OPEN_TOO_LONG)

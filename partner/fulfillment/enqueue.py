@@ -14,16 +14,16 @@ DELIVERIES_TASK = "fulfillment.deliveries_send"
 OVERDUE_TASK = "fulfillment.overdue"
 
 
-def tracker_fulfill_enqueue(
-    tracker_id: int, *, countdown: float | None = None, rate_limited_since: float | None = None
+def order_fulfill_enqueue(
+    order_id: int, *, countdown: float | None = None, rate_limited_since: float | None = None
 ) -> None:
-    """Have a worker run the tracker's steps that are not done yet, once the caller's transaction commits
+    """Have a worker run the order's steps that are not done yet, once the caller's transaction commits
     (and `countdown` seconds later when given). `rate_limited_since`: when the service first asked the
     order to wait (`partner.core.retries`), carried to the task."""
     waited = {} if rate_limited_since is None else {RATE_LIMITED_SINCE: rate_limited_since}
-    enqueue_after_commit(FULFILL_TASK, countdown=countdown, tracker_id=tracker_id, **waited)
+    enqueue_after_commit(FULFILL_TASK, countdown=countdown, order_id=order_id, **waited)
 
 
-def deliveries_send_enqueue(tracker_id: int, *, countdown: float | None = None) -> None:
+def deliveries_send_enqueue(order_id: int, *, countdown: float | None = None) -> None:
     """Have a worker send the staff's deliveries of the order that wait, in order, after commit."""
-    enqueue_after_commit(DELIVERIES_TASK, countdown=countdown, tracker_id=tracker_id)
+    enqueue_after_commit(DELIVERIES_TASK, countdown=countdown, order_id=order_id)

@@ -1,4 +1,4 @@
-"""Trackers: one per transaction, recording each completed step of its fulfillment.
+"""Orders: one per transaction, recording each completed step of its fulfillment.
 
 The spec's states are VALIDATION_REQUESTED (transaction webhook) and
 REQUEST_COMPLETED (processed callback); ours in between say how far the work
@@ -7,7 +7,7 @@ never uploads or patches twice.
 
 An automated order is answered by one PATCH. A staff-worked order is acknowledged by the pipeline
 (`WITH_STAFF`), then worked by people: each of their status updates, deliveries and declines is a
-`Delivery`, stored first and sent by a worker; its documents are `TrackerAttachment` rows whose
+`Delivery`, stored first and sent by a worker; its documents are `OrderDocument` rows whose
 bytes are files in Django's storage.
 """
 
@@ -22,7 +22,7 @@ from partner.core.models import TimeStampedModel
 from partner.platform.types import UploadSlot
 
 
-class TrackerStatus(models.TextChoices):
+class OrderStatus(models.TextChoices):
     VALIDATION_REQUESTED = "VALIDATION_REQUESTED", "Validation requested"  # webhook received
     IN_PROGRESS = "IN_PROGRESS", "In progress"  # transaction read, work under way
     WITH_STAFF = "WITH_STAFF", "With staff"  # a staff-worked order, acknowledged: people are working it
@@ -32,19 +32,19 @@ class TrackerStatus(models.TextChoices):
     DECLINED = "DECLINED", "Declined"  # a staff-worked order staff declined, with a reason the lender read
 
 
-# Worked by the automated pipeline (and its sweeps): a tracker with staff is not.
-ACTIVE_STATUSES = (TrackerStatus.VALIDATION_REQUESTED, TrackerStatus.IN_PROGRESS)
+# Worked by the automated pipeline (and its sweeps): an order with staff is not.
+ACTIVE_STATUSES = (OrderStatus.VALIDATION_REQUESTED, OrderStatus.IN_PROGRESS)
 _STATUS_PHRASES = {
-    TrackerStatus.VALIDATION_REQUESTED: "not acknowledged yet",
-    TrackerStatus.IN_PROGRESS: "being acknowledged",
-    TrackerStatus.WITH_STAFF: "with staff",
-    TrackerStatus.RESPONSE_DELIVERED: "delivered and awaits the service's confirmation",
-    TrackerStatus.REQUEST_COMPLETED: "completed",
-    TrackerStatus.FAILED: "failed",
-    TrackerStatus.DECLINED: "declined",
+    OrderStatus.VALIDATION_REQUESTED: "not acknowledged yet",
+    OrderStatus.IN_PROGRESS: "being acknowledged",
+    OrderStatus.WITH_STAFF: "with staff",
+    OrderStatus.RESPONSE_DELIVERED: "delivered and awaits the service's confirmation",
+    OrderStatus.REQUEST_COMPLETED: "completed",
+    OrderStatus.FAILED: "failed",
+    OrderStatus.DECLINED: "declined",
 }
 # Nothing more happens to these.
-FINAL_STATUSES = (TrackerStatus.REQUEST_COMPLETED, TrackerStatus.FAILED, TrackerStatus.DECLINED)
+FINAL_STATUSES = (OrderStatus.REQUEST_COMPLETED, OrderStatus.FAILED, OrderStatus.DECLINED)
 
 
 class FailureCode(models.TextChoices):
@@ -57,7 +57,7 @@ class FailureCode(models.TextChoices):
     RESOURCE_OUTSIDE_SERVICE = "resource_outside_service", "Resource outside the service"
 
 
-class Tracker(TimeStampedModel, LeasedModel):
+class Order(TimeStampedModel, LeasedModel):
     transaction_id = models.CharField(max_length=200, unique=True)
     resource_ref = models.URLField(max_length=2000, blank=True)
     product_name = models.CharField(max_length=200, blank=True, db_index=True)
@@ -71,7 +71,7 @@ class Tracker(TimeStampedModel, LeasedModel):
     )
     request_type = models.CharField(max_length=50, blank=True)
     status = models.CharField(
-        max_length=30, choices=TrackerStatus, default=TrackerStatus.VALIDATION_REQUESTED, db_index=True
+        max_length=30, choices=OrderStatus, default=OrderStatus.VALIDATION_REQUESTED, db_index=True
     )
     resource_id = models.CharField(max_length=200, blank=True, help_text="Id of the first delivered attachment.")
     reference_number = models.CharField(max_length=100, blank=True)
@@ -92,7 +92,7 @@ class Tracker(TimeStampedModel, LeasedModel):
     last_error = models.TextField(blank=True)
     failure_code = models.CharField(max_length=40, choices=FailureCode, blank=True)
     failure_reason = models.TextField(blank=True)
-    # A worker holds the tracker until claimed_until (LeasedModel); a retry is due at next_attempt_at.
+    # A worker holds the order until claimed_until (LeasedModel); a retry is due at next_attempt_at.
     next_attempt_at = models.DateTimeField(null=True, blank=True)
 
     # The order as the lender sent it (`request` of the transaction: loan data, options, notes),
@@ -111,18 +111,18 @@ class Tracker(TimeStampedModel, LeasedModel):
     class Meta:
         ordering = ["-created_at"]
         indexes = [
-            models.Index(fields=["status", "updated_at"], name="tracker_status_updated"),
-            # The hand-back of dead workers' trackers, every few seconds in every worker: held ones only.
-            models.Index(fields=["claimed_until"], condition=Q(claimed_until__isnull=False), name="tracker_held"),
+            models.Index(fields=["status", "updated_at"], name="order_status_updated"),
+            # The hand-back of dead workers' orders, every few seconds in every worker: held ones only.
+            models.Index(fields=["claimed_until"], condition=Q(claimed_until__isnull=False), name="order_held"),
             # Open orders (/metrics, retention's "never an open order"): the size of the work in hand.
             models.Index(
                 fields=["status", "product_name"],
                 condition=~Q(status__in=FINAL_STATUSES),
-                name="tracker_open",
+                name="order_open",
             ),
             # Orders finished before a cut-off (retention).
-            models.Index(fields=["status", "completed_at"], name="tracker_status_completed"),
-            models.Index(fields=["status", "failed_at"], name="tracker_status_failed"),
+            models.Index(fields=["status", "completed_at"], name="order_status_completed"),
+            models.Index(fields=["status", "failed_at"], name="order_status_failed"),
         ]
 
     def __str__(self):
@@ -136,17 +136,17 @@ class Tracker(TimeStampedModel, LeasedModel):
 
 def _document_path(attachment, filename: str) -> str:
     """Where a document's file is stored: by order, never by a name the uploader chose alone."""
-    return f"documents/{attachment.tracker.transaction_id}/{attachment.position}-{filename}"
+    return f"documents/{attachment.order.transaction_id}/{attachment.position}-{filename}"
 
 
-class TrackerAttachment(models.Model):
+class OrderDocument(models.Model):
     """A document we deliver: its file (Django's storage), its slot, whether it is uploaded.
 
     An automated order's documents are delivered with its one PATCH. A staff-worked order's are
     attached by staff, waiting (`delivery` empty) until a delivery takes them.
     """
 
-    tracker = models.ForeignKey(Tracker, on_delete=models.CASCADE, related_name="attachments")
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="attachments")
     delivery = models.ForeignKey(
         "Delivery", null=True, blank=True, on_delete=models.PROTECT, related_name="attachments"
     )
@@ -166,12 +166,12 @@ class TrackerAttachment(models.Model):
     uploaded_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["tracker", "position"]
-        constraints = [models.UniqueConstraint(fields=["tracker", "position"], name="attachment_position_unique")]
+        ordering = ["order", "position"]
+        constraints = [models.UniqueConstraint(fields=["order", "position"], name="attachment_position_unique")]
         indexes = [
             # The purge of documents: the rows still holding a file or an upload location.
             models.Index(
-                fields=["id", "tracker"],
+                fields=["id", "order"],
                 condition=~Q(file="") | ~Q(upload_location="") | ~Q(upload_authorization=""),
                 name="attachment_document_held",
             ),
@@ -198,10 +198,10 @@ class TrackerAttachment(models.Model):
         )
 
 
-class TrackerStep(models.Model):
-    """What happened to a tracker, one row per step or failure, for people reading the admin."""
+class OrderStep(models.Model):
+    """What happened to an order, one row per step or failure, for people reading the admin."""
 
-    tracker = models.ForeignKey(Tracker, on_delete=models.CASCADE, related_name="steps")
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="steps")
     name = models.CharField(max_length=50)
     detail = models.TextField(blank=True)
     actor = models.CharField(max_length=150, blank=True, help_text="The staff member who did it (empty: a worker).")
@@ -209,9 +209,9 @@ class TrackerStep(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
-        ordering = ["tracker", "created_at", "id"]
+        ordering = ["order", "created_at", "id"]
         # The purge of order data: the steps still holding a detail.
-        indexes = [models.Index(fields=["id", "tracker"], condition=~Q(detail=""), name="step_detail_held")]
+        indexes = [models.Index(fields=["id", "order"], condition=~Q(detail=""), name="step_detail_held")]
 
     def __str__(self):
         return self.name
@@ -241,7 +241,7 @@ class Delivery(TimeStampedModel):
     response version confirms that delivery, one that does not confirms the latest sent.
     """
 
-    tracker = models.ForeignKey(Tracker, on_delete=models.CASCADE, related_name="deliveries")
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="deliveries")
     kind = models.CharField(max_length=20, choices=DeliveryKind)
     state = models.CharField(max_length=20, choices=DeliveryState, default=DeliveryState.PENDING, db_index=True)
     partner_status = models.CharField(max_length=500, blank=True, help_text="partnerStatus: what the lender reads.")
@@ -259,11 +259,11 @@ class Delivery(TimeStampedModel):
     last_error = models.TextField(blank=True)
 
     class Meta:
-        ordering = ["tracker", "created_at", "id"]
+        ordering = ["order", "created_at", "id"]
         verbose_name_plural = "deliveries"
 
     def __str__(self):
-        return f"{self.get_kind_display()} of {self.tracker.transaction_id}"
+        return f"{self.get_kind_display()} of {self.order.transaction_id}"
 
     @property
     def final(self) -> bool:
@@ -271,7 +271,8 @@ class Delivery(TimeStampedModel):
 
 
 class ReconciliationState(models.Model):
-    """Where the reconciliation left the service's transaction list: one row (`partner.fulfillment.reconciliation`).
+    """Where the reconciliation left the service's transaction list: one row
+    (`partner.fulfillment.recovery.reconciliation`).
 
     The cheap pass reads the list from `position` (less the marker) and checks the marker there; the
     full pass reads every page when `full_pass_at` is a RECONCILE_FULL_INTERVAL old.
@@ -290,9 +291,9 @@ class ReconciliationState(models.Model):
         return f"{self.name} at {self.position}"
 
 
-class StaffOrder(Tracker):
+class StaffOrder(Order):
     """A staff-worked order as its staff see it: the work queue and the order's page in the admin
-    (`partner.fulfillment.admin_staff`). A proxy: the same rows as the trackers, another page."""
+    (`partner.fulfillment.staff.admin`). A proxy: the same rows as the orders, another page."""
 
     class Meta:
         proxy = True

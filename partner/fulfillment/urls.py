@@ -2,9 +2,9 @@
 
 from django.urls import path
 
-from partner.fulfillment.views import TrackerStatusApi
+from partner.fulfillment.orders.views import OrderStatusApi
 
 app_name = "fulfillment"
 urlpatterns = [
-    path("status/<str:transaction_id>", TrackerStatusApi.as_view(), name="status"),
+    path("status/<str:transaction_id>", OrderStatusApi.as_view(), name="status"),
 ]

@@ -10,7 +10,7 @@ from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.html import format_html
 
-from partner.fulfillment.selectors import tracker_get
+from partner.fulfillment.orders.selectors import order_get
 from partner.inbox.dashboard import dashboard_install
 from partner.inbox.models import Notification
 from partner.inbox.outbox import notification_replay
@@ -79,16 +79,16 @@ class NotificationAdmin(admin.ModelAdmin):
 
     @admin.display(description="Order")
     def order_link(self, obj):
-        """The order (tracker) this notification is about: by the transaction its reference names."""
+        """The order this notification is about: by the transaction its reference names."""
         try:
             transaction_id = client.resource_ref_parse(obj.resource_ref).transaction_id if obj.resource_ref else ""
         except ServiceError:
             transaction_id = ""
-        tracker = tracker_get(transaction_id=transaction_id or obj.resource_id)
-        if tracker is None:
+        order = order_get(transaction_id=transaction_id or obj.resource_id)
+        if order is None:
             return "none yet"
-        url = reverse("admin:fulfillment_tracker_change", args=[tracker.pk])
-        return format_html('<a href="{}">{} ({})</a>', url, tracker.transaction_id, tracker.get_status_display())
+        url = reverse("admin:fulfillment_order_change", args=[order.pk])
+        return format_html('<a href="{}">{} ({})</a>', url, order.transaction_id, order.get_status_display())
 
     def has_change_permission(self, request, obj=None):
         return False  # read-only: what happened is never edited by hand

@@ -34,9 +34,9 @@ from partner.inbox.selectors import Backlog, inbox_backlog
 
 DAY_CHOICES = (7, 14, 30)
 DEFAULT_DAYS = 14
-PERMISSION = "fulfillment.view_tracker"
+PERMISSION = "fulfillment.view_order"
 OUTCOME_SERIES = tuple((outcome, outcome) for outcome in OUTCOMES)
-TRACKERS = "admin:fulfillment_tracker_changelist"
+ORDERS = "admin:fulfillment_order_changelist"
 NOTIFICATIONS = "admin:inbox_notification_changelist"
 
 
@@ -61,7 +61,7 @@ def window_days(value: str | None) -> int:
 
 
 def dashboard_view(request, *, site: AdminSite):
-    """The page: staff only (the site's admin_view), and only those who may view the trackers."""
+    """The page: staff only (the site's admin_view), and only those who may view the orders."""
     if not request.user.has_perm(PERMISSION):
         raise PermissionDenied
     now = timezone.now()
@@ -94,7 +94,7 @@ def dashboard_view(request, *, site: AdminSite):
 def order_cards(orders: OrdersWindow, since: dict) -> list[dict]:
     """The window's orders: in all, then by outcome now."""
     return [
-        card("Orders", orders.total, trackers_link(**since), f"opened in the last {orders.days} days"),
+        card("Orders", orders.total, orders_link(**since), f"opened in the last {orders.days} days"),
         *(card(o.capitalize(), orders.counts[o], outcome_link(o, **since), f"of those, {o} now") for o in OUTCOMES),
     ]
 
@@ -107,7 +107,7 @@ def now_cards(now: datetime, backlog: Backlog, may_see_inbox: bool) -> list[dict
         card(
             "Awaiting confirmation",
             awaiting,
-            trackers_link(confirmation="awaiting"),
+            orders_link(confirmation="awaiting"),
             "delivered; the service's callback is late",
             alert=awaiting > 0,
         ),
@@ -140,13 +140,13 @@ def product_row(figures: ProductFigures, since: dict, *, index: int) -> dict:
                 "count": measured.count if measured else 0,
                 "p50": duration_text(measured.p50 if measured else None),
                 "p90": duration_text(measured.p90 if measured else None),
-                "link": trackers_link(**of_product, **{f"{stage}_at__isnull": "False"}),
+                "link": orders_link(**of_product, **{f"{stage}_at__isnull": "False"}),
             }
         )
     return {
         "name": name,
         "total": figures.total,
-        "link": trackers_link(**of_product),
+        "link": orders_link(**of_product),
         "outcomes": [(o, figures.counts[o], outcome_link(o, **of_product)) for o in OUTCOMES],
         "turnaround": turnaround,
         "chart": orders_chart(f"{name}: orders per day", figures.days, figures.product),
@@ -170,17 +170,17 @@ def orders_chart(title: str, days: list[DayCounts], product: str | None = None) 
     return stacked_bar_chart(title=title, columns=columns, series=OUTCOME_SERIES)
 
 
-def trackers_link(**params) -> str:
-    return f"{reverse(TRACKERS)}?{urlencode(params)}" if params else reverse(TRACKERS)
+def orders_link(**params) -> str:
+    return f"{reverse(ORDERS)}?{urlencode(params)}" if params else reverse(ORDERS)
 
 
 def outcome_link(outcome: str, **params) -> str:
-    return trackers_link(status__in=",".join(OUTCOME_STATUSES[outcome]), **params)
+    return orders_link(status__in=",".join(OUTCOME_STATUSES[outcome]), **params)
 
 
 def day_link(day: date, **params) -> str:
-    """The trackers opened on `day` (the list's date drill-down, in the current time zone)."""
-    return trackers_link(created_at__year=day.year, created_at__month=day.month, created_at__day=day.day, **params)
+    """The orders opened on `day` (the list's date drill-down, in the current time zone)."""
+    return orders_link(created_at__year=day.year, created_at__month=day.month, created_at__day=day.day, **params)
 
 
 def notifications_link(allowed: bool, **params) -> str:

@@ -10,7 +10,7 @@ an event of it), whatever its age.
   notification with 202 and no second processing, and a replay needs only the ids it keeps.
 - notifications (RETENTION_NOTIFICATION_DAYS, counted the same way): the rows themselves are
   deleted, long after the service stops redelivering. A copy arriving even later would only find
-  the order's tracker, which stays for good, and do nothing.
+  its order, which stays for good, and do nothing.
 """
 
 from collections.abc import Iterator
@@ -20,7 +20,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet, Value
 from django.db.models.functions import Concat, StrIndex
 
 from partner.core.retention import DELETE, ERASE, pk_batches, purge_register
-from partner.fulfillment.retention import trackers_open
+from partner.fulfillment.recovery.retention import orders_open
 from partner.inbox.models import Notification, NotificationState
 
 FINISHED_STATES = (
@@ -37,7 +37,7 @@ def _of_open_order() -> Exists:
     marker = Concat(Value("/transactions/"), "transaction_id", Value("/"))
     in_ref = StrIndex(OuterRef("resource_ref"), marker)
     return Exists(
-        trackers_open().annotate(in_ref=in_ref).filter(Q(transaction_id=OuterRef("resource_id")) | Q(in_ref__gt=0))
+        orders_open().annotate(in_ref=in_ref).filter(Q(transaction_id=OuterRef("resource_id")) | Q(in_ref__gt=0))
     )
 
 

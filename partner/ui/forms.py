@@ -8,7 +8,7 @@ become `request.options` of the transaction, which the fulfiller reads.
 
 from django import forms
 
-from partner.fulfillment.fulfillers import FULFILLERS
+from partner.fulfillment.automated.fulfillers import FULFILLERS
 
 
 def order_options_form_class(fulfiller: str) -> type[forms.Form]:

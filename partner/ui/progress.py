@@ -8,17 +8,17 @@ shown: documents of a response the service took, never those of one it refused.
 
 from django.urls import reverse
 
-from partner.fulfillment.delivered import (
+from partner.fulfillment.models import DeliveryKind, Order
+from partner.fulfillment.orders.selectors import UI_STEPS
+from partner.fulfillment.sending.delivered import (
     DeliveredEntry,
     deliveries_delivered,
     documents_uploaded,
     response_delivered,
 )
-from partner.fulfillment.models import DeliveryKind, Tracker
-from partner.fulfillment.selectors import UI_STEPS
-from partner.fulfillment.staff import DECLINE_PREFIX
+from partner.fulfillment.staff.services import DECLINE_PREFIX
 from partner.ui.outcomes import failure_explained
-from partner.ui.selectors import tracker_for_lender
+from partner.ui.selectors import order_for_lender
 
 # What the lender reads for each kind of delivery.
 ENTRY_LABELS = {
@@ -81,47 +81,47 @@ def _staff_entry(transaction_id: str, delivery: DeliveredEntry) -> dict:
     )
 
 
-def transaction_timeline(tracker: Tracker) -> list[dict]:
+def transaction_timeline(order: Order) -> list[dict]:
     """What reached the service, oldest first: a staff-worked order's sent deliveries, or an automated
     order's one delivered response; each with when it was sent, its text and its documents. One query."""
-    if tracker.staff_worked:
-        return [_staff_entry(tracker.transaction_id, delivery) for delivery in deliveries_delivered(tracker)]
-    if not response_delivered(tracker):
+    if order.staff_worked:
+        return [_staff_entry(order.transaction_id, delivery) for delivery in deliveries_delivered(order)]
+    if not response_delivered(order):
         return []  # nothing reached the lender: not even the documents made for it
-    response = tracker.response or {}
+    response = order.response or {}
     return [
         _entry(
-            tracker.transaction_id,
+            order.transaction_id,
             entry_id="response",
             kind=DeliveryKind.FINAL,
             text=str(response.get("partnerStatus", "")),
-            sent_at=tracker.delivered_at or tracker.updated_at,
-            documents=documents_uploaded(tracker),
+            sent_at=order.delivered_at or order.updated_at,
+            documents=documents_uploaded(order),
         )
     ]
 
 
-def _steps(tracker: Tracker, timeline: list[dict]) -> list[dict]:
+def _steps(order: Order, timeline: list[dict]) -> list[dict]:
     """The four steps, each with when it was reached (None: not yet), so a quick order's path shows."""
-    if tracker.staff_worked:  # its final delivery's time, as the timeline already says it
+    if order.staff_worked:  # its final delivery's time, as the timeline already says it
         delivered = next((e["sent_at"] for e in timeline if e["kind"] == DeliveryKind.FINAL), None)
     else:
-        delivered = _iso(tracker.delivered_at)
+        delivered = _iso(order.delivered_at)
     reached = {
-        "requested": _iso(tracker.created_at),
-        "in_progress": _iso(tracker.prepared_at),
+        "requested": _iso(order.created_at),
+        "in_progress": _iso(order.prepared_at),
         "delivered": delivered,
-        "completed": _iso(tracker.completed_at),
+        "completed": _iso(order.completed_at),
     }
     return [{"key": key, "label": label, "reached_at": reached[key]} for key, label in STEP_LABELS.items()]
 
 
-def _ended_at(tracker: Tracker, step: str, timeline: list[dict]) -> str | None:
+def _ended_at(order: Order, step: str, timeline: list[dict]) -> str | None:
     if step == "failed":
-        return _iso(tracker.failed_at)
+        return _iso(order.failed_at)
     if step == "declined":
         decline = next((e["sent_at"] for e in reversed(timeline) if e["kind"] == DeliveryKind.DECLINE), None)
-        return decline or _iso(tracker.updated_at)
+        return decline or _iso(order.updated_at)
     return None
 
 
@@ -163,53 +163,53 @@ def transaction_progress_get(
 ) -> dict:
     """The order as its lender sees it, or the 'requested' view before its webhook has landed.
     TransactionNotShown when it is another lender's, product's or loan's. Two queries at most."""
-    tracker = tracker_for_lender(
+    order = order_for_lender(
         transaction_id=transaction_id,
         product_name=product_name,
         account_id=account_id,
         company_id=company_id,
         loan_number=loan_number,
     )
-    if tracker is None:
+    if order is None:
         return _requested(transaction_id)
-    step = UI_STEPS[tracker.status]
-    timeline = transaction_timeline(tracker)
+    step = UI_STEPS[order.status]
+    timeline = transaction_timeline(order)
     # Only what reached the lender (the timeline holds nothing else); of a staff delivery, only the
     # documents the service has a copy of.
-    documents = [d for e in timeline for d in e["documents"] if d["resource_id"] or not tracker.staff_worked]
+    documents = [d for e in timeline for d in e["documents"] if d["resource_id"] or not order.staff_worked]
     delivered = bool(timeline)
     # The partner's last word is that of the latest delivery (for a staff-worked order, not the
     # acknowledgement's); before anything was delivered, the acknowledgement's or nothing.
     partner_status = next((e["text"] for e in reversed(timeline) if e["text"]), "")
-    if not partner_status and tracker.staff_worked:
-        partner_status = str((tracker.response or {}).get("partnerStatus", ""))
+    if not partner_status and order.staff_worked:
+        partner_status = str((order.response or {}).get("partnerStatus", ""))
     reason, failure = "", None
     if step == "failed":
         failure = failure_explained(
-            code=tracker.failure_code, reason=tracker.failure_reason, reference=tracker.reference_number
+            code=order.failure_code, reason=order.failure_reason, reference=order.reference_number
         )
         reason = failure["text"]
     elif step == "declined":
         decline = next((e["text"] for e in reversed(timeline) if e["kind"] == DeliveryKind.DECLINE), "")
-        reason = tracker.failure_reason or decline.removeprefix(DECLINE_PREFIX)
+        reason = order.failure_reason or decline.removeprefix(DECLINE_PREFIX)
     return {
-        "transaction_id": tracker.transaction_id,
-        "status": tracker.status,
+        "transaction_id": order.transaction_id,
+        "status": order.status,
         "step": step,
-        "steps": _steps(tracker, timeline),
-        "ended_at": _ended_at(tracker, step, timeline),
+        "steps": _steps(order, timeline),
+        "ended_at": _ended_at(order, step, timeline),
         "reason": reason,
         "failure": failure,
-        "reference_number": tracker.reference_number,
-        "ordered_at": _iso(tracker.created_at),
-        "ordered_by": tracker.ordered_by.username if tracker.ordered_by_id else "",
+        "reference_number": order.reference_number,
+        "ordered_at": _iso(order.created_at),
+        "ordered_by": order.ordered_by.username if order.ordered_by_id else "",
         "partner_status": partner_status,
         # What the partner found, once it reached the lender (a failed delivery's findings did not).
-        "findings": list(tracker.findings or []) if delivered and not tracker.staff_worked else [],
+        "findings": list(order.findings or []) if delivered and not order.staff_worked else [],
         "attachments": [_attachment(d) for d in documents],
-        "updated_at": tracker.updated_at.isoformat(),
+        "updated_at": order.updated_at.isoformat(),
         "finished": step in FINISHED_STEPS,
-        "staff_worked": tracker.staff_worked,
-        "due_at": _iso(tracker.due_at),
+        "staff_worked": order.staff_worked,
+        "due_at": _iso(order.due_at),
         "timeline": timeline,
     }

@@ -5,9 +5,9 @@ import re
 
 from django.db.models import Q
 
-from partner.fulfillment.delivered import document_delivered_get
-from partner.fulfillment.models import Tracker, TrackerAttachment
-from partner.fulfillment.selectors import UI_STEPS
+from partner.fulfillment.models import Order, OrderDocument
+from partner.fulfillment.orders.selectors import UI_STEPS
+from partner.fulfillment.sending.delivered import document_delivered_get
 
 _DOCUMENT_ID = re.compile(r"[0-9]{1,18}")
 # The loan's earlier orders the form lists before a new one: the latest few.
@@ -22,14 +22,14 @@ class DocumentNotShown(TransactionNotShown):
     """No such document of this order for the lender: another order's, not delivered, or purged."""
 
 
-def lender_may_see(*, tracker, account_id: int | None, company_id: int | None) -> bool:
+def lender_may_see(*, order, account_id: int | None, company_id: int | None) -> bool:
     """The order's own user, or a user of the same lender company; anyone with the product's origin
     when the order was placed without partner credentials (a product that defines none)."""
-    if tracker.ordered_by_id is None:
+    if order.ordered_by_id is None:
         return True
-    if account_id is not None and tracker.ordered_by_id == account_id:
+    if account_id is not None and order.ordered_by_id == account_id:
         return True
-    return company_id is not None and tracker.ordered_by.company_id == company_id
+    return company_id is not None and order.ordered_by.company_id == company_id
 
 
 def _visible_to(account_id: int | None, company_id: int | None) -> Q:
@@ -42,28 +42,28 @@ def _visible_to(account_id: int | None, company_id: int | None) -> Q:
     return visible
 
 
-def tracker_for_lender(
+def order_for_lender(
     *,
     transaction_id: str,
     product_name: str,
     account_id: int | None,
     company_id: int | None,
     loan_number: str = "",
-) -> Tracker | None:
-    """The order's tracker with who placed it, in one query (None before its webhook landed);
+) -> Order | None:
+    """The order with who placed it, in one query (None before its webhook landed);
     TransactionNotShown when it is not theirs: another product's, lender's, or loan's."""
     # Not the lender's loan as sent (`request`) nor staff's error text: never shown, and read on every poll.
-    trackers = Tracker.objects.select_related("ordered_by").defer("request", "last_error")
-    tracker = trackers.filter(transaction_id=transaction_id).first()
-    if tracker is None:
+    orders = Order.objects.select_related("ordered_by").defer("request", "last_error")
+    order = orders.filter(transaction_id=transaction_id).first()
+    if order is None:
         return None
-    if tracker.product_name and tracker.product_name != product_name:
+    if order.product_name and order.product_name != product_name:
         raise TransactionNotShown(transaction_id)
-    if loan_number and tracker.loan_number and tracker.loan_number != loan_number:
+    if loan_number and order.loan_number and order.loan_number != loan_number:
         raise TransactionNotShown(transaction_id)
-    if not lender_may_see(tracker=tracker, account_id=account_id, company_id=company_id):
+    if not lender_may_see(order=order, account_id=account_id, company_id=company_id):
         raise TransactionNotShown(transaction_id)
-    return tracker
+    return order
 
 
 def transaction_document_get(
@@ -74,19 +74,19 @@ def transaction_document_get(
     account_id: int | None = None,
     company_id: int | None = None,
     loan_number: str = "",
-) -> TrackerAttachment:
+) -> OrderDocument:
     """A delivered document of the lender's order, with its file; DocumentNotShown (or
     TransactionNotShown) otherwise, so that every refusal answers the same."""
-    tracker = tracker_for_lender(
+    order = order_for_lender(
         transaction_id=transaction_id,
         product_name=product_name,
         account_id=account_id,
         company_id=company_id,
         loan_number=loan_number,
     )
-    if tracker is None or not _DOCUMENT_ID.fullmatch(document_id or ""):
+    if order is None or not _DOCUMENT_ID.fullmatch(document_id or ""):
         raise DocumentNotShown(document_id)
-    document = document_delivered_get(tracker=tracker, document_id=int(document_id))
+    document = document_delivered_get(order=order, document_id=int(document_id))
     if document is None or not document.file:
         raise DocumentNotShown(document_id)
     return document
@@ -99,19 +99,19 @@ def earlier_orders_list(
     form lists before a new order, so that nobody orders the same again by accident. One query."""
     if not loan_number:
         return []  # a loan without a number cannot be matched to its orders
-    trackers = (
-        Tracker.objects.filter(_visible_to(account_id, company_id), product_name=product_name, loan_number=loan_number)
+    orders = (
+        Order.objects.filter(_visible_to(account_id, company_id), product_name=product_name, loan_number=loan_number)
         .select_related("ordered_by")
         .only("transaction_id", "reference_number", "status", "created_at", "ordered_by", "ordered_by__username")
         .order_by("-created_at")[:EARLIER_ORDERS_SHOWN]
     )
     return [
         {
-            "transactionId": tracker.transaction_id,
-            "referenceNumber": tracker.reference_number,
-            "step": UI_STEPS[tracker.status],
-            "orderedAt": tracker.created_at.isoformat(),
-            "orderedBy": tracker.ordered_by.username if tracker.ordered_by_id else "",
+            "transactionId": order.transaction_id,
+            "referenceNumber": order.reference_number,
+            "step": UI_STEPS[order.status],
+            "orderedAt": order.created_at.isoformat(),
+            "orderedBy": order.ordered_by.username if order.ordered_by_id else "",
         }
-        for tracker in trackers
+        for order in orders
     ]

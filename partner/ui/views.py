@@ -242,7 +242,7 @@ class TransactionProgressApi(APIView):
 
     class ProgressOutputSerializer(serializers.Serializer):
         transaction_id = serializers.CharField()
-        status = serializers.CharField(allow_null=True, help_text="the tracker's state")
+        status = serializers.CharField(allow_null=True, help_text="the order's state")
         step = serializers.ChoiceField(
             choices=["requested", "in_progress", "delivered", "completed", "failed", "declined"]
         )

@@ -5,7 +5,7 @@ from bench.history_plans import plan_is_finding, scans_of, verdict_of
 
 SEQ_SCAN = """GroupAggregate (actual time=29.026..29.038 rows=4 loops=1)
   ->  Sort (actual time=29.015..29.019 rows=60 loops=1)
-        ->  Seq Scan on fulfillment_tracker (actual time=19.530..28.982 rows=60 loops=1)
+        ->  Seq Scan on fulfillment_order (actual time=19.530..28.982 rows=60 loops=1)
               Filter: ((status)::text <> ALL ('{REQUEST_COMPLETED,FAILED,DECLINED}'::text[]))
               Rows Removed by Filter: 99944
 Execution Time: 29.054 ms"""
@@ -21,7 +21,7 @@ INDEX_AND_UNRUN_SEQ_SCAN = """Limit (actual time=0.009..0.009 rows=0 loops=1)
   ->  Nested Loop Anti Join (actual time=0.004..0.004 rows=0 loops=1)
         ->  Index Scan using inbox_received_at on inbox_notification (actual time=0.003 rows=0 loops=1)
               Index Cond: (received_at < '2025-11-24 05:54:23.581207+00'::timestamp with time zone)
-        ->  Seq Scan on fulfillment_tracker u0 (never executed)
+        ->  Seq Scan on fulfillment_order u0 (never executed)
               Filter: ((status)::text <> ALL ('{REQUEST_COMPLETED,FAILED,DECLINED}'::text[]))
 Execution Time: 0.028 ms"""
 
@@ -38,14 +38,14 @@ BITMAP_AND_PARALLEL = """Gather (actual time=1.0..2.0 rows=0 loops=1)
         Recheck Cond: ((state)::text = 'queued'::text)
         ->  Bitmap Index Scan on inbox_state_updated (actual time=0.034..0.034 rows=0 loops=1)
               Index Cond: ((state)::text = 'queued'::text)
-  ->  Parallel Seq Scan on fulfillment_trackerstep u0 (actual time=32.588..32.589 rows=0 loops=3)
+  ->  Parallel Seq Scan on fulfillment_orderstep u0 (actual time=32.588..32.589 rows=0 loops=3)
         Filter: (detail <> ''::text)
         Rows Removed by Filter: 33335"""
 
 
 def test_a_sequential_scan_of_a_history_table_is_a_finding():
     verdict = verdict_of(scans_of(SEQ_SCAN.splitlines()))
-    assert verdict == "SEQ SCAN on fulfillment_tracker"
+    assert verdict == "SEQ SCAN on fulfillment_order"
     assert plan_is_finding(verdict)
 
 
@@ -70,4 +70,4 @@ def test_parallel_workers_rows_are_counted_over_their_loops_and_bitmap_scans_are
     kinds = [(scan["kind"], scan["on"]) for scan in scans]
     assert ("Bitmap Index Scan", "inbox_state_updated") in kinds
     assert scans[-1]["removed"] == 33335 * 3
-    assert verdict_of(scans) == "SEQ SCAN on fulfillment_trackerstep"
+    assert verdict_of(scans) == "SEQ SCAN on fulfillment_orderstep"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from partner.fulfillment.models import Tracker, TrackerStatus
+from partner.fulfillment.models import Order, OrderStatus
 from partner.sandbox.faults import fault_set
 from partner.sandbox.transactions import transaction_create
 from tests.conftest import wait_for
@@ -57,7 +57,7 @@ def test_a_stopped_worker_finishes_its_order_and_exits_cleanly(demo, service, tm
             product=demo.products["address-verification"], user=demo.users["lender.demo"], loan=demo.loans[2]
         )
         wait_for(
-            lambda: Tracker.objects.filter(transaction_id=txn.id, slots_requested_at__isnull=False).exists(),
+            lambda: Order.objects.filter(transaction_id=txn.id, slots_requested_at__isnull=False).exists(),
             timeout=60,
             message=lambda: f"the order under way; worker log:\n{log.read_text()[-3000:]}",
         )
@@ -73,8 +73,8 @@ def test_a_stopped_worker_finishes_its_order_and_exits_cleanly(demo, service, tm
     assert code == 0, output[-3000:]
     assert "Warm shutdown" in output
     assert " ERROR" not in output and "exited with 'signal" not in output, output[-3000:]
-    tracker = Tracker.objects.get(transaction_id=txn.id)
-    assert tracker.delivered_at is not None and tracker.status != TrackerStatus.FAILED  # finished, not cut off
+    order = Order.objects.get(transaction_id=txn.id)
+    assert order.delivered_at is not None and order.status != OrderStatus.FAILED  # finished, not cut off
 
 
 def test_gunicorn_finishes_the_request_under_way_when_stopped(tmp_path):

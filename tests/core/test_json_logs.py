@@ -80,13 +80,13 @@ def partner_json_lines():
 
 def test_a_line_is_one_object_with_time_level_logger_message_and_request_id(json_lines):
     logger, read = json_lines
-    logger.warning("tracker %s moved", 42)
+    logger.warning("order %s moved", 42)
     text, [line] = read()
     assert text.count("\n") == 1
     assert list(line)[:5] == ["time", "level", "logger", "message", "request_id"]
     assert line["level"] == "WARNING"
     assert line["logger"] == "tests.json_logs"
-    assert line["message"] == "tracker 42 moved"
+    assert line["message"] == "order 42 moved"
     assert line["request_id"] == "-"
     assert line["time"].endswith("Z") and line["time"][10] == "T"  # ISO 8601, UTC
 
@@ -111,19 +111,19 @@ def test_the_ids_of_log_context_are_fields_inside_the_block_only(json_lines):
     logger, read = json_lines
     with log_context(notification_id=5, transaction_id="txn-7"):
         logger.info("outer")
-        with log_context(tracker_id=9, transaction_id=None):  # None adds nothing, and hides nothing
+        with log_context(order_id=9, transaction_id=None):  # None adds nothing, and hides nothing
             logger.info("inner")
         logger.info("outer again")
     logger.info("outside")
     _, lines = read()
-    ids = [{key: line.get(key) for key in ("notification_id", "tracker_id", "transaction_id")} for line in lines]
+    ids = [{key: line.get(key) for key in ("notification_id", "order_id", "transaction_id")} for line in lines]
     assert ids == [
-        {"notification_id": 5, "tracker_id": None, "transaction_id": "txn-7"},
-        {"notification_id": 5, "tracker_id": 9, "transaction_id": "txn-7"},
-        {"notification_id": 5, "tracker_id": None, "transaction_id": "txn-7"},
-        {"notification_id": None, "tracker_id": None, "transaction_id": None},
+        {"notification_id": 5, "order_id": None, "transaction_id": "txn-7"},
+        {"notification_id": 5, "order_id": 9, "transaction_id": "txn-7"},
+        {"notification_id": 5, "order_id": None, "transaction_id": "txn-7"},
+        {"notification_id": None, "order_id": None, "transaction_id": None},
     ]
-    assert "tracker_id" not in lines[-1] and "notification_id" not in lines[-1]
+    assert "order_id" not in lines[-1] and "notification_id" not in lines[-1]
 
 
 def test_log_context_refuses_a_name_of_the_line_itself():
@@ -182,13 +182,13 @@ def test_text_lines_show_the_ids_after_the_request_id():
     logger = logging.getLogger("tests.text_ids")
     logger.addHandler(handler)
     try:
-        with log_context(tracker_id=7, transaction_id="txn-1"):
+        with log_context(order_id=7, transaction_id="txn-1"):
             logger.warning("inside")
         logger.warning("outside")
     finally:
         logger.removeHandler(handler)
     inside, outside = stream.getvalue().splitlines()
-    assert inside.endswith("WARNING tests.text_ids [- tracker_id=7 transaction_id=txn-1] inside")
+    assert inside.endswith("WARNING tests.text_ids [- order_id=7 transaction_id=txn-1] inside")
     assert outside.endswith("WARNING tests.text_ids [-] outside")
 
 
@@ -216,25 +216,25 @@ def test_a_notification_s_lines_carry_its_id_and_its_transaction_s(partner_json_
 
 
 @pytest.mark.django_db
-def test_an_order_s_lines_carry_its_tracker_and_transaction_ids_also_when_it_fails(partner_json_lines, monkeypatch):
-    from partner.fulfillment import pipeline
-    from partner.fulfillment.models import FailureCode, Tracker
+def test_an_order_s_lines_carry_its_order_and_transaction_ids_also_when_it_fails(partner_json_lines, monkeypatch):
+    from partner.fulfillment.automated import pipeline
+    from partner.fulfillment.models import FailureCode, Order
 
-    def steps_run(tracker):
+    def steps_run(order):
         logging.getLogger("partner.tests.steps").info("working")
-        raise pipeline.TrackerFailed(FailureCode.ORDER_REFUSED, "refused by the test")
+        raise pipeline.OrderFailed(FailureCode.ORDER_REFUSED, "refused by the test")
 
     monkeypatch.setattr(pipeline, "_steps_run", steps_run)
-    tracker = Tracker.objects.create(transaction_id="txn-json-logs-2")
-    pipeline.tracker_fulfill(tracker_id=tracker.pk)
+    order = Order.objects.create(transaction_id="txn-json-logs-2")
+    pipeline.order_fulfill(order_id=order.pk)
     lines = partner_json_lines()
     working = next(line for line in lines if line["message"] == "working")
-    failed = next(line for line in lines if line["logger"] == "partner.fulfillment.services")
+    failed = next(line for line in lines if line["logger"] == "partner.fulfillment.orders.services")
     for line in (working, failed):
-        assert line["tracker_id"] == tracker.pk
+        assert line["order_id"] == order.pk
         assert line["transaction_id"] == "txn-json-logs-2"
     logging.getLogger("partner.tests.steps").info("after")
-    assert "tracker_id" not in partner_json_lines()[-1]
+    assert "order_id" not in partner_json_lines()[-1]
 
 
 # The settings: LOG_FORMAT chooses the console handler's formatter.

@@ -7,7 +7,7 @@ figures reach the web's scrape through the multiprocess directory they share.
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from partner.fulfillment.models import Tracker, TrackerStatus
+from partner.fulfillment.models import Order, OrderStatus
 from partner.inbox.models import Notification, NotificationState
 from partner.platform.metrics import endpoint_name
 from partner.sandbox.transactions import transaction_create
@@ -47,7 +47,7 @@ def test_a_real_order_shows_in_the_metrics(demo, service, client, metrics_open, 
             product=demo.products["address-verification"], user=demo.users["lender.demo"], loan=demo.loans[2]
         )
         wait_for(
-            lambda: Tracker.objects.filter(transaction_id=txn.id, status=TrackerStatus.REQUEST_COMPLETED).exists(),
+            lambda: Order.objects.filter(transaction_id=txn.id, status=OrderStatus.REQUEST_COMPLETED).exists(),
             timeout=90,
             message=lambda: f"completion; worker log:\n{log.read_text()[-3000:]}",
         )
@@ -92,11 +92,11 @@ def test_the_backlog_and_open_orders_are_read_when_scraped(client, metrics_open,
             dedupe_key=f"k{n}", resource_type="x", resource_id=str(n), event_type="created", body="{}", state=state
         )
     Notification.objects.filter(dedupe_key="k0").update(received_at=old)
-    Tracker.objects.create(transaction_id="t1", product_name="appraisal", status=TrackerStatus.IN_PROGRESS)
-    Tracker.objects.create(transaction_id="t2", product_name="appraisal", status=TrackerStatus.REQUEST_COMPLETED)
+    Order.objects.create(transaction_id="t1", product_name="appraisal", status=OrderStatus.IN_PROGRESS)
+    Order.objects.create(transaction_id="t2", product_name="appraisal", status=OrderStatus.REQUEST_COMPLETED)
     settings.CONFIRMATION_WAIT_SECONDS = 60
-    Tracker.objects.create(
-        transaction_id="t3", product_name="appraisal", status=TrackerStatus.RESPONSE_DELIVERED, delivered_at=old
+    Order.objects.create(
+        transaction_id="t3", product_name="appraisal", status=OrderStatus.RESPONSE_DELIVERED, delivered_at=old
     )
 
     parsed = samples(client.get("/metrics").content.decode())

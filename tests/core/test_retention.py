@@ -18,7 +18,7 @@ from django.db import connection
 from django.utils import timezone
 
 from partner.core.retention import purge_plan, purge_run, retention_cutoff
-from partner.fulfillment.models import Tracker, TrackerAttachment, TrackerStatus, TrackerStep
+from partner.fulfillment.models import Order, OrderDocument, OrderStatus, OrderStep
 from partner.inbox.models import Notification, NotificationState
 from partner.sandbox import models as sandbox
 from partner.sandbox.seeding import sandbox_seed
@@ -33,7 +33,7 @@ def _ago(now, days):
 
 def _order(now, transaction_id, status, *, finished=None, created=None):
     """An order with everything personal we keep of one: response, errors, a PDF, step details."""
-    tracker = Tracker.objects.create(
+    order = Order.objects.create(
         transaction_id=transaction_id,
         status=status,
         response=PERSONAL_RESPONSE,
@@ -41,16 +41,16 @@ def _order(now, transaction_id, status, *, finished=None, created=None):
         findings=[{"field": "city", "label": "City", "before": "Boston", "after": "New York", "changed": True}],
         reference_number=f"AV-{transaction_id}",
         last_error="the service said 503",
-        failure_reason="ZIP code 99999 is not a known US ZIP code" if status == TrackerStatus.FAILED else "",
-        failure_code="order_refused" if status == TrackerStatus.FAILED else "",
+        failure_reason="ZIP code 99999 is not a known US ZIP code" if status == OrderStatus.FAILED else "",
+        failure_code="order_refused" if status == OrderStatus.FAILED else "",
         prepared_at=_ago(now, created),
-        delivered_at=_ago(now, finished if status == TrackerStatus.REQUEST_COMPLETED else created),
-        completed_at=_ago(now, finished) if status == TrackerStatus.REQUEST_COMPLETED else None,
-        failed_at=_ago(now, finished) if status == TrackerStatus.FAILED else None,
+        delivered_at=_ago(now, finished if status == OrderStatus.REQUEST_COMPLETED else created),
+        completed_at=_ago(now, finished) if status == OrderStatus.REQUEST_COMPLETED else None,
+        failed_at=_ago(now, finished) if status == OrderStatus.FAILED else None,
     )
-    Tracker.objects.filter(pk=tracker.pk).update(created_at=_ago(now, created), updated_at=_ago(now, finished or 1))
-    document = TrackerAttachment(
-        tracker=tracker,
+    Order.objects.filter(pk=order.pk).update(created_at=_ago(now, created), updated_at=_ago(now, finished or 1))
+    document = OrderDocument(
+        order=order,
         position=0,
         name=f"address-verification-AV-{transaction_id}.pdf",
         mime_type="application/pdf",
@@ -63,9 +63,9 @@ def _order(now, transaction_id, status, *, finished=None, created=None):
     document.file.save(document.name, ContentFile(PDF), save=False)
     document.save()
     for name in ("opened", "failed"):
-        step = TrackerStep.objects.create(tracker=tracker, name=name, detail="ZIP code 99999 refused")
-        TrackerStep.objects.filter(pk=step.pk).update(created_at=_ago(now, created))
-    return tracker
+        step = OrderStep.objects.create(order=order, name=name, detail="ZIP code 99999 refused")
+        OrderStep.objects.filter(pk=step.pk).update(created_at=_ago(now, created))
+    return order
 
 
 def _notification(now, key, *, resource_id, state=NotificationState.PROCESSED, received, processed=None, event=None):
@@ -119,7 +119,7 @@ def _sandbox_order(now, seed, transaction_id, *, created):
 def world():
     """Open and finished orders of every age, their notifications, and the emulator's records."""
     now = timezone.now()
-    done, failed, open_, n = TrackerStatus.REQUEST_COMPLETED, TrackerStatus.FAILED, TrackerStatus.IN_PROGRESS, {}
+    done, failed, open_, n = OrderStatus.REQUEST_COMPLETED, OrderStatus.FAILED, OrderStatus.IN_PROGRESS, {}
     orders = {
         "done-old": _order(now, "done-old", done, finished=100, created=120),
         "failed-old": _order(now, "failed-old", failed, finished=100, created=101),
@@ -127,7 +127,7 @@ def world():
         "done-ancient": _order(now, "done-ancient", done, finished=400, created=401),
         # Open, and as old as the oldest: nothing of them is touched.
         "txn-7": _order(now, "txn-7", open_, created=500),
-        "delivered": _order(now, "delivered", TrackerStatus.RESPONSE_DELIVERED, created=200),
+        "delivered": _order(now, "delivered", OrderStatus.RESPONSE_DELIVERED, created=200),
         # Finished, with an id that begins like the open txn-7's.
         "txn-77": _order(now, "txn-77", done, finished=100, created=101),
     }
@@ -156,29 +156,29 @@ def world():
     return SimpleNamespace(now=now, orders=orders, notifications=n, sandboxed=sandboxed, pending=pending)
 
 
-def _erased(tracker):
-    tracker.refresh_from_db()
-    attachment = tracker.attachments.get()
-    steps = list(tracker.steps.values_list("detail", flat=True))
+def _erased(order):
+    order.refresh_from_db()
+    attachment = order.attachments.get()
+    steps = list(order.steps.values_list("detail", flat=True))
     return (
-        tracker.response is None
-        and tracker.findings == []
-        and tracker.last_error == tracker.failure_reason == ""
+        order.response is None
+        and order.findings == []
+        and order.last_error == order.failure_reason == ""
         and not attachment.file
         and attachment.upload_location == attachment.upload_authorization == ""
         and all(detail == "" for detail in steps)
     )
 
 
-def _untouched(tracker):
-    tracker.refresh_from_db()
-    attachment = tracker.attachments.get()
+def _untouched(order):
+    order.refresh_from_db()
+    attachment = order.attachments.get()
     return (
-        tracker.response == PERSONAL_RESPONSE
-        and tracker.findings != []
+        order.response == PERSONAL_RESPONSE
+        and order.findings != []
         and attachment.read() == PDF
         and attachment.upload_authorization == "Bearer one-time"
-        and list(tracker.steps.values_list("detail", flat=True)) == ["ZIP code 99999 refused"] * 2
+        and list(order.steps.values_list("detail", flat=True)) == ["ZIP code 99999 refused"] * 2
     )
 
 
@@ -197,12 +197,12 @@ def test_purge_erases_and_deletes_what_is_past_retention_and_nothing_of_an_open_
     for name in ("done-recent", "txn-7", "delivered"):
         assert _untouched(orders[name]), name
     # The skeleton stays: what happened and when, for the dashboard and dedupe.
-    kept = Tracker.objects.get(transaction_id="failed-old")
+    kept = Order.objects.get(transaction_id="failed-old")
     assert (kept.status, kept.failure_code, kept.reference_number) == ("FAILED", "order_refused", "AV-failed-old")
     assert kept.attachments.get().resource_id == "res-failed-old"
-    assert TrackerStep.objects.filter(tracker=orders["done-old"]).count() == 2
-    assert not TrackerStep.objects.filter(tracker=orders["done-ancient"]).exists()  # a year after it finished
-    assert TrackerStep.objects.filter(tracker=orders["txn-7"]).count() == 2  # open: kept, however old
+    assert OrderStep.objects.filter(order=orders["done-old"]).count() == 2
+    assert not OrderStep.objects.filter(order=orders["done-ancient"]).exists()  # a year after it finished
+    assert OrderStep.objects.filter(order=orders["txn-7"]).count() == 2  # open: kept, however old
 
     n = world.notifications
     for name in ("done-old", "done-old-event", "txn-77-event", "ignored-old"):
@@ -244,9 +244,9 @@ def test_purge_erases_and_deletes_what_is_past_retention_and_nothing_of_an_open_
 def test_dry_run_changes_nothing_and_says_what_the_purge_would_do(world):
     def snapshot():
         return (
-            list(Tracker.objects.order_by("pk").values_list("response", "last_error", "failure_reason")),
-            [a.read() for a in TrackerAttachment.objects.order_by("pk")],
-            list(TrackerStep.objects.order_by("pk").values_list("pk", "detail")),
+            list(Order.objects.order_by("pk").values_list("response", "last_error", "failure_reason")),
+            [a.read() for a in OrderDocument.objects.order_by("pk")],
+            list(OrderStep.objects.order_by("pk").values_list("pk", "detail")),
             list(Notification.objects.order_by("pk").values_list("pk", "body", "remote_addr")),
             sorted(sandbox.Transaction.objects.values_list("id", flat=True)),
             sandbox.WebhookDelivery.objects.count(),
@@ -282,7 +282,7 @@ def test_command_purges_and_says_what_it_did_and_what_is_kept_for_ever(world, se
     assert "notifications: deleted 1 (cut-off " in text
     assert "order steps: kept for ever (RETENTION_STEP_DAYS=0)" in text
     assert "would" not in text
-    assert TrackerStep.objects.filter(tracker=world.orders["done-ancient"]).count() == 2  # kept for ever
+    assert OrderStep.objects.filter(order=world.orders["done-ancient"]).count() == 2  # kept for ever
     assert _erased(world.orders["done-ancient"])
 
 
@@ -361,15 +361,15 @@ def test_a_retention_of_zero_keeps_for_ever_and_a_negative_one_is_refused(settin
 
 @pytest.mark.django_db
 def test_a_failed_order_whose_data_was_purged_is_not_retried_with_an_empty_response():
-    from partner.fulfillment.models import Tracker, TrackerStatus
-    from partner.fulfillment.services import tracker_retry
+    from partner.fulfillment.models import Order, OrderStatus
+    from partner.fulfillment.orders.services import order_retry
 
     now = timezone.now()
-    purged = Tracker.objects.create(
-        transaction_id="t-purged", status=TrackerStatus.FAILED, prepared_at=now, failed_at=now, response=None
+    purged = Order.objects.create(
+        transaction_id="t-purged", status=OrderStatus.FAILED, prepared_at=now, failed_at=now, response=None
     )
-    kept = Tracker.objects.create(
-        transaction_id="t-kept", status=TrackerStatus.FAILED, prepared_at=now, failed_at=now, response={"a": 1}
+    kept = Order.objects.create(
+        transaction_id="t-kept", status=OrderStatus.FAILED, prepared_at=now, failed_at=now, response={"a": 1}
     )
-    assert tracker_retry(tracker_id=purged.pk) is False
-    assert tracker_retry(tracker_id=kept.pk) is True
+    assert order_retry(order_id=purged.pk) is False
+    assert order_retry(order_id=kept.pk) is True

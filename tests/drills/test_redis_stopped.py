@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from partner.fulfillment.models import Tracker, TrackerStatus
+from partner.fulfillment.models import Order, OrderStatus
 from partner.inbox.models import Notification, NotificationState
 from partner.sandbox.models import WebhookDelivery
 from partner.sandbox.webhooks import webhook_deliveries_wait
@@ -119,7 +119,7 @@ def test_every_order_accepted_while_redis_was_stopped_is_fulfilled_after_it_retu
         wait_for(
             lambda: completed(before + during),
             timeout=120,
-            message=lambda: f"every order completed (now {list(Tracker.objects.values_list('status', flat=True))})",
+            message=lambda: f"every order completed (now {list(Order.objects.values_list('status', flat=True))})",
         )
     stored = Notification.objects.filter(resource_id__in=before + during).count()
     print(
@@ -131,4 +131,4 @@ def test_every_order_accepted_while_redis_was_stopped_is_fulfilled_after_it_retu
 
 
 def completed(ids) -> bool:
-    return Tracker.objects.filter(transaction_id__in=ids, status=TrackerStatus.REQUEST_COMPLETED).count() == len(ids)
+    return Order.objects.filter(transaction_id__in=ids, status=OrderStatus.REQUEST_COMPLETED).count() == len(ids)

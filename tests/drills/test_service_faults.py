@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from partner.fulfillment.models import Tracker, TrackerStatus
+from partner.fulfillment.models import Order, OrderStatus
 from partner.platform.tokens import early_renewal
 from partner.sandbox.faults import fault_set
 from partner.sandbox.models import AccessToken, FaultRule, Response, UploadSlot
@@ -23,12 +23,10 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
 def all_completed(ids, timeout=120):
     def state():
-        return sorted(Tracker.objects.filter(transaction_id__in=ids).values_list("status", "last_error"))
+        return sorted(Order.objects.filter(transaction_id__in=ids).values_list("status", "last_error"))
 
     wait_for(
-        lambda: (
-            Tracker.objects.filter(transaction_id__in=ids, status=TrackerStatus.REQUEST_COMPLETED).count() == len(ids)
-        ),
+        lambda: Order.objects.filter(transaction_id__in=ids, status=OrderStatus.REQUEST_COMPLETED).count() == len(ids),
         timeout=timeout,
         message=lambda: f"every order completed (now {state()})",
     )

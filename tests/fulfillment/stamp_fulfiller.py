@@ -7,7 +7,7 @@ products in the service's STAMP category, and it answers `completed` with one sm
 
 from django import forms
 
-from partner.fulfillment.fulfillers.base import Attachment, Fulfiller, Fulfillment, reference_number
+from partner.fulfillment.automated.fulfillers.base import Attachment, Fulfiller, Fulfillment, reference_number
 from partner.platform.formats import RESPONSE_COMPLETED
 
 

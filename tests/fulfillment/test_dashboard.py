@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from partner.fulfillment.dashboard import Percentiles, orders_window, percentile
-from partner.fulfillment.models import FailureCode, Tracker, TrackerStatus
+from partner.fulfillment.models import FailureCode, Order, OrderStatus
 from partner.inbox.dashboard import day_text, duration_text
 from partner.inbox.models import Notification, NotificationState
 
@@ -25,11 +25,11 @@ def days_ago(days: int, *, hour: int = 10, seconds: float = 0) -> datetime:
     return timezone.make_aware(datetime.combine(day, time(hour))) + timedelta(seconds=seconds)
 
 
-def tracker(transaction_id: str, product: str, status: str = TrackerStatus.VALIDATION_REQUESTED, **times) -> Tracker:
-    made = Tracker.objects.create(transaction_id=transaction_id, product_name=product, status=status)
+def order(transaction_id: str, product: str, status: str = OrderStatus.VALIDATION_REQUESTED, **times) -> Order:
+    made = Order.objects.create(transaction_id=transaction_id, product_name=product, status=status)
     fields = {name: value for name, value in times.items() if name.endswith("_at")}
     others = {name: value for name, value in times.items() if not name.endswith("_at")}
-    Tracker.objects.filter(pk=made.pk).update(**fields, **others)  # created_at is auto_now_add
+    Order.objects.filter(pk=made.pk).update(**fields, **others)  # created_at is auto_now_add
     return made
 
 
@@ -45,46 +45,46 @@ def orders():
     """Orders over four days and two products, an old one outside the default window, and an inbox backlog."""
     start = days_ago(2)
     for n, (to_delivery, to_completion) in enumerate([(10, 60), (20, 120), (30, 180), (40, 240), (50, 300)]):
-        tracker(
+        order(
             f"done-{n}",
             ADDRESS,
-            TrackerStatus.REQUEST_COMPLETED,
+            OrderStatus.REQUEST_COMPLETED,
             created_at=start,
             delivered_at=start + timedelta(seconds=to_delivery),
             completed_at=start + timedelta(seconds=to_completion),
         )
     for n, (minute, reason) in enumerate([(5, "Gave up after retries: 503"), (30, "Gave up after retries: timeout")]):
-        tracker(
+        order(
             f"failed-{n}",
             ADDRESS,
-            TrackerStatus.FAILED,
+            OrderStatus.FAILED,
             created_at=days_ago(1),
             failed_at=days_ago(1, seconds=minute * 60),
             failure_code=FailureCode.RETRIES_EXHAUSTED,
             failure_reason=reason,
         )
-    tracker("open-today", ADDRESS)  # opened now
-    tracker(
+    order("open-today", ADDRESS)  # opened now
+    order(
         "refused",
         DISCLOSURE,
-        TrackerStatus.FAILED,
+        OrderStatus.FAILED,
         created_at=days_ago(1),
         failed_at=days_ago(1, seconds=1),
         failure_code=FailureCode.CREDENTIALS_INVALID,
         failure_reason="Credentials invalid for lender.x",
     )
     # Delivered three days ago, never confirmed: awaiting confirmation, and open for more than an hour.
-    tracker(
+    order(
         "awaiting",
         DISCLOSURE,
-        TrackerStatus.RESPONSE_DELIVERED,
+        OrderStatus.RESPONSE_DELIVERED,
         created_at=days_ago(3),
         delivered_at=days_ago(3, seconds=100),
     )
-    tracker(
+    order(
         "old",
         ADDRESS,
-        TrackerStatus.REQUEST_COMPLETED,
+        OrderStatus.REQUEST_COMPLETED,
         created_at=days_ago(20),
         delivered_at=days_ago(20, seconds=5),
         completed_at=days_ago(20, seconds=6),
@@ -181,7 +181,7 @@ def test_the_page_shows_the_figures_charts_and_links(staff, orders):
 
 
 def listed(client, link: str) -> set[str]:
-    """The transaction ids the trackers' admin list shows at `link`."""
+    """The transaction ids the orders' admin list shows at `link`."""
     page = client.get(link.replace("&amp;", "&")).content.decode()
     assert "?e=1" not in page  # the admin did not refuse the filter
     return set(re.findall(r">((?:done|failed|open|refused|awaiting|old)[\w-]*)</a>", page))
@@ -237,14 +237,14 @@ def staff_user(django_user_model, client, *codenames):
     return client
 
 
-def test_staff_who_may_not_view_the_trackers_are_refused(client, django_user_model):
+def test_staff_who_may_not_view_the_orders_are_refused(client, django_user_model):
     viewer = staff_user(django_user_model, client, "view_notification")
     assert viewer.get(URL).status_code == 403
     assert reverse("admin:dashboard") not in viewer.get(reverse("admin:index")).content.decode()
 
 
 def test_a_view_only_user_sees_the_page_without_the_inbox_links_they_may_not_follow(client, django_user_model, orders):
-    viewer = staff_user(django_user_model, client, "view_tracker")
+    viewer = staff_user(django_user_model, client, "view_order")
     response = viewer.get(URL)
     assert response.status_code == 200
     assert reverse("admin:inbox_notification_changelist") not in response.content.decode()
@@ -262,14 +262,14 @@ def test_the_admin_index_links_to_the_dashboard(staff):
 
 
 def many_orders(count: int) -> None:
-    products, statuses = [ADDRESS, DISCLOSURE, "appraisal"], list(TrackerStatus)
-    Tracker.objects.bulk_create(
-        Tracker(transaction_id=f"many-{n}", product_name=products[n % 3], status=statuses[n % len(statuses)])
+    products, statuses = [ADDRESS, DISCLOSURE, "appraisal"], list(OrderStatus)
+    Order.objects.bulk_create(
+        Order(transaction_id=f"many-{n}", product_name=products[n % 3], status=statuses[n % len(statuses)])
         for n in range(count)
     )
     for n in range(count):  # spread over the window, delivered and completed some seconds later
         created = days_ago(n % 14, seconds=n)
-        Tracker.objects.filter(transaction_id=f"many-{n}").update(
+        Order.objects.filter(transaction_id=f"many-{n}").update(
             created_at=created,
             delivered_at=created + timedelta(seconds=n % 50 + 1),
             completed_at=created + timedelta(seconds=n % 70 + 60) if n % 2 else None,

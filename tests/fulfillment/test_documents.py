@@ -7,14 +7,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from partner.fulfillment.fulfillers.address_verification import AddressVerificationFulfiller
-from partner.fulfillment.fulfillers.address_verification.report import (
+from partner.fulfillment.automated.fulfillers.address_verification import AddressVerificationFulfiller
+from partner.fulfillment.automated.fulfillers.address_verification.report import (
     AddressCheck,
     AddressReport,
     address_report_pdf,
     pdf_text,
 )
-from partner.fulfillment.fulfillers.base import partner_party
+from partner.fulfillment.automated.fulfillers.base import partner_party
 
 CREATED = datetime(2026, 3, 14, 9, 26, tzinfo=UTC)
 

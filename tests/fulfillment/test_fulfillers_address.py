@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from partner.fulfillment.fulfillers import FulfillmentRefused, fulfiller_for
-from partner.fulfillment.fulfillers.address_verification import AddressVerificationFulfiller
+from partner.fulfillment.automated.fulfillers import FulfillmentRefused, fulfiller_for
+from partner.fulfillment.automated.fulfillers.address_verification import AddressVerificationFulfiller
 from partner.platform.formats import LOAN_FORMAT
 
 SF = {

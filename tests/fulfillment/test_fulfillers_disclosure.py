@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from partner.fulfillment.fulfillers import FulfillmentRefused, fulfiller_for
-from partner.fulfillment.fulfillers.disclosure_status import DisclosureStatusFulfiller
+from partner.fulfillment.automated.fulfillers import FulfillmentRefused, fulfiller_for
+from partner.fulfillment.automated.fulfillers.disclosure_status import DisclosureStatusFulfiller
 from partner.platform.formats import DISCLOSURE_ACTION, DISCLOSURE_FORMAT, LOAN_FORMAT, disclosure_result_violations
 
 ENTITLED = {

@@ -3,7 +3,7 @@
 import pytest
 
 from partner.catalog.fulfiller_keys import fulfiller_choices
-from partner.fulfillment.fulfillers import FULFILLERS, Fulfiller, UnknownFulfillerError, fulfiller_for
+from partner.fulfillment.automated.fulfillers import FULFILLERS, Fulfiller, UnknownFulfillerError, fulfiller_for
 
 
 def test_registry_holds_every_fulfiller_under_its_own_key():

@@ -12,10 +12,10 @@ from django.urls import reverse
 from partner.catalog.fulfiller_keys import fulfiller_choices
 from partner.catalog.models import Product
 from partner.catalog.services import products_pull
-from partner.fulfillment.fulfillers import FULFILLERS
-from partner.fulfillment.models import TrackerStatus
-from partner.fulfillment.pipeline import tracker_fulfill
-from partner.fulfillment.services import tracker_open
+from partner.fulfillment.automated.fulfillers import FULFILLERS
+from partner.fulfillment.automated.pipeline import order_fulfill
+from partner.fulfillment.models import OrderStatus
+from partner.fulfillment.orders.services import order_open
 from partner.ui.forms import order_options_schema
 from tests.conftest import LENDER_CREDENTIALS, product_create
 from tests.fulfillment.stamp_fulfiller import StampFulfiller
@@ -86,9 +86,9 @@ def test_an_order_runs_through_it(registered, fake_platform):
     product_create(name="stamp", fulfiller="stamp")
     request = {"type": "NEW_REQUEST", "options": {"ink": "blue"}, "credentials": LENDER_CREDENTIALS}
     fake_platform.transaction_add("txn-stamp-1", request=request, product_name="stamp")
-    tracker, _ = tracker_open(transaction_id="txn-stamp-1", product_name="stamp")
+    order, _ = order_open(transaction_id="txn-stamp-1", product_name="stamp")
 
-    done = tracker_fulfill(tracker_id=tracker.pk)
+    done = order_fulfill(order_id=order.pk)
 
     assert fake_platform.names() == ["get_transaction", "request_upload_slots", "upload_resource", "patch_response"]
     assert fake_platform.called("request_upload_slots") == [
@@ -103,4 +103,4 @@ def test_an_order_runs_through_it(registered, fake_platform):
         "resources": [{"id": "res-1", "name": "stamp.txt", "mimeType": "text/plain"}],
     }
     assert done.reference_number.startswith("ST-")
-    assert done.status == TrackerStatus.RESPONSE_DELIVERED
+    assert done.status == OrderStatus.RESPONSE_DELIVERED

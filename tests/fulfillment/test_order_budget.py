@@ -1,7 +1,7 @@
 """What one automated order costs us: SQL queries and Celery tasks, per webhook and per order.
 
 The order runs as in production, step by step, in this process: the `created` webhook stored by the
-intake, handed to the broker by the relay, processed (the tracker opened and the order fulfilled in
+intake, handed to the broker by the relay, processed (the order opened and the order fulfilled in
 the same task, against a fake of the service: its four calls), then the `processed` callback
 stored, relayed and processed (the order completed). Each step's queries are counted with Django's
 `CaptureQueriesContext`, the tasks with `tasks_sent`. The budgets below are today's counts: a change
@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from partner.fulfillment.models import Tracker, TrackerStatus
+from partner.fulfillment.models import Order, OrderStatus
 from partner.inbox.dispatch import notification_process
 from partner.inbox.intake import webhook_receive
 from partner.inbox.models import Notification, NotificationState
@@ -35,9 +35,9 @@ LOAN = {
 # Transaction control (SAVEPOINT, RELEASE) is not counted: it is BEGIN/COMMIT outside the tests.
 # Before the work on performance the same order cost 39: intake 1, relay 2, process 5, fulfil 21,
 # intake 1, relay 2, process 7 (this test on the code of 2026-11-24 morning), in 3 tasks.
-# "process (created)" is the notification taken, the tracker opened taken, the product read from the
+# "process (created)" is the notification taken, the order opened taken, the product read from the
 # cache, the lender's account and company credential checked, the documents stored with their slots
-# and the tracker prepared (2), the upload started and done (2), the delivery, the steps, and the
+# and the order prepared (2), the upload started and done (2), the delivery, the steps, and the
 # notification finished.
 BUDGET = {
     "intake (created)": 1,
@@ -93,14 +93,14 @@ def order(fake_platform, counts: "Counter", number: int) -> None:
     created = counts.step("intake (created)", lambda: receive(webhook(transaction_resource_type(), txn, base)))
     counts.step("relay (created)", notifications_relay)
     counts.step("process (created)", lambda: notification_process(notification_id=created))
-    tracker = Tracker.objects.get(transaction_id=txn)
+    order = Order.objects.get(transaction_id=txn)
     processed = counts.step(
         "intake (processed)", lambda: receive(webhook(event_resource_type(), event, f"{base}/events/{event}"))
     )
     counts.step("relay (processed)", notifications_relay)
     counts.step("process (processed)", lambda: notification_process(notification_id=processed))
-    tracker.refresh_from_db()
-    assert tracker.status == TrackerStatus.REQUEST_COMPLETED
+    order.refresh_from_db()
+    assert order.status == OrderStatus.REQUEST_COMPLETED
 
 
 @pytest.fixture
@@ -153,20 +153,20 @@ def test_a_webhook_costs_one_insert_one_relay_statement_and_one_task(second_orde
 def test_a_run_the_service_rate_limits_costs_two_statements(fake_platform):
     """A 429 on the order's first call: the take, and the lease given back with the error (the task
     then records when it comes back: one more)."""
-    from partner.fulfillment.pipeline import tracker_fulfill
-    from partner.fulfillment.services import tracker_open
+    from partner.fulfillment.automated.pipeline import order_fulfill
+    from partner.fulfillment.orders.services import order_open
     from partner.platform.errors import ServiceRateLimitError
 
     product_create()
     fake_platform.transaction_add(
         "txn-limited", request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": LENDER_CREDENTIALS}
     )
-    tracker, _ = tracker_open(transaction_id="txn-limited", product_name="address-verification")
+    order, _ = order_open(transaction_id="txn-limited", product_name="address-verification")
     fake_platform.fail("get_transaction", ServiceRateLimitError("rate limited", status=429, retry_after=10))
 
     with CaptureQueriesContext(connection) as queries, pytest.raises(ServiceRateLimitError):
-        tracker_fulfill(tracker_id=tracker.pk)
+        order_fulfill(order_id=order.pk)
 
     assert len(queries.captured_queries) == 2, [q["sql"] for q in queries.captured_queries]
-    tracker.refresh_from_db()
-    assert tracker.claimed_until is None and "rate limited" in tracker.last_error
+    order.refresh_from_db()
+    assert order.claimed_until is None and "rate limited" in order.last_error

@@ -2,7 +2,7 @@
 
 The sandbox sends the signed webhook to our live server, the inbox stores it,
 a Celery worker (Redis on CI) fetches the transaction, fulfills it, uploads the
-report, PATCHes the response, and completes the tracker on the processed
+report, PATCHes the response, and completes the order on the processed
 callback.
 """
 
@@ -16,7 +16,7 @@ from django.conf import settings
 
 from partner.catalog.services import products_pull
 from partner.fulfillment.enqueue import FULFILL_TASK
-from partner.fulfillment.models import FailureCode, Tracker, TrackerStatus
+from partner.fulfillment.models import FailureCode, Order, OrderStatus
 from partner.inbox.models import Notification
 from partner.platform.signatures import signature_compute
 from partner.sandbox.faults import fault_set
@@ -29,22 +29,22 @@ from tests.conftest import wait_for
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def tracker_of(transaction_id, status, timeout=60):
+def order_of(transaction_id, status, timeout=60):
     def found():
-        return Tracker.objects.filter(transaction_id=transaction_id, status=status).first()
+        return Order.objects.filter(transaction_id=transaction_id, status=status).first()
 
     def state():
-        tracker = Tracker.objects.filter(transaction_id=transaction_id).first()
+        order = Order.objects.filter(transaction_id=transaction_id).first()
         notes = list(Notification.objects.filter(resource_id=transaction_id).values_list("state", "last_error"))
         deliveries = list(WebhookDelivery.objects.filter(resource_id=transaction_id).values_list("status", "url"))
-        if tracker is None:
-            return f"no tracker; notifications {notes}; deliveries {deliveries}"
-        return f"{tracker.status} {tracker.failure_reason!r} {tracker.last_error!r}; notifications {notes}"
+        if order is None:
+            return f"no order; notifications {notes}; deliveries {deliveries}"
+        return f"{order.status} {order.failure_reason!r} {order.last_error!r}; notifications {notes}"
 
-    return wait_for(found, timeout=timeout, message=lambda: f"tracker {transaction_id} in {status} (now: {state()})")
+    return wait_for(found, timeout=timeout, message=lambda: f"order {transaction_id} in {status} (now: {state()})")
 
 
-def order(seed, *, user="lender.demo", product="address-verification", loan=2, **kwargs):
+def order_placed(seed, *, user="lender.demo", product="address-verification", loan=2, **kwargs):
     return transaction_create(product=seed.products[product], user=seed.users[user], loan=seed.loans[loan], **kwargs)
 
 
@@ -71,19 +71,19 @@ def call_kind(call):
 
 def test_typical_sequence_from_webhook_to_request_completed(demo, service_calls, celery_worker_live):
     service_calls.clear()  # the demo pulled the products already: only the order's calls are counted
-    txn = order(demo, loan=2)
+    txn = order_placed(demo, loan=2)
 
-    tracker = tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED)
+    order = order_of(txn.id, OrderStatus.REQUEST_COMPLETED)
 
-    assert tracker.resource_id
-    assert tracker.delivered_at and tracker.completed_at and tracker.event_id
-    assert tracker.ordered_by.username == "lender.demo"  # whose page may show the order
+    assert order.resource_id
+    assert order.delivered_at and order.completed_at and order.event_id
+    assert order.ordered_by.username == "lender.demo"  # whose page may show the order
     response = Response.objects.get(transaction_id=txn.id)
     assert response.patch_count == 1  # status, loan data and resources in one PATCH
     assert response.data["status"] == "completed"
     assert response.data["loanFormat"] == "application/vnd.plm-2.0.0+json"
-    assert response.data["resources"][0]["id"] == tracker.resource_id
-    slot = UploadSlot.objects.get(id=tracker.resource_id)
+    assert response.data["resources"][0]["id"] == order.resource_id
+    slot = UploadSlot.objects.get(id=order.resource_id)
     assert bytes(slot.content).startswith(b"%PDF")
 
     kinds = Counter(call_kind(call) for call in service_calls)
@@ -92,7 +92,7 @@ def test_typical_sequence_from_webhook_to_request_completed(demo, service_calls,
     assert len(service_calls.tokens) <= 1  # the token of the pull is reused
 
     status = requests.get(f"{settings.PUBLIC_BASE_URL}/v1/status/{txn.id}", timeout=10).json()
-    assert status == {"status": "REQUEST_COMPLETED", "resource_id": tracker.resource_id}
+    assert status == {"status": "REQUEST_COMPLETED", "resource_id": order.resource_id}
 
 
 def test_status_endpoint_404_for_unknown_transaction(service):
@@ -101,8 +101,8 @@ def test_status_endpoint_404_for_unknown_transaction(service):
 
 
 def test_address_corrections_reach_the_service(demo, celery_worker_live):
-    txn = order(demo, loan=2)
-    tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED)
+    txn = order_placed(demo, loan=2)
+    order_of(txn.id, OrderStatus.REQUEST_COMPLETED)
     sent = Response.objects.get(transaction_id=txn.id).data
     loan_property = demo.loans[2].data["property"]
     assert sent["loan"]["property"]["postalCode"] == loan_property["postalCode"]
@@ -111,8 +111,8 @@ def test_address_corrections_reach_the_service(demo, celery_worker_live):
 
 
 def test_duplicate_webhook_is_processed_once(demo, celery_worker_live):
-    txn = order(demo)
-    tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED)
+    txn = order_placed(demo)
+    order_of(txn.id, OrderStatus.REQUEST_COMPLETED)
     delivery = WebhookDelivery.objects.filter(resource_id=txn.id).first()
     body = bytes(delivery.body)
     signature = signature_compute(body, settings.SVC_SIGNING_SECRETS[0])
@@ -132,19 +132,19 @@ def test_duplicate_webhook_is_processed_once(demo, celery_worker_live):
 def test_injected_503_and_429_then_success(demo, service_calls, celery_worker_live):
     fault_set(endpoint="transaction", status=503, count=2)
     fault_set(endpoint="response", status=429, count=1, retry_after=1)
-    txn = order(demo)
-    tracker = tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED, timeout=90)
+    txn = order_placed(demo)
+    order = order_of(txn.id, OrderStatus.REQUEST_COMPLETED, timeout=90)
     statuses = [call["status"] for call in service_calls if call_kind(call) in ("transaction", "patch")]
     assert statuses.count(503) == 2 and statuses.count(429) == 1
     assert Response.objects.get(transaction_id=txn.id).patch_count == 1
-    assert tracker.attempts >= 2  # the 429 on PATCH was retried by the task, not by the transport
+    assert order.attempts >= 2  # the 429 on PATCH was retried by the task, not by the transport
 
 
-def test_invalid_credentials_fail_the_tracker_and_tell_the_lender(demo, celery_worker_live):
-    txn = order(demo, user="lender.wrong")
-    tracker = tracker_of(txn.id, TrackerStatus.FAILED)
-    assert tracker.failure_code == FailureCode.CREDENTIALS_INVALID
-    assert "not-the-password-9" not in tracker.failure_reason
+def test_invalid_credentials_fail_the_order_and_tell_the_lender(demo, celery_worker_live):
+    txn = order_placed(demo, user="lender.wrong")
+    order = order_of(txn.id, OrderStatus.FAILED)
+    assert order.failure_code == FailureCode.CREDENTIALS_INVALID
+    assert "not-the-password-9" not in order.failure_reason
     # The failure is recorded first, then told to the lender.
     response = wait_for(lambda: Response.objects.filter(transaction_id=txn.id).first(), message="partnerStatus")
     assert response.data["partnerStatus"].startswith("Order not fulfilled")
@@ -152,15 +152,15 @@ def test_invalid_credentials_fail_the_tracker_and_tell_the_lender(demo, celery_w
     assert not UploadSlot.objects.filter(transaction_id=txn.id).exists()
 
 
-def test_missing_credentials_fail_the_tracker(demo, celery_worker_live):
-    txn = order(demo, user="lender.nocreds")
-    tracker = tracker_of(txn.id, TrackerStatus.FAILED)
-    assert tracker.failure_code == FailureCode.CREDENTIALS_INVALID
+def test_missing_credentials_fail_the_order(demo, celery_worker_live):
+    txn = order_placed(demo, user="lender.nocreds")
+    order = order_of(txn.id, OrderStatus.FAILED)
+    assert order.failure_code == FailureCode.CREDENTIALS_INVALID
 
 
 def test_disclosure_action_with_the_entitlement(demo, celery_worker_live):
-    txn = order(demo, product="disclosure-delivery", options={"comments": "Sent to borrower"})
-    tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED)
+    txn = order_placed(demo, product="disclosure-delivery", options={"comments": "Sent to borrower"})
+    order_of(txn.id, OrderStatus.REQUEST_COMPLETED)
     result = Response.objects.get(transaction_id=txn.id).data["result"]
     assert result == {
         "format": "application/vnd.disclosure.update-status-1.0.0.json",
@@ -177,10 +177,10 @@ def test_disclosure_action_without_the_entitlement_sends_nothing(demo, celery_wo
     product_merge(product_id=product.service_id, patch={"entitlements": {"data": {"transaction": stripped}}})
     products_pull()
 
-    txn = order(demo, product="disclosure-delivery")
-    tracker = tracker_of(txn.id, TrackerStatus.FAILED)
-    assert tracker.failure_code == FailureCode.SETUP_INCOMPLETE  # ours to fix, not the lender's
-    assert "entitle" in tracker.failure_reason.lower()
+    txn = order_placed(demo, product="disclosure-delivery")
+    order = order_of(txn.id, OrderStatus.FAILED)
+    assert order.failure_code == FailureCode.SETUP_INCOMPLETE  # ours to fix, not the lender's
+    assert "entitle" in order.failure_reason.lower()
     assert not Response.objects.filter(transaction_id=txn.id).exists()
 
 
@@ -190,7 +190,7 @@ def test_broker_down_at_receipt_then_handed_over_by_the_relay(demo, broker_down)
     from config.celery import app
     from partner.inbox.models import NotificationState
 
-    txn = order(demo)
+    txn = order_placed(demo)
     webhook_deliveries_wait(timeout=15)
     stored = wait_for(lambda: Notification.objects.filter(resource_id=txn.id).first(), message="stored notification")
     assert stored.state == NotificationState.RECEIVED
@@ -199,7 +199,7 @@ def test_broker_down_at_receipt_then_handed_over_by_the_relay(demo, broker_down)
     broker_down()  # the broker is back
     app.control.purge()
     with start_worker(app, pool="threads", concurrency=2, perform_ping_check=False, shutdown_timeout=30):
-        tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED)  # the worker's relay handed it over
+        order_of(txn.id, OrderStatus.REQUEST_COMPLETED)  # the worker's relay handed it over
     stored.refresh_from_db()
     assert stored.state == NotificationState.PROCESSED
     assert stored.attempts == 1
@@ -209,20 +209,20 @@ def test_dropped_webhook_is_fulfilled_by_reconciliation(demo, celery_worker_live
     from partner.fulfillment.tasks import reconcile
 
     fault_set(endpoint="webhook", drop_webhooks=True, count=1)
-    txn = order(demo)
+    txn = order_placed(demo)
     webhook_deliveries_wait(timeout=10)
     assert not Notification.objects.filter(resource_id=txn.id).exists()
 
     assert reconcile.apply().get() == 1
-    tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED)
+    order_of(txn.id, OrderStatus.REQUEST_COMPLETED)
     assert reconcile.apply().get() == 0  # safe to run again: nothing new
 
 
-def test_reconciliation_from_two_workers_at_once_opens_one_tracker(demo, tasks_sent):
-    from partner.fulfillment.reconciliation import transactions_reconcile
+def test_reconciliation_from_two_workers_at_once_opens_one_order(demo, tasks_sent):
+    from partner.fulfillment.recovery.reconciliation import transactions_reconcile
 
     fault_set(endpoint="webhook", drop_webhooks=True, count=1)
-    txn = order(demo)
+    txn = order_placed(demo)
     webhook_deliveries_wait(timeout=10)
     opened = []
     barrier = threading.Barrier(2)
@@ -241,10 +241,10 @@ def test_reconciliation_from_two_workers_at_once_opens_one_tracker(demo, tasks_s
         thread.start()
     for thread in threads:
         thread.join()
-    tracker = Tracker.objects.get(transaction_id=txn.id)
+    order = Order.objects.get(transaction_id=txn.id)
     assert sorted(opened) == [0, 1]
-    # The loser of the race may hand the same tracker on too: its lease lets one worker through.
-    assert tasks_sent and all(sent == (FULFILL_TASK, {"tracker_id": tracker.pk}) for sent in tasks_sent)
+    # The loser of the race may hand the same order on too: its lease lets one worker through.
+    assert tasks_sent and all(sent == (FULFILL_TASK, {"order_id": order.pk}) for sent in tasks_sent)
 
 
 def test_resource_ref_outside_the_service_is_refused(demo, signed_post, celery_worker_live, service_calls):
@@ -254,22 +254,22 @@ def test_resource_ref_outside_the_service_is_refused(demo, signed_post, celery_w
         b'"address-verification", "resourceRef": "http://attacker.example/partner/v2/transactions/txn-evil"}}'
     )
     assert signed_post(body).status_code == 202
-    tracker = tracker_of("txn-evil", TrackerStatus.FAILED)
-    assert tracker.failure_code == FailureCode.RESOURCE_OUTSIDE_SERVICE
+    order = order_of("txn-evil", OrderStatus.FAILED)
+    assert order.failure_code == FailureCode.RESOURCE_OUTSIDE_SERVICE
     assert not [call for call in service_calls if "txn-evil" in call["url"]]  # nothing fetched, from anywhere
 
 
-def test_a_permanent_refusal_fails_the_tracker_at_once(demo, service_calls, celery_worker_live):
+def test_a_permanent_refusal_fails_the_order_at_once(demo, service_calls, celery_worker_live):
     """A 4xx is the service's answer, not an outage: the order fails with the reason, no retry."""
     from partner.sandbox.models import Transaction
 
     fault_set(endpoint="webhook", latency=1.0, count=1)  # time to withdraw it first
-    txn = order(demo)
+    txn = order_placed(demo)
     Transaction.objects.filter(pk=txn.id).delete()  # gone from the service: GET answers 404
 
-    tracker = tracker_of(txn.id, TrackerStatus.FAILED)
-    assert tracker.failure_code == FailureCode.SERVICE_REJECTED
-    assert "404" in tracker.failure_reason
+    order = order_of(txn.id, OrderStatus.FAILED)
+    assert order.failure_code == FailureCode.SERVICE_REJECTED
+    assert "404" in order.failure_reason
     reads = [
         c["status"] for c in service_calls if c["method"] == "GET" and path_of(c).endswith(f"/transactions/{txn.id}")
     ]
@@ -277,19 +277,19 @@ def test_a_permanent_refusal_fails_the_tracker_at_once(demo, service_calls, cele
 
 
 def test_a_callback_event_of_another_type_is_recorded_and_completes_nothing(demo, celery_worker_live):
-    from partner.fulfillment.models import TrackerStep
+    from partner.fulfillment.models import OrderStep
     from partner.sandbox.models import Transaction
 
-    txn = order(demo)
-    tracker = tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED)
-    Tracker.objects.filter(pk=tracker.pk).update(status=TrackerStatus.RESPONSE_DELIVERED, completed_at=None)
+    txn = order_placed(demo)
+    order = order_of(txn.id, OrderStatus.REQUEST_COMPLETED)
+    Order.objects.filter(pk=order.pk).update(status=OrderStatus.RESPONSE_DELIVERED, completed_at=None)
 
     other = "urn:svc:platform:transaction:response:rejected"
     event = event_create(transaction=Transaction.objects.get(pk=txn.id), type=other)
     wait_for(
-        lambda: TrackerStep.objects.filter(tracker=tracker, name="event", detail__contains=event.id).exists(),
-        message="the event recorded on the tracker",
+        lambda: OrderStep.objects.filter(order=order, name="event", detail__contains=event.id).exists(),
+        message="the event recorded on the order",
     )
-    tracker.refresh_from_db()
-    assert tracker.status == TrackerStatus.RESPONSE_DELIVERED  # only "processed" completes an order
-    assert other in TrackerStep.objects.get(tracker=tracker, name="event", detail__contains=event.id).detail
+    order.refresh_from_db()
+    assert order.status == OrderStatus.RESPONSE_DELIVERED  # only "processed" completes an order
+    assert other in OrderStep.objects.get(order=order, name="event", detail__contains=event.id).detail

@@ -14,8 +14,8 @@ import pytest
 from django.utils import timezone
 
 from partner.fulfillment.enqueue import FULFILL_TASK
-from partner.fulfillment.models import ReconciliationState, Tracker, TrackerStatus
-from partner.fulfillment.reconciliation import MARKER_SIZE, PAGE_SIZE, STATE_NAME, transactions_reconcile
+from partner.fulfillment.models import Order, OrderStatus, ReconciliationState
+from partner.fulfillment.recovery.reconciliation import MARKER_SIZE, PAGE_SIZE, STATE_NAME, transactions_reconcile
 from partner.platform.errors import ServiceUnavailableError
 from partner.sandbox.models import Transaction
 from partner.sandbox.transactions import transaction_create
@@ -55,16 +55,16 @@ def list_calls(service_calls) -> int:
 
 
 def run(service_calls) -> tuple[int, int]:
-    """One reconciliation: (trackers opened, list calls it made)."""
+    """One reconciliation: (orders opened, list calls it made)."""
     service_calls.clear()
     opened = transactions_reconcile()
     return opened, list_calls(service_calls)
 
 
-def delivered_long_ago(transaction_id: str) -> Tracker:
-    return Tracker.objects.create(
+def delivered_long_ago(transaction_id: str) -> Order:
+    return Order.objects.create(
         transaction_id=transaction_id,
-        status=TrackerStatus.RESPONSE_DELIVERED,
+        status=OrderStatus.RESPONSE_DELIVERED,
         delivered_at=timezone.now() - timedelta(hours=1),
     )
 
@@ -84,11 +84,11 @@ def test_the_cheap_pass_costs_one_call_whatever_the_history(demo, service_calls,
         new_order(demo)
     history(demo, 1)
     lost = new_order(demo)
-    # 6 new, one of them finished: still one call, and each unfinished one gets its tracker and a worker.
+    # 6 new, one of them finished: still one call, and each unfinished one gets its order and a worker.
     assert run(service_calls) == (5, 1)
-    tracker = Tracker.objects.get(transaction_id=lost.id)
-    assert tracker.status == TrackerStatus.VALIDATION_REQUESTED
-    assert (FULFILL_TASK, {"tracker_id": tracker.pk}) in tasks_sent
+    order = Order.objects.get(transaction_id=lost.id)
+    assert order.status == OrderStatus.VALIDATION_REQUESTED
+    assert (FULFILL_TASK, {"order_id": order.pk}) in tasks_sent
     assert state().position == finished + 6
 
     assert run(service_calls) == (0, 1)  # known now: nothing opened twice
@@ -98,7 +98,7 @@ def test_the_cheap_pass_completes_awaiting_orders_near_the_end_and_further_back(
     history(demo, 120)
     waiting, done_there = new_order(demo), new_order(demo)
     Transaction.objects.filter(pk__in=[waiting.id, done_there.id]).update(status="processing")
-    waiting_tracker, done_tracker = delivered_long_ago(waiting.id), delivered_long_ago(done_there.id)
+    waiting_order, done_order = delivered_long_ago(waiting.id), delivered_long_ago(done_there.id)
     run(service_calls)  # full pass: both seen unfinished, their positions kept
     assert state().watched == {waiting.id: 120, done_there.id: 121}
 
@@ -108,11 +108,11 @@ def test_the_cheap_pass_completes_awaiting_orders_near_the_end_and_further_back(
     Transaction.objects.filter(pk=done_there.id).update(status="completed")
 
     assert run(service_calls) == (0, 2)  # the end, and the one page where both were seen
-    done_tracker.refresh_from_db()
-    assert done_tracker.status == TrackerStatus.REQUEST_COMPLETED
-    assert done_tracker.steps.get(name="completed").detail == "the service's transaction list says completed"
-    waiting_tracker.refresh_from_db()
-    assert waiting_tracker.status == TrackerStatus.RESPONSE_DELIVERED  # still processing there: waits
+    done_order.refresh_from_db()
+    assert done_order.status == OrderStatus.REQUEST_COMPLETED
+    assert done_order.steps.get(name="completed").detail == "the service's transaction list says completed"
+    waiting_order.refresh_from_db()
+    assert waiting_order.status == OrderStatus.RESPONSE_DELIVERED  # still processing there: waits
 
     # An awaiting order among the last items is seen in the same call as the end of the list.
     last = new_order(demo)
@@ -120,7 +120,7 @@ def test_the_cheap_pass_completes_awaiting_orders_near_the_end_and_further_back(
     run(service_calls)
     Transaction.objects.filter(pk=last.id).update(status="completed")
     assert run(service_calls) == (0, 2)  # the end (with `last`), and `waiting`'s page
-    assert Tracker.objects.get(transaction_id=last.id).status == TrackerStatus.REQUEST_COMPLETED
+    assert Order.objects.get(transaction_id=last.id).status == OrderStatus.REQUEST_COMPLETED
     assert set(state().watched) == {waiting.id}
 
 
@@ -137,7 +137,7 @@ def test_an_insertion_before_the_saved_position_falls_back_to_every_page(demo, s
     Transaction.objects.filter(pk=hidden.id).update(created_at=middle - timedelta(microseconds=1))
 
     assert run(service_calls) == (1, 1 + math.ceil(201 / PAGE_SIZE))  # the cheap try, then every page
-    assert Tracker.objects.filter(transaction_id=hidden.id).exists()
+    assert Order.objects.filter(transaction_id=hidden.id).exists()
     assert state().full_pass_at > first_pass
     assert run(service_calls) == (0, 1)  # positions trusted again
 
@@ -149,7 +149,7 @@ def test_a_removal_before_the_saved_position_falls_back_to_every_page(demo, serv
     lost = new_order(demo)  # the total is as before: only the marker tells
 
     assert run(service_calls) == (1, 1 + math.ceil(200 / PAGE_SIZE))
-    assert Tracker.objects.filter(transaction_id=lost.id).exists()
+    assert Order.objects.filter(transaction_id=lost.id).exists()
 
 
 def test_the_full_pass_runs_when_due(demo, service_calls, tasks_sent, settings):
@@ -192,7 +192,7 @@ def test_the_marker_is_the_items_just_before_the_saved_position(demo, service_ca
 def test_a_failing_full_pass_is_due_again_and_never_keeps_the_cheap_pass_from_new_orders(
     demo, service_calls, tasks_sent, monkeypatch
 ):
-    from partner.fulfillment import reconciliation
+    from partner.fulfillment.recovery import reconciliation
 
     history(demo, 120)
     run(service_calls)
@@ -207,14 +207,14 @@ def test_a_failing_full_pass_is_due_again_and_never_keeps_the_cheap_pass_from_ne
     lost = new_order(demo)
     with pytest.raises(ServiceUnavailableError):
         transactions_reconcile()
-    assert Tracker.objects.filter(transaction_id=lost.id).exists()  # the cheap pass came first
+    assert Order.objects.filter(transaction_id=lost.id).exists()  # the cheap pass came first
     assert state().full_pass_at == long_ago  # not put off for a day by a failure: due at the next run
     assert state().position == 121
 
 
 @pytest.mark.django_db
 def test_a_first_full_pass_that_fails_leaves_no_position(monkeypatch):
-    from partner.fulfillment import reconciliation
+    from partner.fulfillment.recovery import reconciliation
 
     def every_page_fails():
         yield from ()
@@ -232,11 +232,11 @@ def test_a_first_full_pass_that_fails_leaves_no_position(monkeypatch):
 
 @pytest.mark.django_db
 def test_only_the_newest_unfinished_orders_are_watched(monkeypatch):
-    from partner.fulfillment import reconciliation
+    from partner.fulfillment.recovery import reconciliation
 
     for transaction_id in ("t-old", "t-new", "t-newer"):
         delivered_long_ago(transaction_id)
-    Tracker.objects.create(transaction_id="t-done", status=TrackerStatus.REQUEST_COMPLETED)
+    Order.objects.create(transaction_id="t-done", status=OrderStatus.REQUEST_COMPLETED)
     monkeypatch.setattr(reconciliation, "WATCH_LIMIT", 2)
     watched = {"t-old": 3, "t-new": 7, "t-newer": 9, "t-done": 8, "t-unknown": 10}
     assert reconciliation._watched_kept(watched) == {"t-new": 7, "t-newer": 9}

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 from pypdf import PdfReader
 
-from partner.fulfillment.fulfillers.address_verification import AddressVerificationFulfiller
+from partner.fulfillment.automated.fulfillers.address_verification import AddressVerificationFulfiller
 
 # 11901 is Riverhead, NY, in the data source's "Suffolk County".
 RIVERHEAD = {

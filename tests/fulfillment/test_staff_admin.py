@@ -18,10 +18,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from partner.catalog.services import partner_account_set
-from partner.fulfillment.deliveries import deliveries_send
-from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Tracker, TrackerAttachment
-from partner.fulfillment.pipeline import tracker_fulfill
-from partner.fulfillment.services import tracker_open
+from partner.fulfillment.automated.pipeline import order_fulfill
+from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order, OrderDocument
+from partner.fulfillment.orders.services import order_open
+from partner.fulfillment.sending.deliveries import deliveries_send
 from partner.platform import formats
 from partner.platform.errors import ServiceValidationError
 from tests.conftest import LENDER_CREDENTIALS, product_create
@@ -41,8 +41,8 @@ FIELDS = {
 }
 
 
-def page(tracker_id: int) -> str:
-    return reverse("admin:fulfillment_stafforder_change", args=[tracker_id])
+def page(order_id: int) -> str:
+    return reverse("admin:fulfillment_stafforder_change", args=[order_id])
 
 
 def action(name: str, pk: int) -> str:
@@ -74,10 +74,10 @@ def make_order(fake_platform, tasks_sent, settings):
             "options": {"comments": "Gate code 1234", "rush": True},
         }
         fake_platform.transaction_add(transaction_id, request=request, product_name=product)
-        tracker, _ = tracker_open(transaction_id=transaction_id, product_name=product)
-        tracker_fulfill(tracker_id=tracker.pk)
-        tracker.refresh_from_db()
-        return tracker
+        order, _ = order_open(transaction_id=transaction_id, product_name=product)
+        order_fulfill(order_id=order.pk)
+        order.refresh_from_db()
+        return order
 
     return make
 
@@ -107,8 +107,8 @@ def other():
 
 @pytest.fixture
 def viewer():
-    """Staff who may look at trackers and not act on them."""
-    return user_client("viewer", permissions=["view_tracker"])
+    """Staff who may look at orders and not act on them."""
+    return user_client("viewer", permissions=["view_order"])
 
 
 @pytest.fixture
@@ -125,8 +125,8 @@ def taken(staff, order):
 
 def test_the_queue_lists_only_staff_worked_orders_soonest_due_first(staff, make_order):
     later, sooner = make_order("txn-later"), make_order("txn-sooner", loan_number="LN-2")
-    Tracker.objects.filter(pk=sooner.pk).update(due_at=timezone.now() - timedelta(hours=2))
-    Tracker.objects.create(transaction_id="txn-automated", reference_number="AUTO-REF-1")
+    Order.objects.filter(pk=sooner.pk).update(due_at=timezone.now() - timedelta(hours=2))
+    Order.objects.create(transaction_id="txn-automated", reference_number="AUTO-REF-1")
     listing = text(staff.get(reverse(QUEUE)))
     assert later.reference_number in listing and sooner.reference_number in listing
     assert "AUTO-REF-1" not in listing
@@ -141,10 +141,10 @@ def test_the_queue_filters_and_search(staff, make_order, other):
     late = make_order("txn-late", loan_number="LN-LATE-2")
     elsewhere = make_order("txn-inspection", product="inspection", loan_number="LN-INSP-3")
     staff.post(action("take", mine.pk))
-    Tracker.objects.filter(pk=late.pk).update(due_at=timezone.now() - timedelta(minutes=5))
+    Order.objects.filter(pk=late.pk).update(due_at=timezone.now() - timedelta(minutes=5))
     company_account = late.ordered_by
     account, _ = partner_account_set(username="lender.other", password="pw-other-123", company="OTHER CO")
-    Tracker.objects.filter(pk=elsewhere.pk).update(ordered_by=account)
+    Order.objects.filter(pk=elsewhere.pk).update(ordered_by=account)
 
     def listed(**params) -> set[str]:
         found = text(staff.get(reverse(QUEUE), params))
@@ -217,7 +217,7 @@ def test_a_failed_delivery_shows_its_reason_and_can_be_sent_again(staff, taken, 
     fake_platform.fail(
         "patch_response", ServiceValidationError("refused: bad status", status=400, method="PATCH", url="x")
     )
-    deliveries_send(tracker_id=taken.pk)
+    deliveries_send(order_id=taken.pk)
     shown = text(staff.get(page(taken.pk)))
     assert "refused: bad status" in shown and "Send again" in shown
 
@@ -228,7 +228,7 @@ def test_a_failed_delivery_shows_its_reason_and_can_be_sent_again(staff, taken, 
 
 
 def test_an_order_that_is_not_staff_worked_has_no_page(staff):
-    automated = Tracker.objects.create(transaction_id="txn-automated")
+    automated = Order.objects.create(transaction_id="txn-automated")
     response = staff.get(page(automated.pk))
     assert response.status_code == 302 and response.url == reverse("admin:index")
 
@@ -245,7 +245,7 @@ def staff_status(client, order, text_) -> Delivery:
 def test_a_status_update_is_stored_for_a_worker_to_send(staff, taken, tasks_sent):
     delivery = staff_status(staff, taken, "Inspection booked for Tuesday")
     assert delivery.state == DeliveryState.PENDING and delivery.created_by == "staff"
-    assert (SEND_TASK, {"tracker_id": taken.pk}) in tasks_sent
+    assert (SEND_TASK, {"order_id": taken.pk}) in tasks_sent
     assert "Status update stored" in text(staff.get(page(taken.pk)))
 
 
@@ -281,14 +281,14 @@ def test_documents_are_uploaded_removed_and_replaced(staff, taken):
     assert "report.pdf" in text(staff.get(page(taken.pk)))
 
     assert "Removed front.png." in text(staff.post(action("document_remove", photo.pk), follow=True))
-    assert not TrackerAttachment.objects.filter(pk=photo.pk).exists()
+    assert not OrderDocument.objects.filter(pk=photo.pk).exists()
 
     fixed = PDF + b"% corrected\n"
     replaced = staff.post(action("document_replace", report.pk), {f"replace-{report.pk}-file": upload("v2.pdf", fixed)})
     assert replaced.status_code == 302
     [document] = taken.attachments.all()
     assert (document.name, document.read()) == ("v2.pdf", fixed)
-    assert not TrackerAttachment.objects.filter(pk=report.pk).exists()
+    assert not OrderDocument.objects.filter(pk=report.pk).exists()
 
 
 def test_a_file_of_another_kind_or_too_large_is_refused_with_a_clear_error(staff, taken, settings):
@@ -334,7 +334,7 @@ def test_a_delivery_carries_the_allowed_loan_fields_and_the_waiting_documents(st
         "appraisal": {"appraisedValue": "812000"},
     }
     assert [d.name for d in delivery.attachments.all()] == ["report.pdf"]
-    assert tasks_sent == [(SEND_TASK, {"tracker_id": taken.pk})]
+    assert tasks_sent == [(SEND_TASK, {"order_id": taken.pk})]
 
 
 @pytest.mark.parametrize(
@@ -414,13 +414,13 @@ def test_a_download_streams_the_file_with_its_headers_and_is_logged(staff, taken
     staff.post(action("upload", taken.pk), {"upload-files": [upload("Report 1.pdf", PDF)]})
     document = taken.attachments.get()
     url = action("document_download", document.pk)
-    with caplog.at_level(logging.INFO, logger="partner.fulfillment.admin_staff_views"):
+    with caplog.at_level(logging.INFO, logger="partner.fulfillment.staff.views"):
         response = staff.get(url)
     assert response.status_code == 200 and b"".join(response.streaming_content) == PDF
     assert response["Content-Type"] == "application/pdf"
     assert response["Content-Disposition"] == 'attachment; filename="Report 1.pdf"'
     assert response["X-Content-Type-Options"] == "nosniff"
-    [record] = [r for r in caplog.records if r.name == "partner.fulfillment.admin_staff_views"]
+    [record] = [r for r in caplog.records if r.name == "partner.fulfillment.staff.views"]
     assert record.getMessage() == f"document {document.pk} of transaction {taken.transaction_id} downloaded by staff"
     assert "appraisal report" not in caplog.text
 
@@ -429,8 +429,8 @@ def test_a_download_streams_the_file_with_its_headers_and_is_logged(staff, taken
     assert stranger.get(url).status_code == 403
     anonymous = Client().get(url)
     assert anonymous.status_code == 302 and anonymous.url.startswith(reverse("admin:login"))
-    # The tracker admin links it too.
-    assert url in text(staff.get(reverse("admin:fulfillment_tracker_change", args=[taken.pk])))
+    # The order admin links it too.
+    assert url in text(staff.get(reverse("admin:fulfillment_order_change", args=[taken.pk])))
 
 
 def test_view_only_staff_see_the_page_without_forms_and_cannot_act(taken, viewer, staff):

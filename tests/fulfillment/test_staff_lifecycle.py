@@ -9,12 +9,12 @@ order. A staff action made while the service answers 503 is sent once it recover
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from partner.fulfillment import staff
-from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, TrackerStatus
+from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, OrderStatus
+from partner.fulfillment.staff import services as staff
 from partner.sandbox.faults import fault_set, faults_clear
 from partner.sandbox.models import Response, UploadSlot
 from tests.conftest import wait_for
-from tests.fulfillment.test_pipeline import order, tracker_of
+from tests.fulfillment.test_pipeline import order_of, order_placed
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -39,30 +39,30 @@ def appraiser(django_user_model):
 
 
 def test_a_staff_worked_order_from_acknowledgement_to_completion(demo, appraiser, celery_worker_live):
-    txn = order(demo, product="appraisal")
-    tracker = tracker_of(txn.id, TrackerStatus.WITH_STAFF)
-    confirmed(tracker.deliveries.get(kind=DeliveryKind.ACKNOWLEDGEMENT))
+    txn = order_placed(demo, product="appraisal")
+    order = order_of(txn.id, OrderStatus.WITH_STAFF)
+    confirmed(order.deliveries.get(kind=DeliveryKind.ACKNOWLEDGEMENT))
     assert Response.objects.get(transaction_id=txn.id).data["partnerStatus"] == "Order received"
 
-    staff.order_take(tracker_id=tracker.pk, user=appraiser)
-    update = staff.status_update_post(tracker_id=tracker.pk, text="Inspection booked for Tuesday", user=appraiser)
+    staff.order_take(order_id=order.pk, user=appraiser)
+    update = staff.status_update_post(order_id=order.pk, text="Inspection booked for Tuesday", user=appraiser)
     confirmed(update)
 
-    staff.document_attach(tracker_id=tracker.pk, upload=SimpleUploadedFile("photos.pdf", PDF), user=appraiser)
-    partial = staff.delivery_request(tracker_id=tracker.pk, final=False, partner_status="Photos", user=appraiser)
+    staff.document_attach(order_id=order.pk, upload=SimpleUploadedFile("photos.pdf", PDF), user=appraiser)
+    partial = staff.delivery_request(order_id=order.pk, final=False, partner_status="Photos", user=appraiser)
     confirmed(partial)
     assert Response.objects.get(transaction_id=txn.id).data["status"] == "processing"
 
-    staff.document_attach(tracker_id=tracker.pk, upload=SimpleUploadedFile("appraisal.pdf", PDF), user=appraiser)
+    staff.document_attach(order_id=order.pk, upload=SimpleUploadedFile("appraisal.pdf", PDF), user=appraiser)
     final = staff.delivery_request(
-        tracker_id=tracker.pk,
+        order_id=order.pk,
         final=True,
         partner_status="Appraisal complete",
         loan={"appraisal": {"appraisedValue": "812000"}},
         user=appraiser,
     )
     confirmed(final)
-    done = tracker_of(txn.id, TrackerStatus.REQUEST_COMPLETED)
+    done = order_of(txn.id, OrderStatus.REQUEST_COMPLETED)
 
     response = Response.objects.get(transaction_id=txn.id)
     assert response.patch_count == 4  # acknowledgement, status update, partial, final: each once
@@ -73,12 +73,12 @@ def test_a_staff_worked_order_from_acknowledgement_to_completion(demo, appraiser
 
 
 def test_a_staff_action_during_a_503_is_sent_once_the_service_recovers(demo, appraiser, celery_worker_live):
-    txn = order(demo, product="appraisal")
-    tracker = tracker_of(txn.id, TrackerStatus.WITH_STAFF)
-    staff.order_take(tracker_id=tracker.pk, user=appraiser)
+    txn = order_placed(demo, product="appraisal")
+    order = order_of(txn.id, OrderStatus.WITH_STAFF)
+    staff.order_take(order_id=order.pk, user=appraiser)
 
     fault_set(endpoint="response", status=503, retry_after=1)
-    update = staff.status_update_post(tracker_id=tracker.pk, text="Report on its way", user=appraiser)
+    update = staff.status_update_post(order_id=order.pk, text="Report on its way", user=appraiser)
     wait_for(
         lambda: Delivery.objects.get(pk=update.pk).last_error,
         timeout=60,

@@ -13,14 +13,15 @@ from django.core import mail
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
-from partner.fulfillment import staff, staff_events
-from partner.fulfillment.callbacks import tracker_event_handle
-from partner.fulfillment.deliveries import deliveries_send
-from partner.fulfillment.fulfillers.staff_worked import StaffWorkedFulfiller
-from partner.fulfillment.metrics import ORDERS_FINISHED
-from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Tracker, TrackerAttachment, TrackerStatus
-from partner.fulfillment.pipeline import tracker_fulfill
-from partner.fulfillment.services import tracker_open
+from partner.fulfillment.automated.fulfillers.staff_worked import StaffWorkedFulfiller
+from partner.fulfillment.automated.pipeline import order_fulfill
+from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order, OrderDocument, OrderStatus
+from partner.fulfillment.orders.metrics import ORDERS_FINISHED
+from partner.fulfillment.orders.services import order_open
+from partner.fulfillment.sending.callbacks import order_event_handle
+from partner.fulfillment.sending.deliveries import deliveries_send
+from partner.fulfillment.staff import notices
+from partner.fulfillment.staff import services as staff
 from partner.platform.errors import ServiceUnavailableError, ServiceValidationError
 from tests.conftest import LENDER_CREDENTIALS, product_create
 
@@ -70,10 +71,10 @@ def order(fake_platform, settings):
         },
         product_name=product.name,
     )
-    tracker, _ = tracker_open(transaction_id=TXN, product_name=product.name)
-    tracker_fulfill(tracker_id=tracker.pk)
-    tracker.refresh_from_db()
-    return tracker
+    order, _ = order_open(transaction_id=TXN, product_name=product.name)
+    order_fulfill(order_id=order.pk)
+    order.refresh_from_db()
+    return order
 
 
 def sent(fake_platform) -> list[dict]:
@@ -87,7 +88,7 @@ def processed(fake_platform, event_id, version=None):
         "type": "urn:svc:platform:transaction:response:processed",
         **({"details": details} if details else {}),
     }
-    tracker_event_handle(resource_ref=f"http://127.0.0.1:8000/sandbox/partner/v2/transactions/{TXN}/events/{event_id}")
+    order_event_handle(resource_ref=f"http://127.0.0.1:8000/sandbox/partner/v2/transactions/{TXN}/events/{event_id}")
 
 
 # The product and the acknowledgement ---------------------------------------------------------------
@@ -105,7 +106,7 @@ def test_an_order_is_checked_and_acknowledged_at_once_with_one_patch(fake_platfo
     [ack] = sent(fake_platform)
     assert ack["status"] == "processing" and ack["partnerStatus"] == "Order received"
     assert ack["referenceNumber"].startswith("OR-") and ack["respondingParty"]["name"]
-    assert order.status == TrackerStatus.WITH_STAFF and order.staff_worked
+    assert order.status == OrderStatus.WITH_STAFF and order.staff_worked
     assert order.loan_number == "LN-2026-0042"
     assert order.request["options"] == {"comments": "Gate code 1234"}
     assert "credentials" not in order.request  # the lender's password is never kept
@@ -128,16 +129,16 @@ def test_an_order_with_refused_credentials_is_answered_as_today(fake_platform):
         TXN, request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": {"username": "x", "password": "y"}},
         product_name="appraisal",
     )  # fmt: skip
-    tracker, _ = tracker_open(transaction_id=TXN, product_name="appraisal")
-    done = tracker_fulfill(tracker_id=tracker.pk)
-    assert done.status == TrackerStatus.FAILED and not done.deliveries.exists()
+    order, _ = order_open(transaction_id=TXN, product_name="appraisal")
+    done = order_fulfill(order_id=order.pk)
+    assert done.status == OrderStatus.FAILED and not done.deliveries.exists()
     assert mail.outbox == []
 
 
 def test_the_acknowledgements_callback_confirms_it_and_leaves_the_order_with_staff(fake_platform, order):
     processed(fake_platform, "ev-1")
     order.refresh_from_db()
-    assert order.status == TrackerStatus.WITH_STAFF
+    assert order.status == OrderStatus.WITH_STAFF
     assert order.deliveries.get().state == DeliveryState.CONFIRMED
 
 
@@ -145,12 +146,12 @@ def test_the_acknowledgements_callback_confirms_it_and_leaves_the_order_with_sta
 
 
 def test_one_staff_member_takes_an_order_and_another_must_say_they_take_it_over(order, appraiser, other_staff):
-    staff.order_take(tracker_id=order.pk, user=appraiser)
+    staff.order_take(order_id=order.pk, user=appraiser)
     with pytest.raises(staff.StaffActionRefused, match="appraiser.ann works this order"):
-        staff.order_take(tracker_id=order.pk, user=other_staff)
+        staff.order_take(order_id=order.pk, user=other_staff)
     with pytest.raises(staff.StaffActionRefused, match="take it over first"):
-        staff.status_update_post(tracker_id=order.pk, text="Inspection booked", user=other_staff)
-    staff.order_take(tracker_id=order.pk, user=other_staff, take_over=True)
+        staff.status_update_post(order_id=order.pk, text="Inspection booked", user=other_staff)
+    staff.order_take(order_id=order.pk, user=other_staff, take_over=True)
     order.refresh_from_db()
     assert order.assigned_to == other_staff
     assert order.steps.filter(name="taken_over", actor="appraiser.bob", detail="from appraiser.ann").exists()
@@ -158,7 +159,7 @@ def test_one_staff_member_takes_an_order_and_another_must_say_they_take_it_over(
 
 def test_nobody_acts_on_an_order_nobody_took(order, appraiser):
     with pytest.raises(staff.StaffActionRefused, match="Take the order first"):
-        staff.status_update_post(tracker_id=order.pk, text="x", user=appraiser)
+        staff.status_update_post(order_id=order.pk, text="x", user=appraiser)
     assert order.deliveries.count() == 1
 
 
@@ -166,12 +167,12 @@ def test_nobody_acts_on_an_order_nobody_took(order, appraiser):
 
 
 def test_a_status_update_is_stored_then_sent_by_a_worker(fake_platform, order, appraiser, tasks_sent):
-    staff.order_take(tracker_id=order.pk, user=appraiser)
-    delivery = staff.status_update_post(tracker_id=order.pk, text="  Inspection booked for Tuesday ", user=appraiser)
+    staff.order_take(order_id=order.pk, user=appraiser)
+    delivery = staff.status_update_post(order_id=order.pk, text="  Inspection booked for Tuesday ", user=appraiser)
     assert delivery.state == DeliveryState.PENDING and delivery.partner_status == "Inspection booked for Tuesday"
-    assert ("fulfillment.deliveries_send", {"tracker_id": order.pk}) in tasks_sent
+    assert ("fulfillment.deliveries_send", {"order_id": order.pk}) in tasks_sent
 
-    assert deliveries_send(tracker_id=order.pk) == 1
+    assert deliveries_send(order_id=order.pk) == 1
     update = sent(fake_platform)[-1]
     assert update == {
         "status": "processing",
@@ -180,43 +181,43 @@ def test_a_status_update_is_stored_then_sent_by_a_worker(fake_platform, order, a
     }
     delivery.refresh_from_db()
     assert (delivery.state, delivery.sequence) == (DeliveryState.SENT, 2)
-    assert deliveries_send(tracker_id=order.pk) == 0  # never sent twice
+    assert deliveries_send(order_id=order.pk) == 0  # never sent twice
 
 
 @pytest.mark.parametrize(
     "text, message", [("", "empty"), ("x" * 501, "at most 500"), ("line\x00break", "control character")]
 )
 def test_a_bad_status_update_is_refused_and_changes_nothing(order, appraiser, text, message):
-    staff.order_take(tracker_id=order.pk, user=appraiser)
+    staff.order_take(order_id=order.pk, user=appraiser)
     with pytest.raises(staff.StaffActionRefused, match=message):
-        staff.status_update_post(tracker_id=order.pk, text=text, user=appraiser)
+        staff.status_update_post(order_id=order.pk, text=text, user=appraiser)
     assert order.deliveries.count() == 1
 
 
 def test_documents_are_files_checked_by_content_and_size(order, appraiser, settings):
-    staff.order_take(tracker_id=order.pk, user=appraiser)
-    document = staff.document_attach(tracker_id=order.pk, upload=pdf("../../etc/Report 1.pdf"), user=appraiser)
+    staff.order_take(order_id=order.pk, user=appraiser)
+    document = staff.document_attach(order_id=order.pk, upload=pdf("../../etc/Report 1.pdf"), user=appraiser)
     assert (document.name, document.mime_type, document.size) == ("Report 1.pdf", "application/pdf", len(PDF))
     assert document.read() == PDF and document.file.name.startswith(f"documents/{TXN}/")
-    photo = staff.document_attach(tracker_id=order.pk, upload=SimpleUploadedFile("front", PNG), user=appraiser)
+    photo = staff.document_attach(order_id=order.pk, upload=SimpleUploadedFile("front", PNG), user=appraiser)
     assert (photo.name, photo.mime_type) == ("front.png", "image/png")
 
     with pytest.raises(staff.StaffActionRefused, match="Only PDF, PNG and JPEG"):
-        staff.document_attach(tracker_id=order.pk, upload=pdf("fake.pdf", b"MZ\x90\x00 an executable"), user=appraiser)
+        staff.document_attach(order_id=order.pk, upload=pdf("fake.pdf", b"MZ\x90\x00 an executable"), user=appraiser)
     with pytest.raises(staff.StaffActionRefused, match="empty"):
-        staff.document_attach(tracker_id=order.pk, upload=pdf("empty.pdf", b""), user=appraiser)
+        staff.document_attach(order_id=order.pk, upload=pdf("empty.pdf", b""), user=appraiser)
     settings.DOCUMENT_MAX_BYTES = 10
     with pytest.raises(staff.StaffActionRefused, match="at most 0 MB"):
-        staff.document_attach(tracker_id=order.pk, upload=pdf(), user=appraiser)
+        staff.document_attach(order_id=order.pk, upload=pdf(), user=appraiser)
     assert order.attachments.count() == 2
 
 
 def test_a_waiting_document_can_be_removed_with_its_file(order, appraiser):
-    staff.order_take(tracker_id=order.pk, user=appraiser)
-    document = staff.document_attach(tracker_id=order.pk, upload=pdf(), user=appraiser)
+    staff.order_take(order_id=order.pk, user=appraiser)
+    document = staff.document_attach(order_id=order.pk, upload=pdf(), user=appraiser)
     storage, name = document.file.storage, document.file.name
     staff.document_remove(attachment_id=document.pk, user=appraiser)
-    assert not TrackerAttachment.objects.filter(pk=document.pk).exists()
+    assert not OrderDocument.objects.filter(pk=document.pk).exists()
     assert not storage.exists(name)
 
 
@@ -224,14 +225,14 @@ def test_a_waiting_document_can_be_removed_with_its_file(order, appraiser):
 
 
 def test_a_partial_then_a_final_delivery_each_with_its_documents(fake_platform, order, appraiser):
-    staff.order_take(tracker_id=order.pk, user=appraiser)
-    staff.document_attach(tracker_id=order.pk, upload=pdf("draft.pdf"), user=appraiser)
+    staff.order_take(order_id=order.pk, user=appraiser)
+    staff.document_attach(order_id=order.pk, upload=pdf("draft.pdf"), user=appraiser)
     partial = staff.delivery_request(
-        tracker_id=order.pk, final=False, partner_status="Draft report attached", user=appraiser
+        order_id=order.pk, final=False, partner_status="Draft report attached", user=appraiser
     )
-    staff.document_attach(tracker_id=order.pk, upload=pdf("final.pdf"), user=appraiser)
+    staff.document_attach(order_id=order.pk, upload=pdf("final.pdf"), user=appraiser)
     final = staff.delivery_request(
-        tracker_id=order.pk,
+        order_id=order.pk,
         final=True,
         partner_status="Appraisal complete",
         loan={"appraisal": {"appraisedValue": "812000"}},
@@ -240,7 +241,7 @@ def test_a_partial_then_a_final_delivery_each_with_its_documents(fake_platform, 
     assert [d.name for d in partial.attachments.all()] == ["draft.pdf"]
     assert [d.name for d in final.attachments.all()] == ["final.pdf"]
 
-    assert deliveries_send(tracker_id=order.pk) == 2
+    assert deliveries_send(order_id=order.pk) == 2
     assert fake_platform.names()[2:] == [
         "request_upload_slots", "upload_resource", "patch_response",
         "request_upload_slots", "upload_resource", "patch_response",
@@ -250,85 +251,85 @@ def test_a_partial_then_a_final_delivery_each_with_its_documents(fake_platform, 
     assert second["status"] == "completed" and [r["name"] for r in second["resources"]] == ["final.pdf"]
     assert second["loan"] == {"appraisal": {"appraisedValue": "812000"}} and second["loanFormat"]
     order.refresh_from_db()
-    assert order.status == TrackerStatus.RESPONSE_DELIVERED and order.delivered_at is not None
+    assert order.status == OrderStatus.RESPONSE_DELIVERED and order.delivered_at is not None
 
     # The callbacks confirm each delivery; the final one completes the order.
     processed(fake_platform, "ev-2", version=2)
     order.refresh_from_db()
-    assert order.status == TrackerStatus.RESPONSE_DELIVERED
+    assert order.status == OrderStatus.RESPONSE_DELIVERED
     processed(fake_platform, "ev-3")  # names no version: the latest sent
     order.refresh_from_db()
-    assert order.status == TrackerStatus.REQUEST_COMPLETED
+    assert order.status == OrderStatus.REQUEST_COMPLETED
     assert set(order.deliveries.values_list("state", flat=True)) == {DeliveryState.SENT, DeliveryState.CONFIRMED}
     assert Delivery.objects.get(pk=partial.pk).state == DeliveryState.CONFIRMED
 
 
 def test_nothing_can_be_done_after_the_final_delivery(order, appraiser):
-    staff.order_take(tracker_id=order.pk, user=appraiser)
-    staff.delivery_request(tracker_id=order.pk, final=True, user=appraiser)
+    staff.order_take(order_id=order.pk, user=appraiser)
+    staff.delivery_request(order_id=order.pk, final=True, user=appraiser)
     with pytest.raises(staff.StaffActionRefused, match="final delivery or the decline is already made"):
-        staff.status_update_post(tracker_id=order.pk, text="one more thing", user=appraiser)
+        staff.status_update_post(order_id=order.pk, text="one more thing", user=appraiser)
 
 
 def test_a_delivery_carries_only_the_loan_fields_the_product_may_send(order, appraiser):
-    staff.order_take(tracker_id=order.pk, user=appraiser)
+    staff.order_take(order_id=order.pk, user=appraiser)
     with pytest.raises(staff.StaffActionRefused, match="may not send loan.borrower"):
-        staff.delivery_request(tracker_id=order.pk, final=True, loan={"borrower": {"name": "x"}}, user=appraiser)
+        staff.delivery_request(order_id=order.pk, final=True, loan={"borrower": {"name": "x"}}, user=appraiser)
     with pytest.raises(staff.StaffActionRefused, match="loan.property must be an object"):
-        staff.delivery_request(tracker_id=order.pk, final=True, loan={"property": "x"}, user=appraiser)
+        staff.delivery_request(order_id=order.pk, final=True, loan={"property": "x"}, user=appraiser)
     with pytest.raises(staff.StaffActionRefused, match="does not hold the UPDATE_DISCLOSURE_STATUS action"):
         result = {
             "format": "application/vnd.disclosure.update-status-1.0.0.json",
             "action": "UPDATE_DISCLOSURE_STATUS",
             "details": {"status": "active"},
         }
-        staff.delivery_request(tracker_id=order.pk, final=True, result=result, user=appraiser)
+        staff.delivery_request(order_id=order.pk, final=True, result=result, user=appraiser)
     with pytest.raises(staff.StaffActionRefused, match="needs something to deliver"):
-        staff.delivery_request(tracker_id=order.pk, final=False, user=appraiser)
+        staff.delivery_request(order_id=order.pk, final=False, user=appraiser)
     assert order.deliveries.count() == 1
 
 
 def test_a_delivery_resumes_after_the_service_was_away_and_is_sent_once(fake_platform, order, appraiser):
-    staff.order_take(tracker_id=order.pk, user=appraiser)
-    staff.document_attach(tracker_id=order.pk, upload=pdf(), user=appraiser)
-    staff.delivery_request(tracker_id=order.pk, final=True, user=appraiser)
+    staff.order_take(order_id=order.pk, user=appraiser)
+    staff.document_attach(order_id=order.pk, upload=pdf(), user=appraiser)
+    staff.delivery_request(order_id=order.pk, final=True, user=appraiser)
     error = ServiceUnavailableError("PATCH: unavailable", status=503, method="PATCH", url="x")
     fake_platform.fail("patch_response", error)
     with pytest.raises(ServiceUnavailableError):
-        deliveries_send(tracker_id=order.pk)
-    assert deliveries_send(tracker_id=order.pk) == 1
+        deliveries_send(order_id=order.pk)
+    assert deliveries_send(order_id=order.pk) == 1
     # One slot request and one upload: the retry went on from the PATCH.
     assert fake_platform.names()[2:] == ["request_upload_slots", "upload_resource", "patch_response", "patch_response"]
     assert order.deliveries.get(kind=DeliveryKind.FINAL).state == DeliveryState.SENT
 
 
 def test_a_delivery_the_service_refuses_fails_with_its_reason_and_can_be_sent_again(fake_platform, order, appraiser):
-    staff.order_take(tracker_id=order.pk, user=appraiser)
-    delivery = staff.status_update_post(tracker_id=order.pk, text="Booked", user=appraiser)
+    staff.order_take(order_id=order.pk, user=appraiser)
+    delivery = staff.status_update_post(order_id=order.pk, text="Booked", user=appraiser)
     refused = ServiceValidationError("response update: refused", status=400, method="PATCH", url="x")
     fake_platform.fail("patch_response", refused)
-    assert deliveries_send(tracker_id=order.pk) == 0
+    assert deliveries_send(order_id=order.pk) == 0
     delivery.refresh_from_db()
     assert delivery.state == DeliveryState.FAILED and "refused" in delivery.failure_reason
 
     staff.delivery_retry(delivery_id=delivery.pk, user=appraiser)
-    assert deliveries_send(tracker_id=order.pk) == 1
+    assert deliveries_send(order_id=order.pk) == 1
     delivery.refresh_from_db()
     assert delivery.state == DeliveryState.SENT
 
 
 def test_a_decline_tells_the_lender_why_and_ends_the_order(fake_platform, order, appraiser):
-    staff.order_take(tracker_id=order.pk, user=appraiser)
+    staff.order_take(order_id=order.pk, user=appraiser)
     with pytest.raises(staff.StaffActionRefused, match="reason is empty"):
-        staff.order_decline(tracker_id=order.pk, reason=" ", user=appraiser)
+        staff.order_decline(order_id=order.pk, reason=" ", user=appraiser)
     declined_before = ORDERS_FINISHED.labels("appraisal", "declined")._value.get()
-    staff.order_decline(tracker_id=order.pk, reason="The property is outside our area", user=appraiser)
-    deliveries_send(tracker_id=order.pk)
+    staff.order_decline(order_id=order.pk, reason="The property is outside our area", user=appraiser)
+    deliveries_send(order_id=order.pk)
     decline = sent(fake_platform)[-1]
     assert decline["status"] == "completed"
     assert decline["partnerStatus"] == "Order declined: The property is outside our area"
     order.refresh_from_db()
-    assert order.status == TrackerStatus.DECLINED
+    assert order.status == OrderStatus.DECLINED
     assert ORDERS_FINISHED.labels("appraisal", "declined")._value.get() == declined_before + 1
 
 
@@ -337,9 +338,9 @@ def test_a_decline_tells_the_lender_why_and_ends_the_order(fake_platform, order,
 
 def test_staff_are_told_once_of_an_order_past_its_due_time(order):
     mail.outbox.clear()
-    assert staff_events.overdue_tell() == 0
-    Tracker.objects.filter(pk=order.pk).update(due_at=timezone.now() - timedelta(minutes=1))
-    assert staff_events.overdue_tell() == 1
-    assert staff_events.overdue_tell() == 0
+    assert notices.overdue_tell() == 0
+    Order.objects.filter(pk=order.pk).update(due_at=timezone.now() - timedelta(minutes=1))
+    assert notices.overdue_tell() == 1
+    assert notices.overdue_tell() == 0
     [message] = mail.outbox
     assert message.subject.startswith("Order past due")

@@ -11,26 +11,26 @@ import pytest
 from celery.signals import task_prerun
 
 from partner.fulfillment.enqueue import FULFILL_TASK
-from partner.fulfillment.models import FailureCode, Tracker, TrackerStatus
+from partner.fulfillment.models import FailureCode, Order, OrderStatus
 from partner.fulfillment.tasks import fulfill
 from partner.inbox.outbox import PROCESS_TASK
 from partner.inbox.tasks import process_notification
 from partner.sandbox.faults import fault_set
 from partner.sandbox.models import FaultRule
 from tests.conftest import wait_for
-from tests.fulfillment.test_pipeline import call_kind, order
+from tests.fulfillment.test_pipeline import call_kind, order_placed
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
 
-def finished(transaction_id) -> Tracker:
-    """The order's tracker once it completed or failed."""
+def finished(transaction_id) -> Order:
+    """The transaction's order once it completed or failed."""
     return wait_for(
-        lambda: Tracker.objects.filter(
-            transaction_id=transaction_id, status__in=[TrackerStatus.REQUEST_COMPLETED, TrackerStatus.FAILED]
+        lambda: Order.objects.filter(
+            transaction_id=transaction_id, status__in=[OrderStatus.REQUEST_COMPLETED, OrderStatus.FAILED]
         ).first(),
         timeout=90,
-        message=lambda: f"order completed or failed (now {list(Tracker.objects.values_list('status', 'last_error'))})",
+        message=lambda: f"order completed or failed (now {list(Order.objects.values_list('status', 'last_error'))})",
     )
 
 
@@ -63,10 +63,10 @@ def test_more_waits_asked_for_than_retries_still_complete_the_order(
     fault_set(endpoint="transaction", status=status, count=waits, retry_after=0)
     fault_set(endpoint="event", status=status, count=waits, retry_after=0)
 
-    txn = order(demo)
-    tracker = finished(txn.id)
+    txn = order_placed(demo)
+    order = finished(txn.id)
 
-    assert (tracker.status, tracker.failure_reason) == (TrackerStatus.REQUEST_COMPLETED, "")
+    assert (order.status, order.failure_reason) == (OrderStatus.REQUEST_COMPLETED, "")
 
     answered = Counter((call_kind(call), call["status"]) for call in service_calls)
     assert answered[("transaction", status)] == waits and answered[("event", status)] == waits
@@ -81,11 +81,11 @@ def test_500s_give_the_order_up_after_the_retries(demo, service_calls, celery_wo
     # The sandbox sends Retry-After with every fault: on a 500 it is no wait asked for, so each counts.
     rule = fault_set(endpoint="transaction", status=500, count=fulfill.max_retries + 5, retry_after=0)
 
-    txn = order(demo)
-    tracker = finished(txn.id)
+    txn = order_placed(demo)
+    order = finished(txn.id)
 
-    assert tracker.status == TrackerStatus.FAILED and tracker.failure_code == FailureCode.RETRIES_EXHAUSTED
-    assert tracker.failure_reason.startswith("Gave up after retries")
+    assert order.status == OrderStatus.FAILED and order.failure_code == FailureCode.RETRIES_EXHAUSTED
+    assert order.failure_reason.startswith("Gave up after retries")
     assert task_runs[FULFILL_TASK] == 1 + fulfill.max_retries  # one run and its retries, then no more
     assert FaultRule.objects.get(pk=rule.pk).remaining > 0  # it gave up; the service did not stop failing
     assert {call["status"] for call in service_calls if call_kind(call) == "transaction"} == {500}

@@ -5,13 +5,13 @@ Two drills, run on every broker `make test` finds (Redis, RabbitMQ, the local de
 Killed during a slow upload (the sandbox's latency fault holds the PUT): the outcome of the upload
 is unknown, so the order is delivered with a fresh slot and one PATCH, within 30 s of the kill.
 The dead worker's lease runs out (LEASE_SECONDS, 15 s) and the new worker's housekeeping loop
-hands the tracker back at once; nothing waits for the broker's redelivery (Redis's comes after
+hands the order back at once; nothing waits for the broker's redelivery (Redis's comes after
 its visibility timeout, an hour).
 
 Killed between attempts: the sandbox answers the response PATCH with 503 until the test clears
 the fault, so the worker has uploaded the report and waits to retry the PATCH (the 503's
 Retry-After holds the retry back, so the kill lands between attempts) when it is killed. The
-sweeper (or a redelivered retry) hands the tracker to a new worker, which resumes after the last
+sweeper (or a redelivered retry) hands the order to a new worker, which resumes after the last
 recorded step: no second slot request, upload or PATCH.
 
 The workers are real `celery -A config worker` processes.
@@ -22,8 +22,8 @@ import time
 
 import pytest
 
-from partner.fulfillment.models import Tracker, TrackerAttachment, TrackerStatus
-from partner.fulfillment.reconciliation import trackers_sweep
+from partner.fulfillment.models import Order, OrderDocument, OrderStatus
+from partner.fulfillment.recovery.reconciliation import orders_sweep
 from partner.sandbox.faults import fault_set, faults_clear
 from partner.sandbox.models import Response, UploadSlot
 from partner.sandbox.transactions import transaction_create
@@ -49,8 +49,8 @@ def test_worker_killed_mid_fulfillment_resumes_without_a_second_upload_or_patch(
         )
         wait_for(
             lambda: (
-                TrackerAttachment.objects.filter(tracker__transaction_id=txn.id, uploaded_at__isnull=False).exists()
-                and Tracker.objects.filter(transaction_id=txn.id, next_attempt_at__isnull=False).exists()
+                OrderDocument.objects.filter(order__transaction_id=txn.id, uploaded_at__isnull=False).exists()
+                and Order.objects.filter(transaction_id=txn.id, next_attempt_at__isnull=False).exists()
             ),
             timeout=90,
             message=lambda: f"upload done and PATCH retry scheduled; worker log:\n{log.read_text()[-3000:]}",
@@ -63,18 +63,18 @@ def test_worker_killed_mid_fulfillment_resumes_without_a_second_upload_or_patch(
     settings.STALL_SECONDS = 0
     second = worker_start(service, log)
     try:
-        tracker = Tracker.objects.get(transaction_id=txn.id)
-        assert tracker.status == TrackerStatus.IN_PROGRESS
+        order = Order.objects.get(transaction_id=txn.id)
+        assert order.status == OrderStatus.IN_PROGRESS
 
-        # On Redis the killed worker's retry is gone with it, and the sweeper hands the tracker on
+        # On Redis the killed worker's retry is gone with it, and the sweeper hands the order on
         # once the retry is due; a broker that redelivers hands the retry message to the new worker.
         def handed_on():
-            done = Tracker.objects.filter(transaction_id=txn.id, status=TrackerStatus.REQUEST_COMPLETED).exists()
-            return done or trackers_sweep()
+            done = Order.objects.filter(transaction_id=txn.id, status=OrderStatus.REQUEST_COMPLETED).exists()
+            return done or orders_sweep()
 
         wait_for(handed_on, timeout=60, message="the sweeper or the redelivered retry to pick it up")
         wait_for(
-            lambda: Tracker.objects.filter(transaction_id=txn.id, status=TrackerStatus.REQUEST_COMPLETED).exists(),
+            lambda: Order.objects.filter(transaction_id=txn.id, status=OrderStatus.REQUEST_COMPLETED).exists(),
             timeout=90,
             message=lambda: f"completion; worker log:\n{log.read_text()[-3000:]}",
         )
@@ -99,8 +99,8 @@ def test_worker_killed_during_a_slow_upload_completes_with_one_patch_within_30_s
             product=demo.products["address-verification"], user=demo.users["lender.demo"], loan=demo.loans[2]
         )
         wait_for(
-            lambda: TrackerAttachment.objects.filter(
-                tracker__transaction_id=txn.id, upload_started_at__isnull=False
+            lambda: OrderDocument.objects.filter(
+                order__transaction_id=txn.id, upload_started_at__isnull=False
             ).exists(),
             timeout=90,
             message=lambda: f"the upload to start; worker log:\n{log.read_text()[-3000:]}",
@@ -110,12 +110,12 @@ def test_worker_killed_during_a_slow_upload_completes_with_one_patch_within_30_s
         worker_kill(first)
     killed_at = time.monotonic()
     assert first.returncode == -signal.SIGKILL
-    assert Tracker.objects.get(transaction_id=txn.id).claimed_until is not None  # held by a dead worker
+    assert Order.objects.get(transaction_id=txn.id).claimed_until is not None  # held by a dead worker
 
     second = worker_start(service, log)
     try:
         wait_for(
-            lambda: Tracker.objects.filter(transaction_id=txn.id, status=TrackerStatus.REQUEST_COMPLETED).exists(),
+            lambda: Order.objects.filter(transaction_id=txn.id, status=OrderStatus.REQUEST_COMPLETED).exists(),
             timeout=60,
             message=lambda: f"completion; worker log:\n{log.read_text()[-3000:]}",
         )

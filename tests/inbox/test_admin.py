@@ -1,4 +1,4 @@
-"""The inbox in the admin: list, filters, the raw body, replay (the trackers: tests/fulfillment/test_admin.py)."""
+"""The inbox in the admin: list, filters, the raw body, replay (the orders: tests/fulfillment/test_admin.py)."""
 
 import json
 

@@ -5,7 +5,7 @@ from django.conf import settings
 from django.urls import reverse
 
 from partner.catalog.models import Product
-from partner.fulfillment.models import Tracker, TrackerStatus
+from partner.fulfillment.models import Order, OrderStatus
 from partner.inbox.models import Notification, NotificationState
 
 pytestmark = pytest.mark.django_db
@@ -15,7 +15,7 @@ TXN = "txn-links-1"
 
 @pytest.fixture
 def order_and_notifications():
-    tracker = Tracker.objects.create(transaction_id=TXN, status=TrackerStatus.REQUEST_COMPLETED)
+    order = Order.objects.create(transaction_id=TXN, status=OrderStatus.REQUEST_COMPLETED)
     base = f"{settings.SVC_BASE_URL}/partner/v2/transactions/{TXN}"
     created = Notification.objects.create(
         dedupe_key="n1", resource_type="urn:svc:platform:transaction", resource_id=TXN, event_type="created",
@@ -29,20 +29,20 @@ def order_and_notifications():
         dedupe_key="n3", resource_type="urn:svc:platform:transaction", resource_id="other", event_type="created",
         body="{}", state=NotificationState.PROCESSED,
     )  # fmt: skip
-    return tracker, created, callback
+    return order, created, callback
 
 
 def test_a_notification_links_to_its_order_the_callbacks_too(staff, order_and_notifications):
-    tracker, created, callback = order_and_notifications
-    order_url = reverse("admin:fulfillment_tracker_change", args=[tracker.pk])
+    order, created, callback = order_and_notifications
+    order_url = reverse("admin:fulfillment_order_change", args=[order.pk])
     for notification in (created, callback):
         page = staff.get(reverse("admin:inbox_notification_change", args=[notification.pk])).content.decode()
         assert f'href="{order_url}"' in page
 
 
 def test_an_order_links_to_its_notifications_and_they_are_found(staff, order_and_notifications):
-    tracker, created, callback = order_and_notifications
-    page = staff.get(reverse("admin:fulfillment_tracker_change", args=[tracker.pk])).content.decode()
+    order, created, callback = order_and_notifications
+    page = staff.get(reverse("admin:fulfillment_order_change", args=[order.pk])).content.decode()
     listing = reverse("admin:inbox_notification_changelist") + f"?q={TXN}"
     assert f'href="{listing}"' in page
     found = staff.get(listing).context["cl"].result_list
@@ -50,9 +50,9 @@ def test_an_order_links_to_its_notifications_and_they_are_found(staff, order_and
 
 
 def test_times_are_shown_to_the_second(staff, order_and_notifications):
-    tracker, _, _ = order_and_notifications
-    page = staff.get(reverse("admin:fulfillment_tracker_change", args=[tracker.pk])).content.decode()
-    assert tracker.created_at.strftime("%H:%M:%S") in page
+    order, _, _ = order_and_notifications
+    page = staff.get(reverse("admin:fulfillment_order_change", args=[order.pk])).content.decode()
+    assert order.created_at.strftime("%H:%M:%S") in page
 
 
 def test_a_product_without_its_own_secret_says_which_secrets_apply(staff, settings):

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from partner.fulfillment.enqueue import FULFILL_TASK
-from partner.fulfillment.models import FailureCode, Tracker, TrackerStatus, TrackerStep
+from partner.fulfillment.models import FailureCode, Order, OrderStatus, OrderStep
 from partner.inbox.dispatch import notification_process
 from partner.inbox.intake import webhook_receive
 from partner.inbox.models import Notification, NotificationState
@@ -81,13 +81,13 @@ def test_a_new_transaction_is_opened_and_worked_in_its_notifications_own_task(fa
 
     assert notification_process(notification_id=notification.pk) == NotificationState.PROCESSED
 
-    tracker = Tracker.objects.get(transaction_id=TXN)
-    assert tracker.status == TrackerStatus.RESPONSE_DELIVERED
-    assert tracker.resource_ref == notification.resource_ref
-    assert tracker.attempts == 1 and tracker.claimed_until is None
+    order = Order.objects.get(transaction_id=TXN)
+    assert order.status == OrderStatus.RESPONSE_DELIVERED
+    assert order.resource_ref == notification.resource_ref
+    assert order.attempts == 1 and order.claimed_until is None
     assert fake_platform.names() == ["get_transaction", "request_upload_slots", "upload_resource", "patch_response"]
     assert tasks_sent == []  # no task of its own
-    assert list(tracker.steps.values_list("name", flat=True)) == [
+    assert list(order.steps.values_list("name", flat=True)) == [
         "opened",
         "prepared",
         "slots_requested",
@@ -96,10 +96,10 @@ def test_a_new_transaction_is_opened_and_worked_in_its_notifications_own_task(fa
     ]
 
 
-def test_a_known_transactions_notification_hands_its_tracker_to_a_worker_after_commit(
+def test_a_known_transactions_notification_hands_its_order_to_a_worker_after_commit(
     fake_platform, tasks_sent, django_capture_on_commit_callbacks
 ):
-    tracker = Tracker.objects.create(transaction_id=TXN, product_name="address-verification")
+    order = Order.objects.create(transaction_id=TXN, product_name="address-verification")
     notification = transaction_created()
 
     with django_capture_on_commit_callbacks() as callbacks:
@@ -108,7 +108,7 @@ def test_a_known_transactions_notification_hands_its_tracker_to_a_worker_after_c
 
     for callback in callbacks:
         callback()
-    assert tasks_sent == [(FULFILL_TASK, {"tracker_id": tracker.pk})]
+    assert tasks_sent == [(FULFILL_TASK, {"order_id": order.pk})]
     assert fake_platform.calls == []  # the worker reads the transaction, not the dispatch
 
 
@@ -128,19 +128,19 @@ def test_a_transient_error_in_the_first_run_goes_to_the_fulfillment_task_and_the
     with django_capture_on_commit_callbacks(execute=True):
         assert notification_process(notification_id=notification.pk) == NotificationState.PROCESSED
 
-    tracker = Tracker.objects.get(transaction_id=TXN)
-    assert tracker.status == TrackerStatus.IN_PROGRESS and tracker.prepared_at is not None  # kept for the retry
-    assert tracker.claimed_until is None and tracker.next_attempt_at is not None
-    assert "unavailable" in tracker.last_error
+    order = Order.objects.get(transaction_id=TXN)
+    assert order.status == OrderStatus.IN_PROGRESS and order.prepared_at is not None  # kept for the retry
+    assert order.claimed_until is None and order.next_attempt_at is not None
+    assert "unavailable" in order.last_error
     [(name, kwargs)] = tasks_sent
-    assert (name, kwargs["tracker_id"]) == (FULFILL_TASK, tracker.pk)
+    assert (name, kwargs["order_id"]) == (FULFILL_TASK, order.pk)
     assert kwargs["rate_limited_since"] > 0  # the service asked for the wait: the task's patience starts now
 
 
 def test_an_unexpected_error_in_the_first_run_fails_the_order_not_the_notification(fake_platform, monkeypatch):
-    from partner.fulfillment import pipeline
+    from partner.fulfillment.automated import pipeline
 
-    def broken(tracker):
+    def broken(order):
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(pipeline, "_steps_run", broken)
@@ -148,36 +148,36 @@ def test_an_unexpected_error_in_the_first_run_fails_the_order_not_the_notificati
 
     assert notification_process(notification_id=notification.pk) == NotificationState.PROCESSED
 
-    tracker = Tracker.objects.get(transaction_id=TXN)
-    assert tracker.status == TrackerStatus.FAILED and tracker.failure_code == FailureCode.RETRIES_EXHAUSTED
-    assert "RuntimeError: a bug" in tracker.failure_reason
-    assert tracker.claimed_until is None
+    order = Order.objects.get(transaction_id=TXN)
+    assert order.status == OrderStatus.FAILED and order.failure_code == FailureCode.RETRIES_EXHAUSTED
+    assert "RuntimeError: a bug" in order.failure_reason
+    assert order.claimed_until is None
 
 
 @pytest.mark.parametrize(
     "event_type, status",
     [
-        (response_processed_event_type(), TrackerStatus.REQUEST_COMPLETED),
-        ("urn:svc:platform:transaction:response:rejected", TrackerStatus.RESPONSE_DELIVERED),
+        (response_processed_event_type(), OrderStatus.REQUEST_COMPLETED),
+        ("urn:svc:platform:transaction:response:rejected", OrderStatus.RESPONSE_DELIVERED),
     ],
     ids=["processed", "other-type"],
 )
-def test_an_event_notification_completes_the_tracker_only_when_the_response_was_processed(
+def test_an_event_notification_completes_the_order_only_when_the_response_was_processed(
     fake_platform, event_type, status
 ):
-    tracker = Tracker.objects.create(transaction_id=TXN, status=TrackerStatus.RESPONSE_DELIVERED)
+    order = Order.objects.create(transaction_id=TXN, status=OrderStatus.RESPONSE_DELIVERED)
     fake_platform.events[(TXN, EVENT)] = event_type
     notification = event_created()
 
     assert notification_process(notification_id=notification.pk) == NotificationState.PROCESSED
 
     assert fake_platform.called("get_event") == [(TXN, EVENT)]
-    tracker.refresh_from_db()
-    assert tracker.status == status
-    if status == TrackerStatus.REQUEST_COMPLETED:
-        assert tracker.event_id == EVENT and tracker.completed_at
+    order.refresh_from_db()
+    assert order.status == status
+    if status == OrderStatus.REQUEST_COMPLETED:
+        assert order.event_id == EVENT and order.completed_at
     else:
-        assert TrackerStep.objects.get(tracker=tracker, name="event").detail == f"{event_type} ({EVENT})"
+        assert OrderStep.objects.get(order=order, name="event").detail == f"{event_type} ({EVENT})"
 
 
 @pytest.mark.parametrize(
@@ -203,7 +203,7 @@ def test_an_unknown_pair_is_stored_ignored_and_finished_ignored_when_replayed(
     assert notification.state == NotificationState.IGNORED
     assert notification.processed_at and notification.claimed_until is None
     assert fake_platform.calls == [] and tasks_sent == []
-    assert not Tracker.objects.exists()
+    assert not Order.objects.exists()
 
 
 def test_a_notification_another_worker_holds_is_not_processed(fake_platform, tasks_sent):
@@ -219,7 +219,7 @@ def test_a_notification_another_worker_holds_is_not_processed(fake_platform, tas
         held_until,
         0,
     )
-    assert not Tracker.objects.exists()
+    assert not Order.objects.exists()
 
 
 def test_a_notification_whose_lease_ran_out_is_taken(fake_platform, tasks_sent):
@@ -230,11 +230,11 @@ def test_a_notification_whose_lease_ran_out_is_taken(fake_platform, tasks_sent):
 
     assert notification_process(notification_id=notification.pk) == NotificationState.PROCESSED
 
-    assert Tracker.objects.filter(transaction_id=TXN).exists()
+    assert Order.objects.filter(transaction_id=TXN).exists()
 
 
 def test_a_transient_error_leaves_the_notification_queued_with_the_lease_released(fake_platform):
-    Tracker.objects.create(transaction_id=TXN, status=TrackerStatus.RESPONSE_DELIVERED)
+    Order.objects.create(transaction_id=TXN, status=OrderStatus.RESPONSE_DELIVERED)
     fake_platform.events[(TXN, EVENT)] = response_processed_event_type()
     fake_platform.fail("get_event", ServiceUnavailableError("event retrieval: service unavailable", status=503))
     notification = event_created()
@@ -248,7 +248,7 @@ def test_a_transient_error_leaves_the_notification_queued_with_the_lease_release
     assert "service unavailable" in notification.last_error
     # Released, so the task's retry takes it at once.
     assert notification_process(notification_id=notification.pk) == NotificationState.PROCESSED
-    assert Tracker.objects.get(transaction_id=TXN).status == TrackerStatus.REQUEST_COMPLETED
+    assert Order.objects.get(transaction_id=TXN).status == OrderStatus.REQUEST_COMPLETED
 
 
 def test_a_permanent_error_fails_the_notification(fake_platform):

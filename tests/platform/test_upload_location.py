@@ -10,9 +10,9 @@ import socket
 
 import pytest
 
-from partner.fulfillment.models import FailureCode, TrackerStatus
-from partner.fulfillment.pipeline import tracker_fulfill
-from partner.fulfillment.services import tracker_open
+from partner.fulfillment.automated.pipeline import order_fulfill
+from partner.fulfillment.models import FailureCode, OrderStatus
+from partner.fulfillment.orders.services import order_open
 from partner.platform import client
 from partner.platform.errors import ServiceError, ServiceUnavailableError
 from partner.platform.locations import UploadLocationRefusedError, upload_location_check
@@ -257,11 +257,11 @@ def test_the_order_fails_for_good_on_a_refused_location(
         request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": LENDER_CREDENTIALS},
         product_name="address-verification",
     )
-    tracker, _ = tracker_open(transaction_id="txn-location-1", product_name="address-verification")
+    order, _ = order_open(transaction_id="txn-location-1", product_name="address-verification")
 
-    done = tracker_fulfill(tracker_id=tracker.pk)  # not raised: nothing to retry
+    done = order_fulfill(order_id=order.pk)  # not raised: nothing to retry
 
-    assert done.status == TrackerStatus.FAILED and done.failure_code == FailureCode.SERVICE_REJECTED
+    assert done.status == OrderStatus.FAILED and done.failure_code == FailureCode.SERVICE_REJECTED
     assert done.failure_reason.startswith(
         "The service gave an upload location we do not send documents to (upload location refused: not https"
     )

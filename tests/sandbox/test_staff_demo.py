@@ -29,9 +29,9 @@ from django.utils import timezone
 from partner.catalog.models import Product
 from partner.catalog.services import product_staff_settings_set, products_pull
 from partner.core.demo_values import DEMO_STAFF_PASSWORD, DEMO_STAFF_USERNAME
-from partner.fulfillment.deliveries import delivery_payload
-from partner.fulfillment.fulfillers.staff_worked import StaffWorkedFulfiller
-from partner.fulfillment.models import Delivery, DeliveryKind, Tracker
+from partner.fulfillment.automated.fulfillers.staff_worked import StaffWorkedFulfiller
+from partner.fulfillment.models import Delivery, DeliveryKind, Order
+from partner.fulfillment.sending.deliveries import delivery_payload
 from partner.platform import client, urns
 from partner.platform.errors import ServiceError
 from partner.sandbox import retention
@@ -45,8 +45,8 @@ from tests.sandbox.conftest import host_transaction
 ROOT = Path(__file__).resolve().parents[2]
 APPRAISAL = "appraisal"
 STAFF_PERMISSIONS = {
-    "fulfillment.view_tracker",
-    "fulfillment.change_tracker",
+    "fulfillment.view_order",
+    "fulfillment.change_order",
     "fulfillment.view_delivery",
     "fulfillment.change_delivery",
     "inbox.view_notification",
@@ -193,7 +193,7 @@ def test_staff_account_creates_an_order_staff_login_not_a_superuser(db, client, 
     assert not any(p.split(".")[1].startswith(("add_", "delete_")) for p in permissions)
 
     assert client.login(username="staff.demo", password=DEMO_STAFF_PASSWORD)
-    assert client.get(reverse("admin:fulfillment_tracker_changelist")).status_code == 200
+    assert client.get(reverse("admin:fulfillment_order_changelist")).status_code == 200
     assert client.get(reverse("admin:inbox_notification_changelist")).status_code == 200
     assert client.get(reverse("admin:catalog_product_changelist")).status_code == 403
 
@@ -306,7 +306,7 @@ def test_the_sandbox_takes_the_five_patches_of_a_staff_worked_order(sandbox):
     worked = host_transaction(sandbox, product=APPRAISAL)
     declined = host_transaction(sandbox, product=APPRAISAL, loan=1)
     product = sandbox.seed.products[APPRAISAL].data
-    order = Tracker(transaction_id=worked, reference_number="OR-WORKED")
+    order = Order(transaction_id=worked, reference_number="OR-WORKED")
 
     acknowledgement = StaffWorkedFulfiller().fulfill(transaction_id=worked, request={}, product=product).response
     assert {"status", "partnerStatus", "referenceNumber", "respondingParty"} <= set(acknowledgement)
@@ -335,7 +335,7 @@ def test_the_sandbox_takes_the_five_patches_of_a_staff_worked_order(sandbox):
     sent.append(_patch(worked, final))
 
     decline = delivery_payload(
-        Tracker(transaction_id=declined, reference_number="OR-DECLINED"),
+        Order(transaction_id=declined, reference_number="OR-DECLINED"),
         _delivery(DeliveryKind.DECLINE, partner_status="Order declined: no access to the property"),
         [],
     )

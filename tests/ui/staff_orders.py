@@ -10,10 +10,10 @@ from the sandbox).
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from partner.fulfillment import staff
-from partner.fulfillment.deliveries import deliveries_send
-from partner.fulfillment.pipeline import tracker_fulfill
-from partner.fulfillment.services import tracker_open
+from partner.fulfillment.automated.pipeline import order_fulfill
+from partner.fulfillment.orders.services import order_open
+from partner.fulfillment.sending.deliveries import deliveries_send
+from partner.fulfillment.staff import services as staff
 from partner.sandbox.origins import origin_create
 from tests.conftest import LENDER_CREDENTIALS
 
@@ -49,10 +49,10 @@ def staff_order(fake, *, transaction_id: str, product_name: str):
         request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": LENDER_CREDENTIALS},
         product_name=product_name,
     )
-    tracker, _ = tracker_open(transaction_id=transaction_id, product_name=product_name)
-    tracker_fulfill(tracker_id=tracker.pk)
-    tracker.refresh_from_db()
-    return tracker
+    order, _ = order_open(transaction_id=transaction_id, product_name=product_name)
+    order_fulfill(order_id=order.pk)
+    order.refresh_from_db()
+    return order
 
 
 def staff_member(username: str = "appraiser.ann"):
@@ -70,22 +70,22 @@ class Worker:
     """A staff member working one order: each action as the admin's pages call it; `send()` is the
     worker sending what is waiting."""
 
-    def __init__(self, tracker, user=None):
-        self.tracker = tracker
+    def __init__(self, order, user=None):
+        self.order = order
         self.user = user or staff_member()
-        staff.order_take(tracker_id=tracker.pk, user=self.user)
+        staff.order_take(order_id=order.pk, user=self.user)
 
     def update(self, text: str):
-        return staff.status_update_post(tracker_id=self.tracker.pk, text=text, user=self.user)
+        return staff.status_update_post(order_id=self.order.pk, text=text, user=self.user)
 
     def attach(self, name: str = "report.pdf", content: bytes = PDF):
-        return staff.document_attach(tracker_id=self.tracker.pk, upload=upload(name, content), user=self.user)
+        return staff.document_attach(order_id=self.order.pk, upload=upload(name, content), user=self.user)
 
     def deliver(self, text: str = "", *, final: bool = False):
-        return staff.delivery_request(tracker_id=self.tracker.pk, final=final, partner_status=text, user=self.user)
+        return staff.delivery_request(order_id=self.order.pk, final=final, partner_status=text, user=self.user)
 
     def decline(self, reason: str):
-        return staff.order_decline(tracker_id=self.tracker.pk, reason=reason, user=self.user)
+        return staff.order_decline(order_id=self.order.pk, reason=reason, user=self.user)
 
     def send(self) -> int | None:
-        return deliveries_send(tracker_id=self.tracker.pk)
+        return deliveries_send(order_id=self.order.pk)

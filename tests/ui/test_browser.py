@@ -69,7 +69,7 @@ def order_placed(host: Host) -> str:
 @pytest.mark.worker
 @pytest.mark.usefixtures("celery_worker_live")
 def test_new_order_reaches_completed_with_the_pdf(demo, service, page, shot):
-    from partner.fulfillment.selectors import tracker_view
+    from partner.fulfillment.orders.selectors import order_view
 
     host = Host(page, service.url).open()
     shot("01-host-page", page)
@@ -90,7 +90,7 @@ def test_new_order_reaches_completed_with_the_pdf(demo, service, page, shot):
     expect(ui.locator("#announce")).to_contain_text("Completed")
     shot("04-transaction-completed")
 
-    view = tracker_view(transaction_id)
+    view = order_view(transaction_id)
     assert view["step"] == "completed"
     assert any(item["mime_type"] == "application/pdf" for item in view["attachments"])
 
@@ -135,7 +135,7 @@ def test_existing_transaction_opens_its_view(demo, service, page, shot):
 
 
 def test_failed_transaction_shows_the_reason(demo, service, page, shot):
-    from partner.fulfillment.models import FailureCode, Tracker, TrackerStatus
+    from partner.fulfillment.models import FailureCode, Order, OrderStatus
     from partner.sandbox.transactions import transaction_create
 
     transaction = transaction_create(
@@ -144,10 +144,10 @@ def test_failed_transaction_shows_the_reason(demo, service, page, shot):
         loan=demo.loans[0],
         send_webhook=False,
     )
-    Tracker.objects.create(
+    Order.objects.create(
         transaction_id=transaction.id,
         product_name="address-verification",
-        status=TrackerStatus.FAILED,
+        status=OrderStatus.FAILED,
         failure_code=FailureCode.ORDER_REFUSED,  # the loan's data: the lender reads the reason
         failure_reason="The ZIP code <b>00000</b> is not a US ZIP code.",
     )

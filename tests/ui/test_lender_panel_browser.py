@@ -22,10 +22,10 @@ def no_overflow(page) -> bool:
     return frame.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0
 
 
-def existing(demo, *, loan=0, **tracker_fields):
-    """A transaction of lender.demo on the service, and our tracker of it."""
+def existing(demo, *, loan=0, **order_fields):
+    """A transaction of lender.demo on the service, and our order of it."""
     from partner.catalog.models import PartnerAccount
-    from partner.fulfillment.models import Tracker
+    from partner.fulfillment.models import Order
     from partner.sandbox.transactions import transaction_create
 
     transaction = transaction_create(
@@ -34,14 +34,14 @@ def existing(demo, *, loan=0, **tracker_fields):
         loan=demo.loans[loan],
         send_webhook=False,
     )
-    tracker_fields.setdefault("ordered_by", PartnerAccount.objects.get(username="lender.demo"))
-    tracker = Tracker.objects.create(
+    order_fields.setdefault("ordered_by", PartnerAccount.objects.get(username="lender.demo"))
+    order = Order.objects.create(
         transaction_id=transaction.id,
         product_name="address-verification",
         loan_number=demo.loans[loan].data["loanNumber"],
-        **tracker_fields,
+        **order_fields,
     )
-    return transaction, tracker
+    return transaction, order
 
 
 def open_existing(page, service, transaction_id):
@@ -99,13 +99,13 @@ def test_a_corrected_address_shows_before_and_after_the_reference_and_each_steps
 def test_a_failed_order_says_what_happened_in_plain_words_and_follows_a_staff_retry(
     demo, service, page, panel_shot, settings
 ):
-    from partner.fulfillment.models import FailureCode, Tracker, TrackerStatus
+    from partner.fulfillment.models import FailureCode, Order, OrderStatus
 
     settings.UI_STAFF_POLL_SECONDS = 1  # a failed order is asked after at the slow pace: make it quick
     now = timezone.now()
-    transaction, tracker = existing(
+    transaction, order = existing(
         demo,
-        status=TrackerStatus.FAILED,
+        status=OrderStatus.FAILED,
         reference_number="AV-FAIL01",
         prepared_at=now,
         failed_at=now,
@@ -113,7 +113,7 @@ def test_a_failed_order_says_what_happened_in_plain_words_and_follows_a_staff_re
         failure_reason="Gave up after retries: ServiceUnavailableError: PATCH http://svc/response - HTTP 500: {}",
     )
     # Uploaded for the response that never reached the service: not the lender's.
-    tracker.attachments.create(
+    order.attachments.create(
         position=0, name="undelivered.pdf", mime_type="application/pdf", resource_id="r-1", uploaded_at=now
     )
     page.set_viewport_size({"width": 400, "height": 900})
@@ -133,8 +133,8 @@ def test_a_failed_order_says_what_happened_in_plain_words_and_follows_a_staff_re
 
     # Staff send it through again and it completes: the open panel shows it without a reload.
     done = timezone.now()
-    Tracker.objects.filter(pk=tracker.pk).update(
-        status=TrackerStatus.REQUEST_COMPLETED, delivered_at=done, completed_at=done, updated_at=done
+    Order.objects.filter(pk=order.pk).update(
+        status=OrderStatus.REQUEST_COMPLETED, delivered_at=done, completed_at=done, updated_at=done
     )
     expect(ui.locator("#app")).to_have_attribute("data-step", "completed", timeout=WAIT_MS)
     expect(ui.locator("#failure")).to_be_hidden()
@@ -143,11 +143,11 @@ def test_a_failed_order_says_what_happened_in_plain_words_and_follows_a_staff_re
 
 
 def test_a_failure_in_the_lenders_data_says_what_to_correct(demo, service, page, panel_shot):
-    from partner.fulfillment.models import FailureCode, TrackerStatus
+    from partner.fulfillment.models import FailureCode, OrderStatus
 
     transaction, _ = existing(
         demo,
-        status=TrackerStatus.FAILED,
+        status=OrderStatus.FAILED,
         failure_code=FailureCode.CREDENTIALS_INVALID,
         failure_reason="The password is not the one the partner gave you.",
     )
@@ -160,9 +160,9 @@ def test_a_failure_in_the_lenders_data_says_what_to_correct(demo, service, page,
 
 
 def test_ordering_the_same_product_again_for_a_loan_is_asked_first(demo, service, page, panel_shot):
-    from partner.fulfillment.models import TrackerStatus
+    from partner.fulfillment.models import OrderStatus
 
-    transaction, _ = existing(demo, status=TrackerStatus.REQUEST_COMPLETED, reference_number="AV-EARLY1")
+    transaction, _ = existing(demo, status=OrderStatus.REQUEST_COMPLETED, reference_number="AV-EARLY1")
     host = Host(page, service.url).open()
     ui = host.launch_new()
     app_state(ui, "order")
@@ -189,9 +189,9 @@ def test_ordering_the_same_product_again_for_a_loan_is_asked_first(demo, service
 
 
 def test_ordering_again_once_confirmed(demo, service, page):
-    from partner.fulfillment.models import TrackerStatus
+    from partner.fulfillment.models import OrderStatus
 
-    existing(demo, status=TrackerStatus.REQUEST_COMPLETED, reference_number="AV-EARLY2")
+    existing(demo, status=OrderStatus.REQUEST_COMPLETED, reference_number="AV-EARLY2")
     host = Host(page, service.url).open()
     ui = host.launch_new()
     app_state(ui, "order")
@@ -201,10 +201,10 @@ def test_ordering_again_once_confirmed(demo, service, page):
 
 
 def test_an_expired_panel_session_is_renewed_with_the_origin(demo, service, page, settings):
-    from partner.fulfillment.models import TrackerStatus
+    from partner.fulfillment.models import OrderStatus
 
     settings.UI_PANEL_SESSION_SECONDS = 2  # the polls outlive it quickly
-    transaction, _ = existing(demo, status=TrackerStatus.IN_PROGRESS)
+    transaction, _ = existing(demo, status=OrderStatus.IN_PROGRESS)
     host = open_existing(page, service, transaction.id)
     expect(page.locator("#log")).to_contain_text("refreshOrigin", timeout=WAIT_MS)
     page.wait_for_timeout(3500)
@@ -214,9 +214,9 @@ def test_an_expired_panel_session_is_renewed_with_the_origin(demo, service, page
 
 
 def test_focus_moved_by_the_page_draws_no_box_but_the_keyboards_does(demo, service, page, panel_shot):
-    from partner.fulfillment.models import TrackerStatus
+    from partner.fulfillment.models import OrderStatus
 
-    transaction, _ = existing(demo, status=TrackerStatus.IN_PROGRESS)
+    transaction, _ = existing(demo, status=OrderStatus.IN_PROGRESS)
     ui = open_existing(page, service, transaction.id).ui  # opened with a click
     title = ui.locator("#transaction-title")
     expect(title).to_be_focused()
@@ -234,14 +234,14 @@ def test_focus_moved_by_the_page_draws_no_box_but_the_keyboards_does(demo, servi
 
 @pytest.mark.parametrize("view", ["form", "findings"])
 def test_nothing_overflows_at_320_px(demo, service, page, panel_shot, view):
-    from partner.fulfillment.models import TrackerStatus
+    from partner.fulfillment.models import OrderStatus
 
     long = "A-very-long-unbroken-value-" * 4
     findings = [{"field": "streetAddress", "label": "Street address", "before": long, "after": long, "changed": False}]
     now = timezone.now()
     transaction, _ = existing(
         demo,
-        status=TrackerStatus.REQUEST_COMPLETED,
+        status=OrderStatus.REQUEST_COMPLETED,
         reference_number="AV-NARROW",
         findings=findings,
         delivered_at=now,

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from partner.fulfillment.models import FailureCode, Tracker, TrackerStatus
+from partner.fulfillment.models import FailureCode, Order, OrderStatus
 from partner.ui.outcomes import failure_explained
 from partner.ui.progress import transaction_progress_get
 from partner.ui.selectors import earlier_orders_list
@@ -22,8 +22,8 @@ FINDINGS = [
 ]
 
 
-def order(transaction_id="txn-view-1", **fields) -> Tracker:
-    return Tracker.objects.create(transaction_id=transaction_id, product_name=PRODUCT, **fields)
+def order_make(transaction_id="txn-view-1", **fields) -> Order:
+    return Order.objects.create(transaction_id=transaction_id, product_name=PRODUCT, **fields)
 
 
 def view(transaction_id="txn-view-1", **lender):
@@ -33,13 +33,13 @@ def view(transaction_id="txn-view-1", **lender):
 @pytest.mark.django_db
 def test_a_quick_order_shows_when_it_reached_each_step():
     start = timezone.now() - timedelta(seconds=3)
-    order(
-        status=TrackerStatus.REQUEST_COMPLETED,
+    order_make(
+        status=OrderStatus.REQUEST_COMPLETED,
         prepared_at=start + timedelta(seconds=1),
         delivered_at=start + timedelta(seconds=2),
         completed_at=start + timedelta(seconds=3),
     )
-    Tracker.objects.filter(transaction_id="txn-view-1").update(created_at=start)
+    Order.objects.filter(transaction_id="txn-view-1").update(created_at=start)
     steps = {step["key"]: step["reached_at"] for step in view()["steps"]}
     assert steps == {
         "requested": start.isoformat(),
@@ -52,7 +52,7 @@ def test_a_quick_order_shows_when_it_reached_each_step():
 @pytest.mark.django_db
 def test_a_failed_order_keeps_the_steps_it_reached_and_says_when_it_ended():
     now = timezone.now()
-    order(status=TrackerStatus.FAILED, prepared_at=now, failed_at=now, failure_code=FailureCode.RETRIES_EXHAUSTED)
+    order_make(status=OrderStatus.FAILED, prepared_at=now, failed_at=now, failure_code=FailureCode.RETRIES_EXHAUSTED)
     body = view()
     reached = [step["key"] for step in body["steps"] if step["reached_at"]]
     assert reached == ["requested", "in_progress"]
@@ -64,17 +64,17 @@ def test_the_partner_reference_and_who_ordered_it_when_are_shown():
     from partner.catalog.services import partner_account_set
 
     account = partner_account_set(username="lender.view", password="view-password-12", company="VIEW01")[0]
-    tracker = order(status=TrackerStatus.IN_PROGRESS, reference_number="AV-1A2B3C", ordered_by=account)
+    order = order_make(status=OrderStatus.IN_PROGRESS, reference_number="AV-1A2B3C", ordered_by=account)
     body = view(account_id=account.pk, company_id=account.company_id)
     assert (body["reference_number"], body["ordered_by"]) == ("AV-1A2B3C", "lender.view")
-    assert body["ordered_at"] == tracker.created_at.isoformat()
+    assert body["ordered_at"] == order.created_at.isoformat()
 
 
 @pytest.mark.django_db
 def test_findings_are_shown_once_the_response_was_delivered_only():
-    tracker = order(status=TrackerStatus.IN_PROGRESS, prepared_at=timezone.now(), findings=FINDINGS)
+    order = order_make(status=OrderStatus.IN_PROGRESS, prepared_at=timezone.now(), findings=FINDINGS)
     assert view()["findings"] == []  # prepared, not delivered: the lender has not got it
-    Tracker.objects.filter(pk=tracker.pk).update(status=TrackerStatus.RESPONSE_DELIVERED, delivered_at=timezone.now())
+    Order.objects.filter(pk=order.pk).update(status=OrderStatus.RESPONSE_DELIVERED, delivered_at=timezone.now())
     assert view()["findings"] == FINDINGS
 
 
@@ -82,8 +82,8 @@ def test_findings_are_shown_once_the_response_was_delivered_only():
 def test_a_failed_delivery_offers_no_document():
     """The report was uploaded, then the PATCH failed for good: the lender never got it."""
     now = timezone.now()
-    tracker = order(status=TrackerStatus.FAILED, failed_at=now, failure_code=FailureCode.RETRIES_EXHAUSTED)
-    tracker.attachments.create(position=0, name="r.pdf", mime_type="application/pdf", resource_id="x", uploaded_at=now)
+    order = order_make(status=OrderStatus.FAILED, failed_at=now, failure_code=FailureCode.RETRIES_EXHAUSTED)
+    order.attachments.create(position=0, name="r.pdf", mime_type="application/pdf", resource_id="x", uploaded_at=now)
     body = view()
     assert body["attachments"] == [] and body["timeline"] == []
 
@@ -107,7 +107,7 @@ def test_a_failure_is_explained_by_its_cause(code, cause, reason_shown):
         if not reason_shown
         else "The ZIP code 99999 is not a US ZIP code."
     )
-    order(status=TrackerStatus.FAILED, failure_code=code, failure_reason=reason, reference_number="AV-9")
+    order_make(status=OrderStatus.FAILED, failure_code=code, failure_reason=reason, reference_number="AV-9")
     body = view()
     assert body["failure"]["cause"] == cause
     text = " ".join([body["failure"]["title"], body["failure"]["text"], body["failure"]["next"], body["reason"]])
@@ -128,15 +128,15 @@ def test_each_cause_says_what_to_do():
 @pytest.mark.parametrize(
     "status, finished",
     [
-        (TrackerStatus.IN_PROGRESS, False),
-        (TrackerStatus.RESPONSE_DELIVERED, False),
-        (TrackerStatus.FAILED, False),  # staff may send it through again: the page keeps following it
-        (TrackerStatus.REQUEST_COMPLETED, True),
-        (TrackerStatus.DECLINED, True),
+        (OrderStatus.IN_PROGRESS, False),
+        (OrderStatus.RESPONSE_DELIVERED, False),
+        (OrderStatus.FAILED, False),  # staff may send it through again: the page keeps following it
+        (OrderStatus.REQUEST_COMPLETED, True),
+        (OrderStatus.DECLINED, True),
     ],
 )
 def test_the_page_follows_an_order_while_it_can_change(status, finished):
-    order(status=status)
+    order_make(status=status)
     assert view()["finished"] is finished
 
 
@@ -147,12 +147,12 @@ def test_earlier_orders_of_the_loan_are_listed_for_the_lender_newest_first():
     mine = partner_account_set(username="lender.one", password="one-password-123", company="ONE01")[0]
     colleague = partner_account_set(username="lender.two", password="two-password-123", company="ONE01")[0]
     other = partner_account_set(username="lender.three", password="three-password-1", company="OTHER01")[0]
-    old = order("txn-old", loan_number="L-1", reference_number="AV-OLD", ordered_by=mine)
-    Tracker.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=2))
-    order("txn-new", loan_number="L-1", reference_number="AV-NEW", ordered_by=colleague, status=TrackerStatus.FAILED)
-    order("txn-theirs", loan_number="L-1", ordered_by=other)  # another lender's
-    order("txn-other-loan", loan_number="L-2", ordered_by=mine)
-    Tracker.objects.create(transaction_id="txn-other-product", product_name="appraisal", loan_number="L-1")
+    old = order_make("txn-old", loan_number="L-1", reference_number="AV-OLD", ordered_by=mine)
+    Order.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=2))
+    order_make("txn-new", loan_number="L-1", reference_number="AV-NEW", ordered_by=colleague, status=OrderStatus.FAILED)
+    order_make("txn-theirs", loan_number="L-1", ordered_by=other)  # another lender's
+    order_make("txn-other-loan", loan_number="L-2", ordered_by=mine)
+    Order.objects.create(transaction_id="txn-other-product", product_name="appraisal", loan_number="L-1")
 
     listed = earlier_orders_list(
         product_name=PRODUCT, loan_number="L-1", account_id=mine.pk, company_id=mine.company_id
@@ -171,7 +171,7 @@ def test_the_origin_proxy_gives_fee_turnaround_and_earlier_orders(demo, client):
     from partner.sandbox.origins import origin_create
 
     Product.objects.filter(name=PRODUCT).update(fee="45.00", turnaround_hours=48)
-    order(
+    order_make(
         "txn-earlier",
         loan_number="DEMO-1001",
         reference_number="AV-EARLY",

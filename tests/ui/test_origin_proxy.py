@@ -142,7 +142,7 @@ def test_progress_needs_a_live_origin(demo, client):
     assert "status" in response.json()
 
 
-def test_progress_of_a_transaction_without_tracker_is_requested(demo, client):
+def test_progress_of_a_transaction_without_order_is_requested(demo, client):
     origin_id, token = launched(demo)
     response = client.get("/ui/transactions/not-yet-known", **origin_headers(origin_id, token))
     assert response.status_code == 200
@@ -152,19 +152,19 @@ def test_progress_of_a_transaction_without_tracker_is_requested(demo, client):
     assert body["attachments"] == []
 
 
-def test_progress_shows_the_tracker_state_and_attachments(demo, client):
-    from partner.fulfillment.models import Tracker, TrackerStatus
+def test_progress_shows_the_order_state_and_attachments(demo, client):
+    from partner.fulfillment.models import Order, OrderStatus
 
-    tracker = Tracker.objects.create(
-        transaction_id="tx-progress-1", product_name="address-verification", status=TrackerStatus.REQUEST_COMPLETED
+    order = Order.objects.create(
+        transaction_id="tx-progress-1", product_name="address-verification", status=OrderStatus.REQUEST_COMPLETED
     )
-    tracker.attachments.create(
+    order.attachments.create(
         position=0,
         name="address-report.pdf",
         mime_type="application/pdf",
         size=8,
         resource_id="res-1",
-        uploaded_at=tracker.created_at,
+        uploaded_at=order.created_at,
     )
     origin_id, token = launched(demo)
     body = client.get("/ui/transactions/tx-progress-1", **origin_headers(origin_id, token)).json()
@@ -177,10 +177,10 @@ def test_progress_shows_the_tracker_state_and_attachments(demo, client):
 
 
 def test_progress_of_another_products_transaction_is_not_shown(demo, client):
-    from partner.fulfillment.models import Tracker, TrackerStatus
+    from partner.fulfillment.models import Order, OrderStatus
 
-    Tracker.objects.create(
-        transaction_id="tx-other-1", product_name="disclosure-delivery", status=TrackerStatus.IN_PROGRESS
+    Order.objects.create(
+        transaction_id="tx-other-1", product_name="disclosure-delivery", status=OrderStatus.IN_PROGRESS
     )
     origin_id, token = launched(demo)
     response = client.get("/ui/transactions/tx-other-1", **origin_headers(origin_id, token))
@@ -205,12 +205,12 @@ def account_of(username: str, company: str):
     ],
 )
 def test_progress_is_shown_to_the_ordering_lender_only(demo, client, owner, shown):
-    from partner.fulfillment.models import FailureCode, Tracker, TrackerStatus
+    from partner.fulfillment.models import FailureCode, Order, OrderStatus
 
-    Tracker.objects.create(
+    Order.objects.create(
         transaction_id="tx-owned-1",
         product_name="address-verification",
-        status=TrackerStatus.FAILED,
+        status=OrderStatus.FAILED,
         failure_code=FailureCode.ORDER_REFUSED,
         failure_reason="Subject property ZIP code 99999 is unknown",
         ordered_by=account_of(*owner),

@@ -30,13 +30,13 @@ def poll(client, transaction_id, token):
 
 def delivered_order(transaction_id="txn-panel-1", *, loan_number="DEMO-1001", username="lender.demo"):
     from partner.catalog.models import PartnerAccount
-    from partner.fulfillment.models import Tracker, TrackerStatus
+    from partner.fulfillment.models import Order, OrderStatus
 
     now = timezone.now()
-    tracker = Tracker.objects.create(
+    order = Order.objects.create(
         transaction_id=transaction_id,
         product_name="address-verification",
-        status=TrackerStatus.REQUEST_COMPLETED,
+        status=OrderStatus.REQUEST_COMPLETED,
         loan_number=loan_number,
         reference_number="AV-PANEL1",
         ordered_by=PartnerAccount.objects.filter(username=username).first(),
@@ -45,10 +45,10 @@ def delivered_order(transaction_id="txn-panel-1", *, loan_number="DEMO-1001", us
         completed_at=now,
         response={"partnerStatus": "Address verified"},
     )
-    tracker.attachments.create(
+    order.attachments.create(
         position=0, name="report.pdf", mime_type="application/pdf", size=8, resource_id="res-1", uploaded_at=now
     )
-    return tracker
+    return order
 
 
 def test_the_origin_proxy_gives_a_panel_session_bound_to_the_lender_product_and_loan(demo, client):
@@ -84,19 +84,19 @@ def test_a_staff_orders_poll_takes_two_queries_however_long_its_timeline(demo, c
     from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState
 
     token = panel_of(client, demo)["panelSession"]["token"]
-    tracker = delivered_order("txn-panel-staff")
-    tracker.staff_worked = True
-    tracker.save(update_fields=["staff_worked"])
+    order = delivered_order("txn-panel-staff")
+    order.staff_worked = True
+    order.save(update_fields=["staff_worked"])
     now = timezone.now()
     for number in range(6):
         delivery = Delivery.objects.create(
-            tracker=tracker, kind=DeliveryKind.PARTIAL, state=DeliveryState.SENT, sent_at=now, sequence=number
+            order=order, kind=DeliveryKind.PARTIAL, state=DeliveryState.SENT, sent_at=now, sequence=number
         )
-        tracker.attachments.create(
+        order.attachments.create(
             position=number + 1, name=f"part-{number}.pdf", mime_type="application/pdf", resource_id=f"r{number}",
             delivery=delivery,
         )  # fmt: skip
-    Delivery.objects.create(tracker=tracker, kind=DeliveryKind.STATUS_UPDATE, state=DeliveryState.SENT, sent_at=now)
+    Delivery.objects.create(order=order, kind=DeliveryKind.STATUS_UPDATE, state=DeliveryState.SENT, sent_at=now)
     with CaptureQueriesContext(connection) as queries:
         body = poll(client, "txn-panel-staff", token).json()
     assert len(queries) <= 2
@@ -138,8 +138,8 @@ def test_a_document_downloads_with_the_session_and_no_service_call(demo, client,
     from django.core.files.base import ContentFile
 
     token = panel_of(client, demo)["panelSession"]["token"]
-    tracker = delivered_order()
-    document = tracker.attachments.get()
+    order = delivered_order()
+    document = order.attachments.get()
     document.file.save("report.pdf", ContentFile(b"%PDF-1.7 report"), save=True)
     service_calls.clear()
     url = poll(client, "txn-panel-1", token).json()["timeline"][0]["documents"][0]["download_url"]

@@ -82,7 +82,7 @@ def delivery_sent(transaction_id: str, kind: str):
     from partner.fulfillment.models import Delivery, DeliveryState
 
     def sent():
-        delivery = Delivery.objects.filter(tracker__transaction_id=transaction_id, kind=kind).first()
+        delivery = Delivery.objects.filter(order__transaction_id=transaction_id, kind=kind).first()
         if delivery is not None and delivery.state == DeliveryState.FAILED:
             pytest.fail(f"the {kind} delivery failed: {delivery.failure_reason}")
         return delivery if delivery and delivery.state in (DeliveryState.SENT, DeliveryState.CONFIRMED) else None
@@ -134,7 +134,7 @@ class Admin:
 @pytest.mark.usefixtures("celery_worker_live")
 def test_a_staff_worked_appraisal_from_order_to_completion(demo, service, browser, page, settings):
     from partner.core.staff_accounts import staff_account_set
-    from partner.fulfillment.models import DeliveryKind, DeliveryState, Tracker, TrackerStatus
+    from partner.fulfillment.models import DeliveryKind, DeliveryState, Order, OrderStatus
 
     # The page reads both at render: it asks every second, not every 15 s, while staff work the order.
     settings.UI_STAFF_POLL_SECONDS = 1
@@ -155,16 +155,16 @@ def test_a_staff_worked_appraisal_from_order_to_completion(demo, service, browse
     expect(ui.locator("#app")).to_have_attribute("data-step", "in_progress")
     panel_screenshot("01-lender-order-received", page)
 
-    tracker = Tracker.objects.get(transaction_id=transaction_id)
-    assert (tracker.status, tracker.staff_worked) == (TrackerStatus.WITH_STAFF, True)
-    assert tracker.reference_number
+    order = Order.objects.get(transaction_id=transaction_id)
+    assert (order.status, order.staff_worked) == (OrderStatus.WITH_STAFF, True)
+    assert order.reference_number
 
     # (2) Staff sign in with the login form, find the order in the queue and take it.
     staff_context = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         admin = Admin(staff_context.new_page(), service.url)
         admin.sign_in(STAFF_USERNAME, STAFF_PASSWORD)
-        admin.open_order(search=transaction_id, reference=tracker.reference_number)
+        admin.open_order(search=transaction_id, reference=order.reference_number)
         expect(admin.section("order-request")).to_contain_text("Gate code 4711")
         admin.page.get_by_role("button", name="Take", exact=True).click()
         admin.said("You work this order now.")
@@ -228,8 +228,8 @@ def test_a_staff_worked_appraisal_from_order_to_completion(demo, service, browse
         assert saved.read() == FINAL
 
     assert not [message for message in page.console_messages if message.startswith("pageerror")]
-    tracker.refresh_from_db()
-    assert tracker.status == TrackerStatus.REQUEST_COMPLETED
-    final = tracker.deliveries.get(kind=DeliveryKind.FINAL)
+    order.refresh_from_db()
+    assert order.status == OrderStatus.REQUEST_COMPLETED
+    final = order.deliveries.get(kind=DeliveryKind.FINAL)
     assert final.state == DeliveryState.CONFIRMED
-    assert sorted(tracker.attachments.values_list("name", flat=True)) == ["appraisal-report.pdf", "draft-report.pdf"]
+    assert sorted(order.attachments.values_list("name", flat=True)) == ["appraisal-report.pdf", "draft-report.pdf"]

@@ -19,7 +19,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from partner.fulfillment.models import DeliveryState, Tracker, TrackerAttachment, TrackerStatus
+from partner.fulfillment.models import DeliveryState, Order, OrderDocument, OrderStatus
 from partner.platform.errors import ServiceValidationError
 from partner.ui.progress import transaction_progress_get
 from tests.fakes import FakePlatform
@@ -147,7 +147,7 @@ def test_a_partial_delivery_shows_its_document_and_no_waiting_one(client, order,
 
 
 def test_the_final_delivery_is_polled_until_the_service_confirms_it(client, fake, settings, order, origin):
-    from partner.fulfillment.callbacks import tracker_event_handle
+    from partner.fulfillment.sending.callbacks import order_event_handle
 
     work = Worker(order)
     work.attach("final.pdf")
@@ -165,7 +165,7 @@ def test_the_final_delivery_is_polled_until_the_service_confirms_it(client, fake
     assert body["partner_status"] == "Appraisal complete"
 
     fake.events[(TXN, "ev-1")] = {"id": "ev-1", "type": "urn:svc:platform:transaction:response:processed"}
-    tracker_event_handle(resource_ref=f"{settings.SVC_BASE_URL}/partner/v2/transactions/{TXN}/events/ev-1")
+    order_event_handle(resource_ref=f"{settings.SVC_BASE_URL}/partner/v2/transactions/{TXN}/events/ev-1")
     body = progress(client, origin)
     assert (body["step"], body["finished"]) == ("completed", True)
     assert [label for label, _ in labels(body)] == ["Order received", "Final delivery"]
@@ -179,7 +179,7 @@ def test_a_declined_order_ends_with_the_reason(client, order, origin):
 
     body = progress(client, origin)
 
-    assert (body["status"], body["step"], body["finished"]) == (TrackerStatus.DECLINED, "declined", True)
+    assert (body["status"], body["step"], body["finished"]) == (OrderStatus.DECLINED, "declined", True)
     assert body["reason"] == "The property is outside our area"
     assert body["timeline"][-1]["kind"] == "decline"
     assert labels(body)[-1] == ("Declined", "Order declined: The property is outside our area")
@@ -265,10 +265,10 @@ def test_a_delivered_document_downloads_as_an_attachment(client, delivered, orig
 
 def test_an_automated_orders_report_downloads_once_delivered(demo, client, settings):
     origin = origin_headers(*launched(demo, "address-verification"))
-    tracker = Tracker.objects.create(
-        transaction_id="txn-automated-1", product_name="address-verification", status=TrackerStatus.IN_PROGRESS
+    order = Order.objects.create(
+        transaction_id="txn-automated-1", product_name="address-verification", status=OrderStatus.IN_PROGRESS
     )
-    report = TrackerAttachment(tracker=tracker, position=0, name="address-report.pdf", mime_type="application/pdf")
+    report = OrderDocument(order=order, position=0, name="address-report.pdf", mime_type="application/pdf")
     report.size = len(PDF)
     report.file.save("address-report.pdf", ContentFile(PDF), save=False)
     report.uploaded_at = timezone.now()
@@ -278,7 +278,7 @@ def test_an_automated_orders_report_downloads_once_delivered(demo, client, setti
     assert download(client, origin, report.pk, "txn-automated-1").status_code == 404
     assert progress(client, origin, "txn-automated-1")["timeline"] == []
 
-    Tracker.objects.filter(pk=tracker.pk).update(status=TrackerStatus.REQUEST_COMPLETED, delivered_at=timezone.now())
+    Order.objects.filter(pk=order.pk).update(status=OrderStatus.REQUEST_COMPLETED, delivered_at=timezone.now())
     response = download(client, origin, report.pk, "txn-automated-1")
     assert response.status_code == 200 and b"".join(response.streaming_content) == PDF
     body = progress(client, origin, "txn-automated-1")
@@ -306,7 +306,7 @@ def test_another_lenders_document_is_not_found(client, delivered, origin):
     from partner.catalog.services import partner_account_set
 
     other, _ = partner_account_set(username="lender.other", password="someone-elses-password-3", company="OTHER01")
-    Tracker.objects.filter(pk=delivered.order.pk).update(ordered_by=other)
+    Order.objects.filter(pk=delivered.order.pk).update(ordered_by=other)
 
     response = download(client, origin, delivered.draft.pk)
     assert response.status_code == 404
@@ -329,7 +329,7 @@ def test_a_malformed_document_id_is_not_found(client, delivered, origin, documen
 
 
 def test_a_document_whose_file_is_gone_is_listed_without_a_download(client, delivered, origin):
-    TrackerAttachment.objects.filter(pk=delivered.draft.pk).update(file="")  # the retention purge
+    OrderDocument.objects.filter(pk=delivered.draft.pk).update(file="")  # the retention purge
 
     [document] = progress(client, origin)["timeline"][-1]["documents"]
     assert document["name"] == "draft.pdf" and document["download_url"] is None

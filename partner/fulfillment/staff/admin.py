@@ -6,7 +6,7 @@ search by reference, loan number or transaction id. An order's page is the staff
 (`admin_staff_views`: the request, the timeline and the actions), not a model form; nothing is
 added or deleted here.
 
-Permissions are the trackers' (or the proxy's own, for a group that works orders only): view to
+Permissions are the orders' (or the proxy's own, for a group that works orders only): view to
 see the queue, the page and the documents; change to act.
 """
 
@@ -20,9 +20,9 @@ from django.http import HttpResponseNotAllowed
 from django.urls import path
 from django.utils.html import format_html
 
-from partner.fulfillment import admin_staff_views as views
-from partner.fulfillment.models import StaffOrder, TrackerStatus
-from partner.fulfillment.staff_selectors import age_text, due_text, order_overdue, overdue_orders
+from partner.fulfillment.models import OrderStatus, StaffOrder
+from partner.fulfillment.staff import views
+from partner.fulfillment.staff.selectors import age_text, due_text, order_overdue, overdue_orders
 
 
 class ProductFilter(admin.AllValuesFieldListFilter):
@@ -96,11 +96,11 @@ class StaffOrderAdmin(admin.ModelAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).filter(staff_worked=True)
 
-    # Permissions: the trackers', or this proxy's own.
+    # Permissions: the orders', or this proxy's own.
 
     def _may(self, request, action: str) -> bool:
         user = request.user
-        return user.has_perm(f"fulfillment.{action}_tracker") or user.has_perm(f"fulfillment.{action}_stafforder")
+        return user.has_perm(f"fulfillment.{action}_order") or user.has_perm(f"fulfillment.{action}_stafforder")
 
     def has_view_permission(self, request, obj=None):
         return self._may(request, "view") or self._may(request, "change")
@@ -144,7 +144,7 @@ class StaffOrderAdmin(admin.ModelAdmin):
                 f"{obj.due_at:%Y-%m-%d %H:%M} UTC",
                 due_text(obj),
             )
-        closed = obj.status != TrackerStatus.WITH_STAFF
+        closed = obj.status != OrderStatus.WITH_STAFF
         return format_html(
             '<span title="{}">{}</span>', f"{obj.due_at:%Y-%m-%d %H:%M} UTC", "–" if closed else due_text(obj)
         )
@@ -164,10 +164,10 @@ class StaffOrderAdmin(admin.ModelAdmin):
             return HttpResponseNotAllowed(["GET", "HEAD"])
         if not self.has_view_permission(request):
             raise PermissionDenied
-        tracker = self.get_object(request, unquote(object_id))
-        if tracker is None:
+        order = self.get_object(request, unquote(object_id))
+        if order is None:
             return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
-        return views.order_page(self, request, tracker)
+        return views.order_page(self, request, order)
 
     def get_urls(self):
         def url(route, view, name):
@@ -178,13 +178,13 @@ class StaffOrderAdmin(admin.ModelAdmin):
             )
 
         return [
-            url("<int:tracker_id>/take/", views.take_view, "take"),
-            url("<int:tracker_id>/take-over/", views.take_over_view, "take_over"),
-            url("<int:tracker_id>/release/", views.release_view, "release"),
-            url("<int:tracker_id>/status-update/", views.status_update_view, "status_update"),
-            url("<int:tracker_id>/documents/", views.upload_view, "upload"),
-            url("<int:tracker_id>/deliver/", views.deliver_view, "deliver"),
-            url("<int:tracker_id>/decline/", views.decline_view, "decline"),
+            url("<int:order_id>/take/", views.take_view, "take"),
+            url("<int:order_id>/take-over/", views.take_over_view, "take_over"),
+            url("<int:order_id>/release/", views.release_view, "release"),
+            url("<int:order_id>/status-update/", views.status_update_view, "status_update"),
+            url("<int:order_id>/documents/", views.upload_view, "upload"),
+            url("<int:order_id>/deliver/", views.deliver_view, "deliver"),
+            url("<int:order_id>/decline/", views.decline_view, "decline"),
             url("documents/<int:document_id>/remove/", views.document_remove_view, "document_remove"),
             url("documents/<int:document_id>/replace/", views.document_replace_view, "document_replace"),
             url("documents/<int:document_id>/download/", views.document_download_view, "document_download"),

@@ -1,6 +1,6 @@
 """The orders' figures: outcomes, failures and turnarounds (counted), open orders (read when scraped).
 
-A turnaround runs from the tracker's opening (the "created" webhook, processed within a moment of
+A turnaround runs from the order's opening (the "created" webhook, processed within a moment of
 its arrival) to the delivery of our response, and to its completion (the service's callback).
 """
 
@@ -8,8 +8,8 @@ from django.db.models import Count
 from prometheus_client import Counter, Histogram
 
 from partner.core.metrics import gauge
-from partner.fulfillment.models import FINAL_STATUSES, Tracker
-from partner.fulfillment.selectors import trackers_awaiting_confirmation
+from partner.fulfillment.models import FINAL_STATUSES, Order
+from partner.fulfillment.orders.selectors import orders_awaiting_confirmation
 
 ORDERS_FINISHED = Counter(
     "partner_orders_finished",
@@ -25,31 +25,31 @@ TURNAROUND = Histogram(
 )
 
 
-def _product(tracker: Tracker) -> str:
-    return tracker.product_name or "unknown"
+def _product(order: Order) -> str:
+    return order.product_name or "unknown"
 
 
-def order_delivered(tracker: Tracker, when) -> None:
-    TURNAROUND.labels(_product(tracker), "delivered").observe((when - tracker.created_at).total_seconds())
+def order_delivered(order: Order, when) -> None:
+    TURNAROUND.labels(_product(order), "delivered").observe((when - order.created_at).total_seconds())
 
 
-def order_completed(tracker: Tracker, when) -> None:
-    TURNAROUND.labels(_product(tracker), "completed").observe((when - tracker.created_at).total_seconds())
-    ORDERS_FINISHED.labels(_product(tracker), "completed").inc()
+def order_completed(order: Order, when) -> None:
+    TURNAROUND.labels(_product(order), "completed").observe((when - order.created_at).total_seconds())
+    ORDERS_FINISHED.labels(_product(order), "completed").inc()
 
 
-def order_declined(tracker: Tracker) -> None:
-    ORDERS_FINISHED.labels(_product(tracker), "declined").inc()
+def order_declined(order: Order) -> None:
+    ORDERS_FINISHED.labels(_product(order), "declined").inc()
 
 
-def order_failed(tracker: Tracker, code: str) -> None:
+def order_failed(order: Order, code: str) -> None:
     FAILURES.labels(code or "unknown").inc()
-    ORDERS_FINISHED.labels(_product(tracker), "failed").inc()
+    ORDERS_FINISHED.labels(_product(order), "failed").inc()
 
 
 def orders_collect():
     open_orders = (
-        Tracker.objects.exclude(status__in=FINAL_STATUSES)
+        Order.objects.exclude(status__in=FINAL_STATUSES)
         .values_list("status", "product_name")
         .annotate(count=Count("pk"))
     )
@@ -58,5 +58,5 @@ def orders_collect():
     yield gauge(
         "partner_orders_awaiting_confirmation",
         "Delivered orders whose 'processed' callback has not come within CONFIRMATION_WAIT_SECONDS.",
-        {(): trackers_awaiting_confirmation().count()},
+        {(): orders_awaiting_confirmation().count()},
     )

@@ -1,6 +1,6 @@
 """What the fulfillment keeps of a finished order, and for how long (partner/core/retention.py).
 
-An order (tracker) is finished when it is completed, failed or declined; every other status (validation
+An order is finished when it is completed, failed or declined; every other status (validation
 requested, in progress, delivered and awaiting the service's callback) is open, and nothing of an
 open order is ever touched. Counted from when the order finished:
 
@@ -13,7 +13,7 @@ open order is ever touched. Counted from when the order finished:
   size, resource id and upload time stay;
 - steps (RETENTION_STEP_DAYS): the order's step rows are deleted.
 
-The tracker's skeleton stays for good: transaction id, product, who ordered, request type, status,
+The order's skeleton stays for good: transaction id, product, who ordered, request type, status,
 reference number, resource id and every step time. It holds no borrower data, feeds the dashboard,
 and is what makes a late or repeated notification of that transaction open nothing new.
 """
@@ -25,32 +25,32 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from partner.core.retention import DELETE, ERASE, pk_batches, purge_register, transactions_open_register
-from partner.fulfillment.models import FINAL_STATUSES, Delivery, Tracker, TrackerAttachment, TrackerStatus, TrackerStep
+from partner.fulfillment.models import FINAL_STATUSES, Delivery, Order, OrderDocument, OrderStatus, OrderStep
 
 FINISHED_STATUSES = FINAL_STATUSES
 
 
-def trackers_open() -> QuerySet:
+def orders_open() -> QuerySet:
     """Orders not finished: a status added later counts as open until this module says otherwise."""
-    return Tracker.objects.exclude(status__in=FINISHED_STATUSES)
+    return Order.objects.exclude(status__in=FINISHED_STATUSES)
 
 
 def transactions_with_open_order(transaction_ids: list[str]) -> set[str]:
-    return set(trackers_open().filter(transaction_id__in=transaction_ids).values_list("transaction_id", flat=True))
+    return set(orders_open().filter(transaction_id__in=transaction_ids).values_list("transaction_id", flat=True))
 
 
-def trackers_finished_before(cutoff: datetime) -> QuerySet:
-    return Tracker.objects.filter(
-        Q(status=TrackerStatus.REQUEST_COMPLETED, completed_at__lt=cutoff)
-        | Q(status=TrackerStatus.FAILED, failed_at__lt=cutoff)
+def orders_finished_before(cutoff: datetime) -> QuerySet:
+    return Order.objects.filter(
+        Q(status=OrderStatus.REQUEST_COMPLETED, completed_at__lt=cutoff)
+        | Q(status=OrderStatus.FAILED, failed_at__lt=cutoff)
         # A finished order that recorded no time of its end (a declined one): its last change says.
         | Q(status__in=FINISHED_STATUSES, completed_at__isnull=True, failed_at__isnull=True, updated_at__lt=cutoff)
     )
 
 
 def _order_data(cutoff: datetime) -> QuerySet:
-    detailed_steps = TrackerStep.objects.filter(tracker=OuterRef("pk")).exclude(detail="")
-    return trackers_finished_before(cutoff).filter(
+    detailed_steps = OrderStep.objects.filter(order=OuterRef("pk")).exclude(detail="")
+    return orders_finished_before(cutoff).filter(
         Q(response__isnull=False)
         | Q(request__isnull=False)
         | ~Q(findings=[])
@@ -70,16 +70,16 @@ def order_data_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
         with transaction.atomic():
             # Locked and checked again: an order retried meanwhile is open, and left alone.
             ids = list(_order_data(cutoff).filter(pk__in=batch).select_for_update().values_list("pk", flat=True))
-            TrackerStep.objects.filter(tracker_id__in=ids).exclude(detail="").update(detail="")
-            Delivery.objects.filter(tracker_id__in=ids).update(loan={}, result=None)
-            erased = Tracker.objects.filter(pk__in=ids).update(
+            OrderStep.objects.filter(order_id__in=ids).exclude(detail="").update(detail="")
+            Delivery.objects.filter(order_id__in=ids).update(loan={}, result=None)
+            erased = Order.objects.filter(pk__in=ids).update(
                 response=None, request=None, findings=[], loan_number="", last_error="", failure_reason=""
             )
         yield erased
 
 
 def _documents(cutoff: datetime) -> QuerySet:
-    return TrackerAttachment.objects.filter(tracker__in=trackers_finished_before(cutoff)).filter(
+    return OrderDocument.objects.filter(order__in=orders_finished_before(cutoff)).filter(
         ~Q(file="") | ~Q(upload_location="") | ~Q(upload_authorization="")
     )
 
@@ -94,13 +94,13 @@ def documents_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
         for document in documents:
             if document.file:
                 document.file.storage.delete(document.file.name)  # a file already gone is no error
-        yield TrackerAttachment.objects.filter(pk__in=[d.pk for d in documents]).update(
+        yield OrderDocument.objects.filter(pk__in=[d.pk for d in documents]).update(
             file="", upload_location="", upload_authorization=""
         )
 
 
 def _steps(cutoff: datetime) -> QuerySet:
-    return TrackerStep.objects.filter(tracker__in=trackers_finished_before(cutoff))
+    return OrderStep.objects.filter(order__in=orders_finished_before(cutoff))
 
 
 def steps_plan(cutoff: datetime) -> int:

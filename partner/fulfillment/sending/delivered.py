@@ -12,19 +12,19 @@ from datetime import datetime
 
 from django.db.models import Q
 
-from partner.fulfillment.models import DeliveryState, Tracker, TrackerAttachment, TrackerStatus
+from partner.fulfillment.models import DeliveryState, Order, OrderDocument, OrderStatus
 
 DELIVERED_STATES = (DeliveryState.SENT, DeliveryState.CONFIRMED)
-RESPONSE_DELIVERED_STATUSES = (TrackerStatus.RESPONSE_DELIVERED, TrackerStatus.REQUEST_COMPLETED)
+RESPONSE_DELIVERED_STATUSES = (OrderStatus.RESPONSE_DELIVERED, OrderStatus.REQUEST_COMPLETED)
 # What a document row needs for the lender: never its upload authorization (a credential, decrypted on load).
-DOCUMENT_FIELDS = ("id", "tracker_id", "delivery_id", "position", "name", "mime_type", "size", "file", "resource_id")
+DOCUMENT_FIELDS = ("id", "order_id", "delivery_id", "position", "name", "mime_type", "size", "file", "resource_id")
 
 
-def response_delivered(tracker: Tracker) -> bool:
+def response_delivered(order: Order) -> bool:
     """An automated order whose one response the service took."""
-    if tracker.staff_worked:
+    if order.staff_worked:
         return False
-    return tracker.delivered_at is not None or tracker.status in RESPONSE_DELIVERED_STATUSES
+    return order.delivered_at is not None or order.status in RESPONSE_DELIVERED_STATUSES
 
 
 @dataclass(frozen=True)
@@ -55,11 +55,11 @@ _DOCUMENT_COLUMNS = ("id", "name", "mime_type", "size", "file", "resource_id")
 _JOINED_DOCUMENT_FIELDS = tuple(f"attachments__{name}" for name in _DOCUMENT_COLUMNS)
 
 
-def deliveries_delivered(tracker: Tracker) -> list[DeliveredEntry]:
+def deliveries_delivered(order: Order) -> list[DeliveredEntry]:
     """A staff-worked order's deliveries the service took, in the order it took them, each with its
     documents: one query (deliveries joined with their documents), however many there are."""
     rows = (
-        tracker.deliveries.filter(state__in=DELIVERED_STATES)
+        order.deliveries.filter(state__in=DELIVERED_STATES)
         .order_by("sequence", "sent_at", "id", "attachments__position")
         .values_list(*_ENTRY_FIELDS, *_JOINED_DOCUMENT_FIELDS)
     )
@@ -74,35 +74,33 @@ def deliveries_delivered(tracker: Tracker) -> list[DeliveredEntry]:
     ]
 
 
-def documents_uploaded(tracker: Tracker) -> list[TrackerAttachment]:
+def documents_uploaded(order: Order) -> list[OrderDocument]:
     """An automated order's documents the service has a copy of (uploaded), by position."""
     return list(
-        tracker.attachments.filter(delivery__isnull=True, uploaded_at__isnull=False)
+        order.attachments.filter(delivery__isnull=True, uploaded_at__isnull=False)
         .only(*DOCUMENT_FIELDS)
         .order_by("position")
     )
 
 
-def response_documents(tracker: Tracker) -> list[TrackerAttachment]:
+def response_documents(order: Order) -> list[OrderDocument]:
     """An automated order's delivered documents ([] until its response is delivered)."""
-    return documents_uploaded(tracker) if response_delivered(tracker) else []
+    return documents_uploaded(order) if response_delivered(order) else []
 
 
 def _document_delivered() -> Q:
     """A document of a delivery the service took, or of an automated order's delivered response."""
     staff_delivered = Q(delivery__state__in=DELIVERED_STATES)
     response = (
-        Q(delivery__isnull=True, uploaded_at__isnull=False, tracker__staff_worked=False)
-        & (Q(tracker__delivered_at__isnull=False) | Q(tracker__status__in=RESPONSE_DELIVERED_STATUSES))
+        Q(delivery__isnull=True, uploaded_at__isnull=False, order__staff_worked=False)
+        & (Q(order__delivered_at__isnull=False) | Q(order__status__in=RESPONSE_DELIVERED_STATUSES))
     )  # fmt: skip
     return staff_delivered | response
 
 
-def document_delivered_get(*, tracker: Tracker, document_id: int) -> TrackerAttachment | None:
+def document_delivered_get(*, order: Order, document_id: int) -> OrderDocument | None:
     """The order's document `document_id` when it was delivered to the lender; None otherwise
     (another order's, one still waiting for a delivery, one of a delivery not sent)."""
     return (
-        TrackerAttachment.objects.filter(_document_delivered(), pk=document_id, tracker=tracker)
-        .only(*DOCUMENT_FIELDS)
-        .first()
+        OrderDocument.objects.filter(_document_delivered(), pk=document_id, order=order).only(*DOCUMENT_FIELDS).first()
     )

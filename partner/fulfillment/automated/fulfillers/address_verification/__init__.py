@@ -9,7 +9,7 @@ from django import forms
 from django.conf import settings
 from django.utils import timezone
 
-from partner.fulfillment.fulfillers.address_verification.checks import (
+from partner.fulfillment.automated.fulfillers.address_verification.checks import (
     address_checks,
     county_as_written,
     data_source,
@@ -18,13 +18,13 @@ from partner.fulfillment.fulfillers.address_verification.checks import (
     subject_property,
     zip_record,
 )
-from partner.fulfillment.fulfillers.address_verification.findings import property_findings
-from partner.fulfillment.fulfillers.address_verification.report import (
+from partner.fulfillment.automated.fulfillers.address_verification.findings import property_findings
+from partner.fulfillment.automated.fulfillers.address_verification.report import (
     PDF_MIME_TYPE,
     AddressReport,
     address_report_pdf,
 )
-from partner.fulfillment.fulfillers.base import (
+from partner.fulfillment.automated.fulfillers.base import (
     Attachment,
     Fulfiller,
     Fulfillment,

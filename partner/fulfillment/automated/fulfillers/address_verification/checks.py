@@ -12,8 +12,8 @@ from importlib.metadata import version
 
 import zipcodes
 
-from partner.fulfillment.fulfillers.address_verification.report import AddressCheck
-from partner.fulfillment.fulfillers.base import FulfillmentRefused
+from partner.fulfillment.automated.fulfillers.address_verification.report import AddressCheck
+from partner.fulfillment.automated.fulfillers.base import FulfillmentRefused
 
 ZIP_CODE = re.compile(r"^(?P<zip5>\d{5})(?:-?(?P<plus4>\d{4}))?$")
 

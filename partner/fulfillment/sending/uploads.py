@@ -9,14 +9,14 @@ bytes) and uploads to a fresh slot, so the PATCH always names what was really up
 from django.db import transaction
 from django.utils import timezone
 
-from partner.fulfillment.models import FailureCode, Tracker, TrackerAttachment
-from partner.fulfillment.services import TrackerFailed, step_record
+from partner.fulfillment.models import FailureCode, Order, OrderDocument
+from partner.fulfillment.orders.services import OrderFailed, step_record
 from partner.platform import client
 from partner.platform.errors import ServiceError, ServiceValidationError
 from partner.platform.locations import UploadLocationRefusedError
 
 
-def slot_assign(attachment: TrackerAttachment, slot) -> None:
+def slot_assign(attachment: OrderDocument, slot) -> None:
     """Keep `slot` on the document, in memory (its caller saves it)."""
     attachment.resource_id = slot.id
     attachment.upload_location = slot.location
@@ -24,42 +24,42 @@ def slot_assign(attachment: TrackerAttachment, slot) -> None:
     attachment.upload_started_at = None
 
 
-def _slot_save(attachment: TrackerAttachment, slot) -> None:
+def _slot_save(attachment: OrderDocument, slot) -> None:
     slot_assign(attachment, slot)
     attachment.save(update_fields=["resource_id", "upload_location", "upload_authorization", "upload_started_at"])
 
 
-def slots_get(tracker: Tracker, documents: list[tuple[str, str]]) -> list:
+def slots_get(order: Order, documents: list[tuple[str, str]]) -> list:
     """One slot request (#4) for `documents`, (name, MIME type) each: the slots, one per document."""
-    slots = client.request_upload_slots(tracker.transaction_id, [{"name": n, "mimeType": m} for n, m in documents])
+    slots = client.request_upload_slots(order.transaction_id, [{"name": n, "mimeType": m} for n, m in documents])
     if len(slots) != len(documents):
-        raise TrackerFailed(FailureCode.SERVICE_REJECTED, "The service returned a different number of upload slots")
+        raise OrderFailed(FailureCode.SERVICE_REJECTED, "The service returned a different number of upload slots")
     return slots
 
 
-def slots_request(tracker: Tracker, attachments: list[TrackerAttachment], *, recorded=None) -> None:
+def slots_request(order: Order, attachments: list[OrderDocument], *, recorded=None) -> None:
     """One slot request for stored `attachments`, then each slot kept on its document and `recorded()`
     (the caller's own record of the step) in one transaction, opened only once the service answered."""
-    slots = slots_get(tracker, [(a.name, a.mime_type) for a in attachments])
+    slots = slots_get(order, [(a.name, a.mime_type) for a in attachments])
     with transaction.atomic():
         for attachment, slot in zip(attachments, slots, strict=True):
             _slot_save(attachment, slot)
         if recorded is not None:
             recorded()
-        step_record(tracker, "slots_requested", ", ".join(a.resource_id for a in attachments))
+        step_record(order, "slots_requested", ", ".join(a.resource_id for a in attachments))
 
 
-def _fresh_slot(tracker: Tracker, attachment: TrackerAttachment, why: str) -> None:
-    _slot_save(attachment, slots_get(tracker, [(attachment.name, attachment.mime_type)])[0])
-    step_record(tracker, "slot_renewed", f"{attachment.name}: {why}; new resource {attachment.resource_id}")
+def _fresh_slot(order: Order, attachment: OrderDocument, why: str) -> None:
+    _slot_save(attachment, slots_get(order, [(attachment.name, attachment.mime_type)])[0])
+    step_record(order, "slot_renewed", f"{attachment.name}: {why}; new resource {attachment.resource_id}")
 
 
-def attachment_upload(tracker: Tracker, attachment: TrackerAttachment) -> None:
+def attachment_upload(order: Order, attachment: OrderDocument) -> None:
     """PUT one document to its slot (#5), its file streamed. An upload a dead worker had started, or
     one the service says was already made (409: the one-time authorization is spent), goes to a fresh
     slot."""
     if attachment.upload_started_at is not None:
-        _fresh_slot(tracker, attachment, "an earlier upload was cut off")
+        _fresh_slot(order, attachment, "an earlier upload was cut off")
     for last_try in (False, True):
         attachment.upload_started_at = timezone.now()
         attachment.save(update_fields=["upload_started_at"])
@@ -68,14 +68,14 @@ def attachment_upload(tracker: Tracker, attachment: TrackerAttachment) -> None:
                 client.upload_resource(attachment.upload_slot(), handle)
             break
         except UploadLocationRefusedError as exc:  # nothing was sent; a service that says so again is no better
-            raise TrackerFailed(
+            raise OrderFailed(
                 FailureCode.SERVICE_REJECTED,
                 f"The service gave an upload location we do not send documents to ({exc})",
             ) from None
         except ServiceValidationError as exc:
             if exc.status != 409 or last_try:
                 raise
-            _fresh_slot(tracker, attachment, "the slot was already used")
+            _fresh_slot(order, attachment, "the slot was already used")
         except ServiceError as exc:
             if exc.status is not None:
                 # The service answered (429, 5xx): it did not take the bytes, the slot is still good.
@@ -84,9 +84,9 @@ def attachment_upload(tracker: Tracker, attachment: TrackerAttachment) -> None:
             raise  # no answer at all: the outcome is unknown, the next run takes a fresh slot
     attachment.uploaded_at = timezone.now()
     attachment.save(update_fields=["uploaded_at"])
-    step_record(tracker, "uploaded", f"{attachment.name} ({attachment.size} bytes)")
+    step_record(order, "uploaded", f"{attachment.name} ({attachment.size} bytes)")
 
 
-def resources(attachments: list[TrackerAttachment]) -> list[dict]:
+def resources(attachments: list[OrderDocument]) -> list[dict]:
     """The PATCH's `resources`: the slots the documents were uploaded to."""
     return [attachment.upload_slot().resource() for attachment in attachments]

@@ -1,4 +1,4 @@
-"""GET /v1/status/{transaction_id}: the tracker of a transaction (the reference back-end's endpoint)."""
+"""GET /v1/status/{transaction_id}: the order of a transaction (the reference back-end's endpoint)."""
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -6,10 +6,10 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from partner.fulfillment.selectors import tracker_get
+from partner.fulfillment.orders.selectors import order_get
 
 
-class TrackerStatusApi(APIView):
+class OrderStatusApi(APIView):
     authentication_classes = []
     permission_classes = []
 
@@ -22,7 +22,7 @@ class TrackerStatusApi(APIView):
         responses={200: OutputSerializer, 404: OpenApiResponse(description="Unknown transaction id")},
     )
     def get(self, request, transaction_id):
-        tracker = tracker_get(transaction_id=transaction_id)
-        if tracker is None:
+        order = order_get(transaction_id=transaction_id)
+        if order is None:
             raise NotFound("Unknown transaction id")
-        return Response(self.OutputSerializer(tracker).data)
+        return Response(self.OutputSerializer(order).data)

@@ -1,13 +1,13 @@
 """The service's callbacks: a transaction event, read and applied to its order.
 
 A "processed" event completes an automated order. For a staff-worked order it confirms the
-delivery it belongs to (`staff_events.delivery_confirm`), and completes the order only when that
+delivery it belongs to (`notices.delivery_confirm`), and completes the order only when that
 is the final delivery. Any other event is recorded for staff to read.
 """
 
-from partner.fulfillment import staff_events
-from partner.fulfillment.models import Tracker
-from partner.fulfillment.services import step_record, tracker_complete
+from partner.fulfillment.models import Order
+from partner.fulfillment.orders.services import order_complete, step_record
+from partner.fulfillment.staff import notices
 from partner.platform import client
 from partner.platform.urns import response_processed_event_type
 
@@ -21,17 +21,17 @@ def _response_version(raw: dict):
     return None
 
 
-def tracker_event_handle(*, resource_ref: str) -> str:
+def order_event_handle(*, resource_ref: str) -> str:
     """GET the callback event and apply it to its order. Returns the event type."""
     ref = client.resource_ref_parse(resource_ref)
     event = client.get_event(ref.transaction_id, ref.event_id)
     if event.type == response_processed_event_type():
         # An automated order is completed (one statement); a staff-worked one is read and its delivery confirmed.
-        tracker = tracker_complete(transaction_id=ref.transaction_id, event_id=ref.event_id, automated_only=True)
-        if tracker is not None and tracker.staff_worked:
-            staff_events.delivery_confirm(tracker, event_id=ref.event_id, version=_response_version(event.raw))
+        order = order_complete(transaction_id=ref.transaction_id, event_id=ref.event_id, automated_only=True)
+        if order is not None and order.staff_worked:
+            notices.delivery_confirm(order, event_id=ref.event_id, version=_response_version(event.raw))
         return event.type
-    tracker = Tracker.objects.filter(transaction_id=ref.transaction_id).first()
-    if tracker is not None:
-        step_record(tracker, "event", f"{event.type} ({ref.event_id})")
+    order = Order.objects.filter(transaction_id=ref.transaction_id).first()
+    if order is not None:
+        step_record(order, "event", f"{event.type} ({ref.event_id})")
     return event.type

@@ -2,7 +2,7 @@
 
 Every rule of a staff action lives here, called by the admin's pages (thin views) and by tests
 directly. An action that sends something to the service is stored first, as a `Delivery`, and
-sent by a worker after the transaction commits (`partner.fulfillment.deliveries`): a refused
+sent by a worker after the transaction commits (`partner.fulfillment.sending.deliveries`): a refused
 action changes nothing, an accepted one is never lost and never sent twice.
 
 Rules:
@@ -31,11 +31,11 @@ from partner.fulfillment.models import (
     Delivery,
     DeliveryKind,
     DeliveryState,
-    Tracker,
-    TrackerAttachment,
-    TrackerStatus,
+    Order,
+    OrderDocument,
+    OrderStatus,
 )
-from partner.fulfillment.services import step_record
+from partner.fulfillment.orders.services import step_record
 from partner.platform import formats
 
 logger = logging.getLogger(__name__)
@@ -76,57 +76,55 @@ def _text(value, *, what: str, limit: int) -> str:
     return text
 
 
-def _open_order(tracker_id: int, user) -> Tracker:
+def _open_order(order_id: int, user) -> Order:
     """The order, locked, when `user` may act on it now; StaffActionRefused otherwise."""
-    tracker = Tracker.objects.select_for_update().filter(pk=tracker_id).first()
-    if tracker is None or not tracker.staff_worked:
+    order = Order.objects.select_for_update().filter(pk=order_id).first()
+    if order is None or not order.staff_worked:
         raise StaffActionRefused("This is not a staff-worked order.")
-    if tracker.status != TrackerStatus.WITH_STAFF:
-        raise StaffActionRefused(f"The order is {tracker.status_phrase}: nothing more can be sent.")
-    final = tracker.deliveries.filter(kind__in=[DeliveryKind.FINAL, DeliveryKind.DECLINE])
+    if order.status != OrderStatus.WITH_STAFF:
+        raise StaffActionRefused(f"The order is {order.status_phrase}: nothing more can be sent.")
+    final = order.deliveries.filter(kind__in=[DeliveryKind.FINAL, DeliveryKind.DECLINE])
     if final.exclude(state=DeliveryState.FAILED).exists():
         raise StaffActionRefused("The final delivery or the decline is already made.")
-    if tracker.assigned_to_id != user.pk:
-        holder = tracker.assigned_to.get_username() if tracker.assigned_to else None
+    if order.assigned_to_id != user.pk:
+        holder = order.assigned_to.get_username() if order.assigned_to else None
         raise StaffActionRefused(
             f"{holder} works this order: take it over first." if holder else "Take the order first."
         )
-    return tracker
+    return order
 
 
 # The take ----------------------------------------------------------------------------------------
 
 
-def order_take(*, tracker_id: int, user, take_over: bool = False) -> Tracker:
+def order_take(*, order_id: int, user, take_over: bool = False) -> Order:
     """`user` works the order from now on. Someone else's order only with `take_over` (recorded)."""
     with transaction.atomic():
-        tracker = (
-            Tracker.objects.select_for_update(of=("self",)).select_related("assigned_to").filter(pk=tracker_id).first()
-        )
-        if tracker is None or not tracker.staff_worked:
+        order = Order.objects.select_for_update(of=("self",)).select_related("assigned_to").filter(pk=order_id).first()
+        if order is None or not order.staff_worked:
             raise StaffActionRefused("This is not a staff-worked order.")
-        if tracker.assigned_to_id == user.pk:
-            return tracker
-        previous = tracker.assigned_to.get_username() if tracker.assigned_to else ""
+        if order.assigned_to_id == user.pk:
+            return order
+        previous = order.assigned_to.get_username() if order.assigned_to else ""
         if previous and not take_over:
-            raise StaffActionRefused(f"{previous} works this order (since {tracker.assigned_at:%Y-%m-%d %H:%M} UTC).")
-        tracker.assigned_to, tracker.assigned_at = user, timezone.now()
-        tracker.save(update_fields=["assigned_to", "assigned_at", "updated_at"])
+            raise StaffActionRefused(f"{previous} works this order (since {order.assigned_at:%Y-%m-%d %H:%M} UTC).")
+        order.assigned_to, order.assigned_at = user, timezone.now()
+        order.save(update_fields=["assigned_to", "assigned_at", "updated_at"])
         step_record(
-            tracker, "taken_over" if previous else "taken", f"from {previous}" if previous else "", actor=_actor(user)
+            order, "taken_over" if previous else "taken", f"from {previous}" if previous else "", actor=_actor(user)
         )
-    return tracker
+    return order
 
 
-def order_release(*, tracker_id: int, user) -> None:
+def order_release(*, order_id: int, user) -> None:
     """`user` stops working the order: anyone may take it."""
     with transaction.atomic():
-        tracker = Tracker.objects.select_for_update().filter(pk=tracker_id, assigned_to=user).first()
-        if tracker is None:
+        order = Order.objects.select_for_update().filter(pk=order_id, assigned_to=user).first()
+        if order is None:
             raise StaffActionRefused("You do not work this order.")
-        tracker.assigned_to, tracker.assigned_at = None, None
-        tracker.save(update_fields=["assigned_to", "assigned_at", "updated_at"])
-        step_record(tracker, "released", actor=_actor(user))
+        order.assigned_to, order.assigned_at = None, None
+        order.save(update_fields=["assigned_to", "assigned_at", "updated_at"])
+        step_record(order, "released", actor=_actor(user))
 
 
 # Documents ---------------------------------------------------------------------------------------
@@ -144,7 +142,7 @@ def _document_name(name: str, mime_type: str) -> str:
     return stem if stem.lower().endswith((extension, ".jpeg")) else stem + extension
 
 
-def document_attach(*, tracker_id: int, upload, user) -> TrackerAttachment:
+def document_attach(*, order_id: int, upload, user) -> OrderDocument:
     """Attach an uploaded file (a Django UploadedFile or any file with `name`, `size`, `read`)."""
     size = getattr(upload, "size", None)
     if not size:
@@ -158,12 +156,12 @@ def document_attach(*, tracker_id: int, upload, user) -> TrackerAttachment:
     if mime_type is None:
         raise StaffActionRefused("Only PDF, PNG and JPEG documents can be attached (this file is none of them).")
     with transaction.atomic():
-        tracker = _open_order(tracker_id, user)
-        last = tracker.attachments.aggregate(last=Max("position"))["last"]
+        order = _open_order(order_id, user)
+        last = order.attachments.aggregate(last=Max("position"))["last"]
         position = 0 if last is None else last + 1
         name = _document_name(getattr(upload, "name", ""), mime_type)
-        document = TrackerAttachment(
-            tracker=tracker,
+        document = OrderDocument(
+            order=order,
             position=position,
             name=name,
             mime_type=mime_type,
@@ -173,56 +171,56 @@ def document_attach(*, tracker_id: int, upload, user) -> TrackerAttachment:
         )
         document.file.save(name, upload, save=False)
         document.save()
-        step_record(tracker, "document_attached", f"{name} ({size} bytes)", actor=_actor(user))
+        step_record(order, "document_attached", f"{name} ({size} bytes)", actor=_actor(user))
     return document
 
 
 def document_remove(*, attachment_id: int, user) -> None:
     """Remove a document no delivery has taken yet; its file goes too."""
     with transaction.atomic():
-        document = TrackerAttachment.objects.select_related("tracker").filter(pk=attachment_id).first()
+        document = OrderDocument.objects.select_related("order").filter(pk=attachment_id).first()
         if document is None:
             raise StaffActionRefused("No such document.")
-        _open_order(document.tracker_id, user)
+        _open_order(document.order_id, user)
         if document.delivery_id is not None:
             raise StaffActionRefused("This document was delivered: it cannot be removed.")
         name = document.file.name
         document.delete()
-        step_record(document.tracker, "document_removed", document.name, actor=_actor(user))
+        step_record(document.order, "document_removed", document.name, actor=_actor(user))
         if name:
             transaction.on_commit(lambda: document.file.storage.delete(name))
 
 
-def document_replace(*, attachment_id: int, upload, user) -> TrackerAttachment:
+def document_replace(*, attachment_id: int, upload, user) -> OrderDocument:
     """Replace a waiting document by another file: the old one removed and the new one attached
     together, or neither (the rules of `document_remove` and `document_attach`)."""
     with transaction.atomic():
-        document = TrackerAttachment.objects.filter(pk=attachment_id).first()
+        document = OrderDocument.objects.filter(pk=attachment_id).first()
         if document is None:
             raise StaffActionRefused("No such document.")
         document_remove(attachment_id=attachment_id, user=user)
-        return document_attach(tracker_id=document.tracker_id, upload=upload, user=user)
+        return document_attach(order_id=document.order_id, upload=upload, user=user)
 
 
-def documents_waiting(tracker: Tracker) -> list[TrackerAttachment]:
+def documents_waiting(order: Order) -> list[OrderDocument]:
     """The order's documents no delivery has taken yet."""
-    return list(tracker.attachments.filter(delivery__isnull=True).order_by("position"))
+    return list(order.attachments.filter(delivery__isnull=True).order_by("position"))
 
 
 # What is sent ------------------------------------------------------------------------------------
 
 
-def loan_fields_allowed(tracker: Tracker) -> list[str] | None:
+def loan_fields_allowed(order: Order) -> list[str] | None:
     """The loan fields a delivery of this order may carry (None: the product names none)."""
-    product = product_get(name=tracker.product_name)
+    product = product_get(name=order.product_name)
     raw = product.raw if product is not None else {}
-    return formats.response_loan_fields(raw, request_type=tracker.request_type or "NEW_REQUEST")
+    return formats.response_loan_fields(raw, request_type=order.request_type or "NEW_REQUEST")
 
 
-def loan_problems(tracker: Tracker, loan: dict) -> list[str]:
+def loan_problems(order: Order, loan: dict) -> list[str]:
     if not isinstance(loan, dict):
         return ["The loan data must be an object."]
-    allowed = loan_fields_allowed(tracker)
+    allowed = loan_fields_allowed(order)
     problems = []
     if allowed is not None:
         problems += [f"The product may not send loan.{name}." for name in sorted(set(loan) - set(allowed))]
@@ -230,41 +228,41 @@ def loan_problems(tracker: Tracker, loan: dict) -> list[str]:
     return problems
 
 
-def result_problems(tracker: Tracker, result: dict | None) -> list[str]:
+def result_problems(order: Order, result: dict | None) -> list[str]:
     if result is None:
         return []
     problems = [f"{v.field}: {v.message}" for v in formats.disclosure_result_violations(result)]
     if problems:
         return problems
-    product = product_get(name=tracker.product_name)
+    product = product_get(name=order.product_name)
     if not formats.action_entitled(
         product.raw if product else {},
         action=result["action"],
-        request_type=tracker.request_type or "NEW_REQUEST",
+        request_type=order.request_type or "NEW_REQUEST",
         fmt=result["format"],
     ):
         return [f"The product does not hold the {result['action']} action for this request type."]
     return []
 
 
-def _delivery_store(tracker: Tracker, *, kind: str, user, **fields) -> Delivery:
-    delivery = Delivery.objects.create(tracker=tracker, kind=kind, created_by=_actor(user), **fields)
-    deliveries_send_enqueue(tracker.pk)
+def _delivery_store(order: Order, *, kind: str, user, **fields) -> Delivery:
+    delivery = Delivery.objects.create(order=order, kind=kind, created_by=_actor(user), **fields)
+    deliveries_send_enqueue(order.pk)
     return delivery
 
 
-def status_update_post(*, tracker_id: int, text: str, user) -> Delivery:
+def status_update_post(*, order_id: int, text: str, user) -> Delivery:
     """Tell the lender where the order stands (partnerStatus); sent by a worker."""
     text = _text(text, what="status update", limit=PARTNER_STATUS_MAX)
     with transaction.atomic():
-        tracker = _open_order(tracker_id, user)
-        delivery = _delivery_store(tracker, kind=DeliveryKind.STATUS_UPDATE, user=user, partner_status=text)
-        step_record(tracker, "status_update_posted", text, actor=_actor(user))
+        order = _open_order(order_id, user)
+        delivery = _delivery_store(order, kind=DeliveryKind.STATUS_UPDATE, user=user, partner_status=text)
+        step_record(order, "status_update_posted", text, actor=_actor(user))
     return delivery
 
 
 def delivery_request(
-    *, tracker_id: int, final: bool, user, partner_status: str = "", loan: dict | None = None, result=None
+    *, order_id: int, final: bool, user, partner_status: str = "", loan: dict | None = None, result=None
 ) -> Delivery:
     """Deliver the waiting documents, the loan fields and a result: `processing` (partial) or
     `completed` (final: the order is done once the service confirms it)."""
@@ -273,59 +271,57 @@ def delivery_request(
     if partner_status:
         partner_status = _text(partner_status, what="status for the lender", limit=PARTNER_STATUS_MAX)
     with transaction.atomic():
-        tracker = _open_order(tracker_id, user)
-        problems = loan_problems(tracker, loan) + result_problems(tracker, result)
+        order = _open_order(order_id, user)
+        problems = loan_problems(order, loan) + result_problems(order, result)
         if problems:
             raise StaffActionRefused(" ".join(problems))
-        documents = documents_waiting(tracker)
+        documents = documents_waiting(order)
         if not final and not (documents or loan or result or partner_status):
             raise StaffActionRefused("A partial delivery needs something to deliver: a document, data or a status.")
         kind = DeliveryKind.FINAL if final else DeliveryKind.PARTIAL
-        delivery = _delivery_store(
-            tracker, kind=kind, user=user, partner_status=partner_status, loan=loan, result=result
-        )
-        TrackerAttachment.objects.filter(pk__in=[d.pk for d in documents]).update(delivery=delivery)
+        delivery = _delivery_store(order, kind=kind, user=user, partner_status=partner_status, loan=loan, result=result)
+        OrderDocument.objects.filter(pk__in=[d.pk for d in documents]).update(delivery=delivery)
         detail = f"{len(documents)} document(s)" + (", loan " + ", ".join(sorted(loan)) if loan else "")
-        step_record(tracker, "final_requested" if final else "partial_requested", detail, actor=_actor(user))
+        step_record(order, "final_requested" if final else "partial_requested", detail, actor=_actor(user))
     return delivery
 
 
-def order_decline(*, tracker_id: int, reason: str, user) -> Delivery:
+def order_decline(*, order_id: int, reason: str, user) -> Delivery:
     """Decline the order with a reason the lender reads; it ends once the decline is sent."""
     reason = _text(reason, what="reason", limit=DECLINE_REASON_MAX)
     with transaction.atomic():
-        tracker = _open_order(tracker_id, user)
+        order = _open_order(order_id, user)
         delivery = _delivery_store(
-            tracker, kind=DeliveryKind.DECLINE, user=user, partner_status=f"{DECLINE_PREFIX}{reason}"
+            order, kind=DeliveryKind.DECLINE, user=user, partner_status=f"{DECLINE_PREFIX}{reason}"
         )
-        step_record(tracker, "decline_requested", reason, actor=_actor(user))
+        step_record(order, "decline_requested", reason, actor=_actor(user))
     return delivery
 
 
 def delivery_retry(*, delivery_id: int, user) -> Delivery:
     """Send a failed delivery again (after the cause was fixed: an entitlement, the service back)."""
     with transaction.atomic():
-        delivery = Delivery.objects.select_related("tracker").filter(pk=delivery_id).first()
+        delivery = Delivery.objects.select_related("order").filter(pk=delivery_id).first()
         if delivery is None or delivery.state != DeliveryState.FAILED:
             raise StaffActionRefused("Only a failed delivery can be sent again.")
-        tracker = Tracker.objects.select_for_update().get(pk=delivery.tracker_id)
-        if tracker.status != TrackerStatus.WITH_STAFF:
-            raise StaffActionRefused(f"The order is {tracker.status_phrase}: nothing more can be sent.")
-        if tracker.assigned_to_id != user.pk:
+        order = Order.objects.select_for_update().get(pk=delivery.order_id)
+        if order.status != OrderStatus.WITH_STAFF:
+            raise StaffActionRefused(f"The order is {order.status_phrase}: nothing more can be sent.")
+        if order.assigned_to_id != user.pk:
             raise StaffActionRefused("Take the order first.")
         Delivery.objects.filter(pk=delivery.pk).update(state=DeliveryState.PENDING, failed_at=None, failure_reason="")
-        deliveries_send_enqueue(tracker.pk)
-        step_record(tracker, "delivery_retry", delivery.get_kind_display(), actor=_actor(user))
+        deliveries_send_enqueue(order.pk)
+        step_record(order, "delivery_retry", delivery.get_kind_display(), actor=_actor(user))
     return delivery
 
 
-def deliveries_give_up(*, tracker_id: int, error: str) -> None:
+def deliveries_give_up(*, order_id: int, error: str) -> None:
     """The sending task's retries ran out: the delivery it stopped at is failed, staff see why."""
-    delivery = Delivery.objects.filter(tracker_id=tracker_id, state=DeliveryState.PENDING).order_by("id").first()
+    delivery = Delivery.objects.filter(order_id=order_id, state=DeliveryState.PENDING).order_by("id").first()
     if delivery is not None:
         Delivery.objects.filter(pk=delivery.pk).update(
             state=DeliveryState.FAILED,
             failed_at=timezone.now(),
             failure_reason=f"Gave up after retries: {error}"[:2000],
         )
-        step_record(delivery.tracker, "delivery_failed", f"{delivery.get_kind_display()}: gave up after retries")
+        step_record(delivery.order, "delivery_failed", f"{delivery.get_kind_display()}: gave up after retries")

@@ -3,12 +3,12 @@
 The pipeline checks the order as for any product (credentials, entitlements, product), then sends
 this fulfiller's acknowledgement: status `processing`, "Order received", our reference and who we
 are. Staff then post status updates and deliver (partial, final) or decline from the admin
-(`partner.fulfillment.staff`).
+(`partner.fulfillment.staff.services`).
 """
 
 from django import forms
 
-from partner.fulfillment.fulfillers.base import (
+from partner.fulfillment.automated.fulfillers.base import (
     Fulfiller,
     Fulfillment,
     FulfillmentRefused,

@@ -9,10 +9,10 @@ the class for its options form, and the pipeline for its work.
 The first entry is the partner's main product: the default when no fulfiller claims a new product.
 """
 
-from partner.fulfillment.fulfillers.address_verification import AddressVerificationFulfiller
-from partner.fulfillment.fulfillers.base import Attachment, Fulfiller, Fulfillment, FulfillmentRefused
-from partner.fulfillment.fulfillers.disclosure_status import DisclosureStatusFulfiller
-from partner.fulfillment.fulfillers.staff_worked import StaffWorkedFulfiller
+from partner.fulfillment.automated.fulfillers.address_verification import AddressVerificationFulfiller
+from partner.fulfillment.automated.fulfillers.base import Attachment, Fulfiller, Fulfillment, FulfillmentRefused
+from partner.fulfillment.automated.fulfillers.disclosure_status import DisclosureStatusFulfiller
+from partner.fulfillment.automated.fulfillers.staff_worked import StaffWorkedFulfiller
 
 FULFILLERS: dict[str, type[Fulfiller]] = {
     AddressVerificationFulfiller.key: AddressVerificationFulfiller,

@@ -8,7 +8,7 @@ note 8). Anything else is a permanent refusal: nothing is sent.
 
 from django import forms
 
-from partner.fulfillment.fulfillers.base import (
+from partner.fulfillment.automated.fulfillers.base import (
     Fulfiller,
     Fulfillment,
     FulfillmentRefused,

@@ -2,12 +2,12 @@
 
 Thin: the page is drawn from selectors; every POST needs the change permission (view-only staff
 get the page without its forms, and 403 for a POST), checks its form, calls one service of
-`partner.fulfillment.staff` and redirects to the page (POST/redirect/GET) with a message. A
+`partner.fulfillment.staff.services` and redirects to the page (POST/redirect/GET) with a message. A
 refused button (take, release, remove, send again) is an error message; a refused form keeps what
 was typed and shows the refusal next to its field.
 
-Documents are downloaded here too (any tracker's: staff-worked orders' and automated reports),
-by staff who may view trackers; each download is logged with who and which document, never its
+Documents are downloaded here too (any order's: staff-worked orders' and automated reports),
+by staff who may view orders; each download is logged with who and which document, never its
 content.
 """
 
@@ -23,11 +23,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from partner.catalog.selectors import product_get
-from partner.fulfillment import staff
-from partner.fulfillment.models import FINAL_STATUSES, Delivery, Tracker, TrackerAttachment
-from partner.fulfillment.staff import StaffActionRefused
-from partner.fulfillment.staff_forms import DeclineForm, DeliveryForm, StatusUpdateForm, UploadForm, replace_form
-from partner.fulfillment.staff_selectors import (
+from partner.fulfillment.models import FINAL_STATUSES, Delivery, Order, OrderDocument
+from partner.fulfillment.staff import services as staff
+from partner.fulfillment.staff.forms import DeclineForm, DeliveryForm, StatusUpdateForm, UploadForm, replace_form
+from partner.fulfillment.staff.selectors import (
     age_text,
     due_text,
     order_actions_open,
@@ -35,6 +34,7 @@ from partner.fulfillment.staff_selectors import (
     order_request,
     order_timeline,
 )
+from partner.fulfillment.staff.services import StaffActionRefused
 
 logger = logging.getLogger(__name__)
 
@@ -42,28 +42,28 @@ PAGE_TEMPLATE = "admin/fulfillment/stafforder/order.html"
 TAKE_OVER_TEMPLATE = "admin/fulfillment/stafforder/take_over.html"
 
 
-def page_url(tracker_id: int) -> str:
-    return reverse("admin:fulfillment_stafforder_change", args=[tracker_id])
+def page_url(order_id: int) -> str:
+    return reverse("admin:fulfillment_stafforder_change", args=[order_id])
 
 
-def _order(model_admin, request, tracker_id: int) -> Tracker:
-    tracker = model_admin.get_queryset(request).filter(pk=tracker_id).first()
-    if tracker is None:
+def _order(model_admin, request, order_id: int) -> Order:
+    order = model_admin.get_queryset(request).filter(pk=order_id).first()
+    if order is None:
         raise Http404("No such order to work.")
-    return tracker
+    return order
 
 
-def _acting_on(model_admin, request, tracker_id: int) -> Tracker:
-    """The order a POST acts on, for staff who may change trackers (403 otherwise)."""
+def _acting_on(model_admin, request, order_id: int) -> Order:
+    """The order a POST acts on, for staff who may change orders (403 otherwise)."""
     if not model_admin.has_change_permission(request):
         raise PermissionDenied
-    return _order(model_admin, request, tracker_id)
+    return _order(model_admin, request, order_id)
 
 
-def _document_acting_on(model_admin, request, document_id: int) -> TrackerAttachment:
+def _document_acting_on(model_admin, request, document_id: int) -> OrderDocument:
     if not model_admin.has_change_permission(request):
         raise PermissionDenied
-    document = TrackerAttachment.objects.filter(pk=document_id, tracker__staff_worked=True).first()
+    document = OrderDocument.objects.filter(pk=document_id, order__staff_worked=True).first()
     if document is None:
         raise Http404("No such document.")
     return document
@@ -72,41 +72,41 @@ def _document_acting_on(model_admin, request, document_id: int) -> TrackerAttach
 # The page ----------------------------------------------------------------------------------------
 
 
-def order_page(model_admin, request, tracker: Tracker, *, bound=None):
+def order_page(model_admin, request, order: Order, *, bound=None):
     """The order: header, request, timeline, documents and, for who may act on it now, the forms.
     `bound` is a form sent back with its errors (it replaces the blank one of its prefix)."""
     now = timezone.now()
-    may_change = model_admin.has_change_permission(request, tracker)
-    mine = tracker.assigned_to_id is not None and tracker.assigned_to_id == request.user.pk
-    can_act = may_change and mine and order_actions_open(tracker)
+    may_change = model_admin.has_change_permission(request, order)
+    mine = order.assigned_to_id is not None and order.assigned_to_id == request.user.pk
+    can_act = may_change and mine and order_actions_open(order)
     forms = {
         "status": StatusUpdateForm(),
         "upload": UploadForm(),
-        "deliver": DeliveryForm.for_order(tracker),
+        "deliver": DeliveryForm.for_order(order),
         "decline": DeclineForm(),
     }
-    documents = [(document, replace_form(document.pk)) for document in staff.documents_waiting(tracker)]
+    documents = [(document, replace_form(document.pk)) for document in staff.documents_waiting(order)]
     if bound is not None:
         forms[bound.prefix] = bound
         documents = [(d, bound if bound.prefix == f"replace-{d.pk}" else form) for d, form in documents]
-    product = product_get(name=tracker.product_name)
-    company = tracker.ordered_by.company if tracker.ordered_by and tracker.ordered_by.company else None
+    product = product_get(name=order.product_name)
+    company = order.ordered_by.company if order.ordered_by and order.ordered_by.company else None
     context = {
         **model_admin.admin_site.each_context(request),
         "opts": model_admin.opts,
-        "title": f"Order {tracker.reference_number or tracker.transaction_id}",
-        "tracker": tracker,
-        "product_label": (product.listing_name or product.name) if product else tracker.product_name,
+        "title": f"Order {order.reference_number or order.transaction_id}",
+        "order": order,
+        "product_label": (product.listing_name or product.name) if product else order.product_name,
         "company": company,
-        "age": age_text(tracker, now=now),
-        "due": due_text(tracker, now=now),
-        "overdue": order_overdue(tracker, now=now),
+        "age": age_text(order, now=now),
+        "due": due_text(order, now=now),
+        "overdue": order_overdue(order, now=now),
         "may_change": may_change,
-        "may_take": may_change and tracker.status not in FINAL_STATUSES,
+        "may_take": may_change and order.status not in FINAL_STATUSES,
         "mine": mine,
         "can_act": can_act,
-        "request_parts": order_request(tracker),
-        "timeline": order_timeline(tracker),
+        "request_parts": order_request(order),
+        "timeline": order_timeline(order),
         "documents": documents,
         "forms": forms,
     }
@@ -116,7 +116,7 @@ def order_page(model_admin, request, tracker: Tracker, *, bound=None):
 # Buttons ------------------------------------------------------------------------------------------
 
 
-def _button(request, tracker_id: int, act, success: str):
+def _button(request, order_id: int, act, success: str):
     """Call one service; its refusal becomes an error message; back to the page either way."""
     try:
         act()
@@ -124,104 +124,102 @@ def _button(request, tracker_id: int, act, success: str):
         messages.error(request, refused.message)
     else:
         messages.success(request, success)
-    return redirect(page_url(tracker_id))
+    return redirect(page_url(order_id))
 
 
 @require_POST
-def take_view(request, tracker_id: int, *, model_admin):
-    tracker = _acting_on(model_admin, request, tracker_id)
-    act = lambda: staff.order_take(tracker_id=tracker.pk, user=request.user)  # noqa: E731
-    return _button(request, tracker.pk, act, "You work this order now.")
+def take_view(request, order_id: int, *, model_admin):
+    order = _acting_on(model_admin, request, order_id)
+    act = lambda: staff.order_take(order_id=order.pk, user=request.user)  # noqa: E731
+    return _button(request, order.pk, act, "You work this order now.")
 
 
-def take_over_view(request, tracker_id: int, *, model_admin):
+def take_over_view(request, order_id: int, *, model_admin):
     """GET: who works the order and since when, to confirm; POST: take it over from them."""
-    tracker = _acting_on(model_admin, request, tracker_id)
-    holder = tracker.assigned_to
+    order = _acting_on(model_admin, request, order_id)
+    holder = order.assigned_to
     if request.method == "POST":
-        act = lambda: staff.order_take(tracker_id=tracker.pk, user=request.user, take_over=True)  # noqa: E731
+        act = lambda: staff.order_take(order_id=order.pk, user=request.user, take_over=True)  # noqa: E731
         success = f"You took the order over from {holder.get_username()}." if holder else "You work this order now."
-        return _button(request, tracker.pk, act, success)
+        return _button(request, order.pk, act, success)
     if holder is None or holder.pk == request.user.pk:
-        return redirect(page_url(tracker.pk))
+        return redirect(page_url(order.pk))
     context = {
         **model_admin.admin_site.each_context(request),
         "opts": model_admin.opts,
-        "title": f"Take over order {tracker.reference_number or tracker.transaction_id}",
-        "tracker": tracker,
+        "title": f"Take over order {order.reference_number or order.transaction_id}",
+        "order": order,
         "holder": holder,
     }
     return TemplateResponse(request, TAKE_OVER_TEMPLATE, context)
 
 
 @require_POST
-def release_view(request, tracker_id: int, *, model_admin):
-    tracker = _acting_on(model_admin, request, tracker_id)
-    act = lambda: staff.order_release(tracker_id=tracker.pk, user=request.user)  # noqa: E731
-    return _button(request, tracker.pk, act, "You released the order: anyone may take it.")
+def release_view(request, order_id: int, *, model_admin):
+    order = _acting_on(model_admin, request, order_id)
+    act = lambda: staff.order_release(order_id=order.pk, user=request.user)  # noqa: E731
+    return _button(request, order.pk, act, "You released the order: anyone may take it.")
 
 
 @require_POST
 def document_remove_view(request, document_id: int, *, model_admin):
     document = _document_acting_on(model_admin, request, document_id)
     act = lambda: staff.document_remove(attachment_id=document.pk, user=request.user)  # noqa: E731
-    return _button(request, document.tracker_id, act, f"Removed {document.name}.")
+    return _button(request, document.order_id, act, f"Removed {document.name}.")
 
 
 @require_POST
 def delivery_retry_view(request, delivery_id: int, *, model_admin):
     if not model_admin.has_change_permission(request):
         raise PermissionDenied
-    delivery = Delivery.objects.filter(pk=delivery_id, tracker__staff_worked=True).first()
+    delivery = Delivery.objects.filter(pk=delivery_id, order__staff_worked=True).first()
     if delivery is None:
         raise Http404("No such delivery.")
     act = lambda: staff.delivery_retry(delivery_id=delivery.pk, user=request.user)  # noqa: E731
-    return _button(request, delivery.tracker_id, act, f"The {delivery.get_kind_display().lower()} is sent again.")
+    return _button(request, delivery.order_id, act, f"The {delivery.get_kind_display().lower()} is sent again.")
 
 
 # Forms --------------------------------------------------------------------------------------------
 
 
-def _form_post(model_admin, request, tracker: Tracker, form, *, act, success, field=None):
+def _form_post(model_admin, request, order: Order, form, *, act, success, field=None):
     """Check `form`, then `act(cleaned_data)` (one service call) once; redirect with `success(result)`,
     or draw the page again with the form's errors (or the service's refusal on `field`)."""
     if not form.is_valid():
-        return order_page(model_admin, request, tracker, bound=form)
+        return order_page(model_admin, request, order, bound=form)
     if not form.claim():
         messages.warning(request, "That form was already sent: the second submission was ignored.")
-        return redirect(page_url(tracker.pk))
+        return redirect(page_url(order.pk))
     try:
         result = act(form.cleaned_data)
     except StaffActionRefused as refused:
         form.release()
         form.add_error(field, refused.message)
-        return order_page(model_admin, request, tracker, bound=form)
+        return order_page(model_admin, request, order, bound=form)
     messages.success(request, success(result))
-    return redirect(page_url(tracker.pk))
+    return redirect(page_url(order.pk))
 
 
 @require_POST
-def status_update_view(request, tracker_id: int, *, model_admin):
-    tracker = _acting_on(model_admin, request, tracker_id)
+def status_update_view(request, order_id: int, *, model_admin):
+    order = _acting_on(model_admin, request, order_id)
     return _form_post(
         model_admin,
         request,
-        tracker,
+        order,
         StatusUpdateForm(request.POST),
-        act=lambda data: staff.status_update_post(
-            tracker_id=tracker.pk, text=data["partner_status"], user=request.user
-        ),
+        act=lambda data: staff.status_update_post(order_id=order.pk, text=data["partner_status"], user=request.user),
         success=lambda delivery: "Status update stored: it is sent to the lender in a moment.",
         field="partner_status",
     )
 
 
-def _attach_all(tracker: Tracker, uploads: list, user) -> list[TrackerAttachment]:
+def _attach_all(order: Order, uploads: list, user) -> list[OrderDocument]:
     """Each file checked by the form, attached by the service; a refusal names what was attached before it."""
     attached = []
     for upload in uploads:
         try:
-            attached.append(staff.document_attach(tracker_id=tracker.pk, upload=upload, user=user))
+            attached.append(staff.document_attach(order_id=order.pk, upload=upload, user=user))
         except StaffActionRefused as refused:
             before = f" (attached before it: {', '.join(d.name for d in attached)})" if attached else ""
             raise StaffActionRefused(f"{upload.name}: {refused.message}{before}") from refused
@@ -229,14 +227,14 @@ def _attach_all(tracker: Tracker, uploads: list, user) -> list[TrackerAttachment
 
 
 @require_POST
-def upload_view(request, tracker_id: int, *, model_admin):
-    tracker = _acting_on(model_admin, request, tracker_id)
+def upload_view(request, order_id: int, *, model_admin):
+    order = _acting_on(model_admin, request, order_id)
     return _form_post(
         model_admin,
         request,
-        tracker,
+        order,
         UploadForm(request.POST, request.FILES),
-        act=lambda data: _attach_all(tracker, data["files"], request.user),
+        act=lambda data: _attach_all(order, data["files"], request.user),
         success=lambda attached: "Attached " + ", ".join(d.name for d in attached) + ".",
         field="files",
     )
@@ -248,7 +246,7 @@ def document_replace_view(request, document_id: int, *, model_admin):
     return _form_post(
         model_admin,
         request,
-        document.tracker,
+        document.order,
         replace_form(document.pk, request.POST, request.FILES),
         act=lambda data: staff.document_replace(attachment_id=document.pk, upload=data["file"], user=request.user),
         success=lambda new: f"Replaced {document.name} by {new.name}.",
@@ -257,12 +255,12 @@ def document_replace_view(request, document_id: int, *, model_admin):
 
 
 @require_POST
-def deliver_view(request, tracker_id: int, *, model_admin):
-    tracker = _acting_on(model_admin, request, tracker_id)
+def deliver_view(request, order_id: int, *, model_admin):
+    order = _acting_on(model_admin, request, order_id)
 
     def act(data):
         return staff.delivery_request(
-            tracker_id=tracker.pk,
+            order_id=order.pk,
             final=data["kind"] == "final",
             user=request.user,
             partner_status=data["partner_status"],
@@ -274,19 +272,19 @@ def deliver_view(request, tracker_id: int, *, model_admin):
         count = delivery.attachments.count()
         return f"{delivery.get_kind_display()} stored with {count} document(s): it is sent in a moment."
 
-    form = DeliveryForm.for_order(tracker, request.POST)
-    return _form_post(model_admin, request, tracker, form, act=act, success=success)
+    form = DeliveryForm.for_order(order, request.POST)
+    return _form_post(model_admin, request, order, form, act=act, success=success)
 
 
 @require_POST
-def decline_view(request, tracker_id: int, *, model_admin):
-    tracker = _acting_on(model_admin, request, tracker_id)
+def decline_view(request, order_id: int, *, model_admin):
+    order = _acting_on(model_admin, request, order_id)
     return _form_post(
         model_admin,
         request,
-        tracker,
+        order,
         DeclineForm(request.POST),
-        act=lambda data: staff.order_decline(tracker_id=tracker.pk, reason=data["reason"], user=request.user),
+        act=lambda data: staff.order_decline(order_id=order.pk, reason=data["reason"], user=request.user),
         success=lambda delivery: "Decline stored: the lender is told in a moment.",
         field="reason",
     )
@@ -296,10 +294,10 @@ def decline_view(request, tracker_id: int, *, model_admin):
 
 
 def document_download_view(request, document_id: int, *, model_admin):
-    """A document's file from storage, as an attachment; for staff who may view trackers; logged."""
+    """A document's file from storage, as an attachment; for staff who may view orders; logged."""
     if not model_admin.has_view_permission(request):
         raise PermissionDenied
-    document = TrackerAttachment.objects.select_related("tracker").filter(pk=document_id).first()
+    document = OrderDocument.objects.select_related("order").filter(pk=document_id).first()
     if document is None or not document.file:
         raise Http404("No such document, or its file was removed (retention).")
     try:
@@ -309,7 +307,7 @@ def document_download_view(request, document_id: int, *, model_admin):
     logger.info(
         "document %s of transaction %s downloaded by %s",
         document.pk,
-        document.tracker.transaction_id,
+        document.order.transaction_id,
         request.user.get_username(),
     )
     response = FileResponse(handle, as_attachment=True, filename=document.name, content_type=document.mime_type)

@@ -1,10 +1,10 @@
-"""Nothing accepted is lost: re-enqueue stalled trackers, and start transactions we never heard of.
+"""Nothing accepted is lost: re-enqueue stalled orders, and start transactions we never heard of.
 
-`trackers_left_hand_back` enqueues at once the active trackers whose worker died holding them
-(their lease ran out unreleased; every worker looks every few seconds). `trackers_sweep` finds
-active trackers whose task was lost (broker down when it was enqueued, or a worker killed
-before it took the tracker: see `partner.core.leases`) and enqueues them again.
-`transactions_reconcile` reads the service's transaction list (endpoint #7) and opens a tracker
+`orders_left_hand_back` enqueues at once the active orders whose worker died holding them
+(their lease ran out unreleased; every worker looks every few seconds). `orders_sweep` finds
+active orders whose task was lost (broker down when it was enqueued, or a worker killed
+before it took the order: see `partner.core.leases`) and enqueues them again.
+`transactions_reconcile` reads the service's transaction list (endpoint #7) and opens an order
 for each unfinished transaction we have none for, so a lost webhook delays an order and never
 loses it; it also completes a delivered order whose "processed" callback was lost, when the list
 says the transaction is completed.
@@ -36,7 +36,7 @@ Assumptions about the list (the spec shows `start`, `limit` and `X-Total-Count`,
   whose position is not watched (more than WATCH_LIMIT unfinished, or more awaiting pages than
   AWAITING_PAGES_MAX) is completed by the next full pass, or by staff.
 Both are safe to run at any time and from several workers at once: the unique transaction id
-decides who opens a tracker, a tracker's lease decides who works on it, and a saved position is
+decides who opens an order, an order's lease decides who works on it, and a saved position is
 only ever one whose items before it were all read.
 """
 
@@ -48,10 +48,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from partner.core.leases import leases_expired_free
-from partner.fulfillment.enqueue import deliveries_send_enqueue, tracker_fulfill_enqueue
-from partner.fulfillment.models import ACTIVE_STATUSES, FINAL_STATUSES, ReconciliationState, Tracker, TrackerStatus
-from partner.fulfillment.selectors import deliveries_stalled, trackers_awaiting_confirmation, trackers_stalled
-from partner.fulfillment.services import tracker_complete, tracker_open
+from partner.fulfillment.enqueue import deliveries_send_enqueue, order_fulfill_enqueue
+from partner.fulfillment.models import ACTIVE_STATUSES, FINAL_STATUSES, Order, OrderStatus, ReconciliationState
+from partner.fulfillment.orders.selectors import deliveries_stalled, orders_awaiting_confirmation, orders_stalled
+from partner.fulfillment.orders.services import order_complete, order_open
 from partner.platform import client
 from partner.platform.errors import ServiceError
 
@@ -67,7 +67,7 @@ PAGE_SIZE = client.MAX_PAGE_SIZE
 MARKER_SIZE = 10  # items before the saved position that must be unchanged for the cheap pass to trust it
 AWAITING_PAGES_MAX = 4  # pages a cheap pass reads, at most, for awaiting orders before its window
 WATCH_LIMIT = 2000  # positions of unfinished transactions kept (the newest)
-BATCH = 200  # items looked up together in our trackers
+BATCH = 200  # items looked up together in our orders
 _FINAL = FINAL_STATUSES
 
 
@@ -75,29 +75,29 @@ class ListChanged(Exception):
     """The list is not as the saved position says: the cheap pass cannot trust positions."""
 
 
-def trackers_left_hand_back() -> int:
-    """Hand the trackers whose worker died holding them to a worker again (the pipeline for an
+def orders_left_hand_back() -> int:
+    """Hand the orders whose worker died holding them to a worker again (the pipeline for an
     active one, the sending of the staff's deliveries for one with staff); how many."""
-    ids = leases_expired_free(Tracker.objects.filter(status__in=ACTIVE_STATUSES))
-    for tracker_id in ids:
-        tracker_fulfill_enqueue(tracker_id)
-    sending = leases_expired_free(Tracker.objects.filter(status=TrackerStatus.WITH_STAFF))
-    for tracker_id in sending:
-        deliveries_send_enqueue(tracker_id)
+    ids = leases_expired_free(Order.objects.filter(status__in=ACTIVE_STATUSES))
+    for order_id in ids:
+        order_fulfill_enqueue(order_id)
+    sending = leases_expired_free(Order.objects.filter(status=OrderStatus.WITH_STAFF))
+    for order_id in sending:
+        deliveries_send_enqueue(order_id)
     return len(ids) + len(sending)
 
 
-def trackers_sweep(*, limit: int = 500) -> int:
-    """Hand every stalled tracker to a worker again; how many."""
-    ids = list(trackers_stalled().values_list("pk", flat=True)[:limit])
-    for tracker_id in ids:
-        tracker_fulfill_enqueue(tracker_id)
+def orders_sweep(*, limit: int = 500) -> int:
+    """Hand every stalled order to a worker again; how many."""
+    ids = list(orders_stalled().values_list("pk", flat=True)[:limit])
+    for order_id in ids:
+        order_fulfill_enqueue(order_id)
     # Staff deliveries whose message was lost (the broker away when staff acted).
-    sending = list(deliveries_stalled().values_list("tracker_id", flat=True).distinct()[:limit])
-    for tracker_id in sending:
-        deliveries_send_enqueue(tracker_id)
+    sending = list(deliveries_stalled().values_list("order_id", flat=True).distinct()[:limit])
+    for order_id in sending:
+        deliveries_send_enqueue(order_id)
     if ids or sending:
-        logger.info("sweep: %d stalled tracker(s), %d order(s) with deliveries enqueued again", len(ids), len(sending))
+        logger.info("sweep: %d stalled order(s), %d order(s) with deliveries enqueued again", len(ids), len(sending))
     return len(ids) + len(sending)
 
 
@@ -111,17 +111,17 @@ def _finished(item: dict) -> bool:
 
 
 def _unknown_open(batch: list[dict]) -> int:
-    """Open a tracker for each unfinished transaction of `batch` we have none for; how many."""
+    """Open an order for each unfinished transaction of `batch` we have none for; how many."""
     ids = [item["id"] for item in batch]
-    known = set(Tracker.objects.filter(transaction_id__in=ids).values_list("transaction_id", flat=True))
+    known = set(Order.objects.filter(transaction_id__in=ids).values_list("transaction_id", flat=True))
     opened = 0
     for item in batch:
         if item["id"] in known or _finished(item):
             continue
-        _, created = tracker_open(transaction_id=item["id"], product_name=_product_name(item))
+        _, created = order_open(transaction_id=item["id"], product_name=_product_name(item))
         if created:
             opened += 1
-            logger.warning("reconcile: transaction %s had no tracker (webhook lost?)", item["id"])
+            logger.warning("reconcile: transaction %s had no order (webhook lost?)", item["id"])
     return opened
 
 
@@ -130,7 +130,7 @@ def _awaiting_complete(batch: list[dict], awaiting: set[str]) -> int:
     confirmed = 0
     for item in batch:
         if item["id"] in awaiting and str(item.get("status", "")).lower() == COMPLETED_SERVICE_STATUS:
-            tracker_complete(transaction_id=item["id"], because="the service's transaction list says completed")
+            order_complete(transaction_id=item["id"], because="the service's transaction list says completed")
             logger.warning("reconcile: transaction %s completed without its callback (callback lost?)", item["id"])
             awaiting.discard(item["id"])
             confirmed += 1
@@ -148,7 +148,7 @@ class _Reading:
 
     def __init__(self, position: int):
         self.position = position
-        self.awaiting = set(trackers_awaiting_confirmation().values_list("transaction_id", flat=True))
+        self.awaiting = set(orders_awaiting_confirmation().values_list("transaction_id", flat=True))
         self.opened = 0
         self.tail = deque(maxlen=MARKER_SIZE)
         self.unfinished: dict[str, int] = {}
@@ -182,7 +182,7 @@ def _watched_kept(watched: dict[str, int]) -> dict[str, int]:
     """The entries of `watched` whose order is not finished on our side: the newest WATCH_LIMIT."""
     ids, open_ids = list(watched), set()
     for first in range(0, len(ids), 500):
-        rows = Tracker.objects.filter(transaction_id__in=ids[first : first + 500]).exclude(status__in=_FINAL)
+        rows = Order.objects.filter(transaction_id__in=ids[first : first + 500]).exclude(status__in=_FINAL)
         open_ids.update(rows.values_list("transaction_id", flat=True))
     kept = sorted(((position, tid) for tid, position in watched.items() if tid in open_ids), reverse=True)
     return {tid: position for position, tid in kept[:WATCH_LIMIT]}
@@ -198,9 +198,9 @@ def _full_pass_due(state: ReconciliationState | None) -> str | None:
 
 
 def transactions_reconcile(*, full: bool = False) -> int:
-    """Open and enqueue a tracker for every unfinished service transaction we have no tracker for, and
+    """Open and enqueue an order for every unfinished service transaction we have no order for, and
     complete the delivered orders awaiting confirmation that the list says are completed; how many
-    trackers were opened.
+    orders were opened.
 
     The cheap pass whenever a full pass has saved a position, then the full pass when due, asked for
     (`full`) or the list is not as assumed (see the module): a full pass that fails, or outlasts the

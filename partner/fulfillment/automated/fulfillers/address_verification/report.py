@@ -21,8 +21,8 @@ from fpdf import FPDF
 from fpdf.enums import XPos, YPos
 from PIL import Image, UnidentifiedImageError
 
-from partner.fulfillment.fulfillers.address_verification.findings import property_findings
-from partner.fulfillment.fulfillers.base import RespondingParty
+from partner.fulfillment.automated.fulfillers.address_verification.findings import property_findings
+from partner.fulfillment.automated.fulfillers.base import RespondingParty
 
 logger = logging.getLogger(__name__)
 

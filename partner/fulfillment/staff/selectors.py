@@ -1,6 +1,6 @@
 """Reads behind the staff's work queue and order page: open or overdue, the timeline, the request.
 
-Read-only; the rules of what staff may do stay in `partner.fulfillment.staff`, which decides again
+Read-only; the rules of what staff may do stay in `partner.fulfillment.staff.services`, which decides again
 on every action. `order_actions_open` only tells the page whether to offer the forms.
 
 The timeline merges the order's steps and its deliveries by time. A delivery is one entry (what
@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.timesince import timesince, timeuntil
 
-from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Tracker, TrackerStatus
+from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order, OrderStatus
 
 # Steps a delivery entry already tells.
 _DELIVERY_STEPS = {"acknowledged", "status_update_posted", "partial_requested", "final_requested", "decline_requested"}
@@ -51,41 +51,39 @@ STEP_LABELS = {
 
 def open_orders(queryset: QuerySet) -> QuerySet:
     """The orders staff still work: with staff (a final delivery not yet sent)."""
-    return queryset.filter(status=TrackerStatus.WITH_STAFF)
+    return queryset.filter(status=OrderStatus.WITH_STAFF)
 
 
 def overdue_orders(queryset: QuerySet, *, now: datetime | None = None) -> QuerySet:
-    """Open orders past their due time (as `staff_events.overdue_tell` counts them)."""
+    """Open orders past their due time (as `notices.overdue_tell` counts them)."""
     return open_orders(queryset).filter(due_at__lt=now or timezone.now())
 
 
-def order_overdue(tracker: Tracker, *, now: datetime | None = None) -> bool:
-    return bool(
-        tracker.status == TrackerStatus.WITH_STAFF and tracker.due_at and tracker.due_at < (now or timezone.now())
-    )
+def order_overdue(order: Order, *, now: datetime | None = None) -> bool:
+    return bool(order.status == OrderStatus.WITH_STAFF and order.due_at and order.due_at < (now or timezone.now()))
 
 
-def order_actions_open(tracker: Tracker) -> bool:
+def order_actions_open(order: Order) -> bool:
     """May staff still send anything for this order (with staff; no final delivery or decline made)?"""
-    if not tracker.staff_worked or tracker.status != TrackerStatus.WITH_STAFF:
+    if not order.staff_worked or order.status != OrderStatus.WITH_STAFF:
         return False
-    finals = tracker.deliveries.filter(kind__in=[DeliveryKind.FINAL, DeliveryKind.DECLINE])
+    finals = order.deliveries.filter(kind__in=[DeliveryKind.FINAL, DeliveryKind.DECLINE])
     return not finals.exclude(state=DeliveryState.FAILED).exists()
 
 
-def age_text(tracker: Tracker, *, now: datetime | None = None) -> str:
+def age_text(order: Order, *, now: datetime | None = None) -> str:
     """How long ago the order came, at a glance ("2 days, 3 hours")."""
-    return timesince(tracker.created_at, now or timezone.now(), depth=2)
+    return timesince(order.created_at, now or timezone.now(), depth=2)
 
 
-def due_text(tracker: Tracker, *, now: datetime | None = None) -> str:
+def due_text(order: Order, *, now: datetime | None = None) -> str:
     """When the order is due, relative to now ("in 5 hours", "3 hours ago"); "" without a due time."""
-    if tracker.due_at is None:
+    if order.due_at is None:
         return ""
     now = now or timezone.now()
-    if tracker.due_at >= now:
-        return f"in {timeuntil(tracker.due_at, now, depth=2)}"
-    return f"{timesince(tracker.due_at, now, depth=2)} ago"
+    if order.due_at >= now:
+        return f"in {timeuntil(order.due_at, now, depth=2)}"
+    return f"{timesince(order.due_at, now, depth=2)} ago"
 
 
 # The request -----------------------------------------------------------------------------------
@@ -134,8 +132,8 @@ class OrderRequest:
     other: list[Item]
 
 
-def order_request(tracker: Tracker) -> OrderRequest:
-    request = tracker.request if isinstance(tracker.request, dict) else {}
+def order_request(order: Order) -> OrderRequest:
+    request = order.request if isinstance(order.request, dict) else {}
     loan = request.get("loan") if isinstance(request.get("loan"), dict) else {}
     options = dict(request.get("options")) if isinstance(request.get("options"), dict) else {}
     notes = options.pop("comments", "")
@@ -164,7 +162,7 @@ class TimelineEntry:
         return self.delivery is not None and self.delivery.state == DeliveryState.FAILED
 
 
-def order_timeline(tracker: Tracker) -> list[TimelineEntry]:
+def order_timeline(order: Order) -> list[TimelineEntry]:
     """Everything that happened to the order, oldest first: its steps and deliveries merged by time."""
     entries = [
         TimelineEntry(
@@ -173,9 +171,9 @@ def order_timeline(tracker: Tracker) -> list[TimelineEntry]:
             who=step.actor or "system",
             detail=step.detail,
         )
-        for step in tracker.steps.exclude(name__in=_DELIVERY_STEPS)
+        for step in order.steps.exclude(name__in=_DELIVERY_STEPS)
     ]
-    deliveries = tracker.deliveries.prefetch_related("attachments").order_by("created_at", "id")
+    deliveries = order.deliveries.prefetch_related("attachments").order_by("created_at", "id")
     entries += [
         TimelineEntry(
             at=delivery.created_at,

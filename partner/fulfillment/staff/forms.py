@@ -2,7 +2,7 @@
 
 The forms check the shape of the input (a file's kind and size, JSON that is an object, the loan
 fields the product's response data entitlement allows); the rules stay in the services
-(`partner.fulfillment.staff`), which decide again on every action.
+(`partner.fulfillment.staff.services`), which decide again on every action.
 
 A form that makes something (documents, a status update, a delivery, a decline) carries a one-time
 key (`once`), drawn with the page: the same form sent twice (a double click, a resent POST) acts
@@ -18,8 +18,8 @@ from django.core.exceptions import ValidationError
 from django.template.defaultfilters import filesizeformat
 
 from partner.catalog.selectors import product_get
-from partner.fulfillment import staff
-from partner.fulfillment.models import Tracker
+from partner.fulfillment.models import Order
+from partner.fulfillment.staff import services as staff
 from partner.platform import formats
 
 # The loan.property fields of the spec, sent as text.
@@ -209,18 +209,18 @@ class DeliveryForm(SentOnceForm):
             )
 
     @classmethod
-    def for_order(cls, tracker: Tracker, data=None) -> "DeliveryForm":
-        product = product_get(name=tracker.product_name)
-        request_loan = tracker.request.get("loan") if isinstance(tracker.request, dict) else None
+    def for_order(cls, order: Order, data=None) -> "DeliveryForm":
+        product = product_get(name=order.product_name)
+        request_loan = order.request.get("loan") if isinstance(order.request, dict) else None
         offered = formats.action_entitled(
             product.raw if product is not None else {},
             action=formats.DISCLOSURE_ACTION,
-            request_type=tracker.request_type or "NEW_REQUEST",
+            request_type=order.request_type or "NEW_REQUEST",
             fmt=formats.DISCLOSURE_FORMAT,
         )
         return cls(
             data,
-            loan_fields=staff.loan_fields_allowed(tracker),
+            loan_fields=staff.loan_fields_allowed(order),
             request_loan=request_loan if isinstance(request_loan, dict) else {},
             result_offered=offered,
         )

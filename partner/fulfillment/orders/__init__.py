@@ -1,0 +1,1 @@
+"""The order and its state: opened, failed, retried, completed; its reads and metrics."""

@@ -1,0 +1,89 @@
+"""Reads of orders: the status endpoint, the UI's view of a transaction, the sweep's stalled orders."""
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from partner.core.leases import lease_free, lease_remaining, stalled_before
+from partner.fulfillment.models import ACTIVE_STATUSES, Delivery, DeliveryState, Order, OrderStatus
+
+# What the lender sees, step by step.
+UI_STEPS = {
+    OrderStatus.VALIDATION_REQUESTED: "requested",
+    OrderStatus.IN_PROGRESS: "in_progress",
+    OrderStatus.WITH_STAFF: "in_progress",
+    OrderStatus.RESPONSE_DELIVERED: "delivered",
+    OrderStatus.REQUEST_COMPLETED: "completed",
+    OrderStatus.FAILED: "failed",
+    OrderStatus.DECLINED: "declined",
+}
+
+
+def order_get(*, transaction_id: str) -> Order | None:
+    return Order.objects.filter(transaction_id=transaction_id).first()
+
+
+def order_view(transaction_id: str) -> dict | None:
+    order = order_get(transaction_id=transaction_id)
+    if order is None:
+        return None
+    attachments = order.attachments.only("order_id", "name", "mime_type", "resource_id", "uploaded_at")
+    return {
+        "transaction_id": order.transaction_id,
+        "status": order.status,
+        "step": UI_STEPS[order.status],
+        "reason": order.failure_reason,
+        "reference_number": order.reference_number,
+        "partner_status": (order.response or {}).get("partnerStatus", ""),
+        "attachments": [
+            {"name": a.name, "mime_type": a.mime_type, "resource_id": a.resource_id}
+            for a in attachments
+            if a.uploaded_at is not None
+        ],
+        "updated_at": order.updated_at.isoformat(),
+    }
+
+
+def orders_stalled():
+    """Active orders no worker holds and no retry is due for, untouched for STALL_SECONDS: their
+    task was lost."""
+    now = timezone.now()
+    stalled = stalled_before()
+    return Order.objects.filter(
+        lease_free(now),
+        Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lt=stalled),
+        status__in=ACTIVE_STATUSES,
+        updated_at__lt=stalled,
+    )
+
+
+def deliveries_stalled():
+    """Staff deliveries waiting to be sent for STALL_SECONDS with no worker holding their order."""
+    stalled = stalled_before()
+    return Delivery.objects.filter(
+        lease_free(timezone.now(), through="order__"),
+        state=DeliveryState.PENDING,
+        updated_at__lt=stalled,
+        order__status=OrderStatus.WITH_STAFF,
+    )
+
+
+def orders_awaiting_confirmation():
+    """Delivered orders whose "processed" callback has not come within CONFIRMATION_WAIT_SECONDS."""
+    waited = timezone.now() - timedelta(seconds=settings.CONFIRMATION_WAIT_SECONDS)
+    return Order.objects.filter(status=OrderStatus.RESPONSE_DELIVERED, delivered_at__lt=waited)
+
+
+def confirmation_health_warnings() -> list[str]:
+    """For /healthz: delivered orders the service has not confirmed."""
+    count = orders_awaiting_confirmation().count()
+    if not count:
+        return []
+    return [f"{count} delivered order(s) await the service's confirmation (see the orders' admin)"]
+
+
+def order_held_for(order_id: int) -> float:
+    """Seconds until another worker's lease on an active order runs out (0: free, or finished)."""
+    return lease_remaining(Order.objects.filter(pk=order_id, status__in=ACTIVE_STATUSES))

@@ -1,0 +1,1 @@
+"""Nothing accepted is lost: stalled orders handed back, the service's list reconciled, data purged on time."""
