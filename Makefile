@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PYTHON ?= python3
 
-.PHONY: setup run demo test lint bench migrate static clean browser
+.PHONY: setup run demo test lint bench drill migrate static clean browser
 
 setup: $(VENV)/.installed .env node_modules/.installed browser migrate static
 
@@ -79,8 +79,14 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# The benchmarks and the drills, from the one table in bench/run.py (`bench/run.py --list`): all of
+# them, or some with ARGS, e.g. `make bench ARGS="--only intake,statements"`. Both need PostgreSQL
+# and Redis; the drill restarts the machine's PostgreSQL.
 bench: setup
-	$(PY) bench/run.py
+	$(PY) bench/run.py $(ARGS)
+
+drill: setup
+	$(PY) bench/run.py --drills $(ARGS)
 
 clean:
 	rm -rf var db.sqlite3 staticfiles

@@ -240,7 +240,7 @@ def _cpu(web: stack.Process, worker: stack.Process) -> dict:
 @contextlib.contextmanager
 def sandbox_stack(*, database: str, web_workers: int = 4, lifetime: int = 3600, name: str = "e2e"):
     """gunicorn with the sandbox mounted, seeded and our catalog pulled: the setup of the end-to-end
-    benches (this one, the order floor, the 429 run).
+    benchmarks (this one, order_cpu, faults_429).
 
     Yields (seed, web, env, access_log). This process is configured like the servers (Django set up).
     """

@@ -22,24 +22,15 @@ waiting for its next task) and state, so a process that sleeps on the service sh
 Also counted: the sandbox's answers by status (the 429s), the fulfill and callback tasks' runs,
 and the orders' final states.
 
-    .venv/bin/python bench/faults_429.py                      # 1,500 transactions per run
-    .venv/bin/python bench/faults_429.py --transactions 300
 """
 
-import argparse
-import json
-import sys
 import threading
 import time
 from collections import Counter
 from pathlib import Path
 
-if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from bench import stack
 from bench.end_to_end import sandbox_stack
-from bench.order_floor import prepared_database
 
 FAULT_ENDPOINTS = ("transaction", "resources", "upload", "response", "event")
 FAULT_RATE = 1 / 3
@@ -333,22 +324,3 @@ def faults_429_bench(
             else None
         ),
     }
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="End-to-end throughput under 429s with Retry-After: 10")
-    parser.add_argument("--transactions", type=int, default=1500)
-    parser.add_argument("--task-max-retries", type=int, default=None, help="what-if: CELERY_TASK_MAX_RETRIES")
-    args = parser.parse_args(argv)
-    result = faults_429_bench(
-        database=prepared_database(), transactions=args.transactions, task_max_retries=args.task_max_retries
-    )
-    name = "faults_429" if args.task_max_retries is None else f"faults_429_max_retries_{args.task_max_retries}"
-    stack.RESULTS.mkdir(parents=True, exist_ok=True)
-    (stack.RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2, default=str))
-    print(json.dumps(result, indent=2, default=str))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

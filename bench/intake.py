@@ -1,13 +1,13 @@
-"""Benchmark 1: signed webhooks per second at POST /v1/webhooks under gunicorn, PostgreSQL and Redis.
+"""The intake: signed webhooks at POST /v1/webhooks under gunicorn, against the bare handler.
 
-The application runs as in production (`gunicorn config.wsgi`, DEBUG off,
-PostgreSQL, Redis broker and cache) over plain HTTP. The load generator
-(bench/load.py) runs in its own process and posts distinct, pre-signed
-notifications. Two phases per server: closed loop (the highest rate it
-sustains at a fixed number of connections) and a fixed rate (latency at the
-target rate, counted from when each request was due). Afterwards every
-accepted (202) notification must be stored exactly once, and each one
-enqueued once on the broker.
+Our application runs as in production (`gunicorn config.wsgi`, DEBUG off, PostgreSQL, Redis
+broker and cache) over plain HTTP, with the inbox relay in a process beside it; then the bare
+handler (bench/bare_webhook.py) under the same gunicorn configuration. The load generator
+(bench/load.py) runs in its own process and posts distinct, pre-signed notifications. Phases per
+server: closed loop (the highest rate it sustains at a fixed number of connections), a fixed rate
+(latency counted from when each request was due) and half the closed loop's rate. Afterwards
+every accepted (202) notification must be stored exactly once and, for ours, handed to the
+broker once. The target is the ratio of the two servers' CPU per webhook.
 """
 
 import json
@@ -19,7 +19,7 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-from bench import stack
+from bench import bare_webhook, stack
 from partner.platform.signatures import signature_compute
 
 URN_PREFIX = "urn:svc"
@@ -189,6 +189,15 @@ def phases_run(
 
 
 def intake_bench(*, database: str, workers: int, threads: int, requests: int, concurrency: int, rate: float) -> dict:
+    """Our intake, then the bare handler under the same gunicorn and load: {"ours", "bare"}."""
+    options = {"database": database, "workers": workers, "threads": threads, "requests": requests}
+    return {
+        "ours": ours_bench(**options, concurrency=concurrency, rate=rate),
+        "bare": bare_bench(**options, concurrency=concurrency, rate=rate),
+    }
+
+
+def ours_bench(*, database: str, workers: int, threads: int, requests: int, concurrency: int, rate: float) -> dict:
     env = stack.app_env(database=database, public_base_url="http://127.0.0.1:9", sandbox=False)
     web = stack.gunicorn_start("intake-web", "config.wsgi", env, workers=workers, threads=threads)
     # No worker runs here (nothing would answer its calls): the relay runs on its own and is
@@ -213,6 +222,33 @@ def intake_bench(*, database: str, workers: int, threads: int, requests: int, co
         web.stop()
     return {
         "server": f"gunicorn config.wsgi, {workers} workers" + (f" x {threads} threads" if threads > 1 else ""),
+        "concurrency": concurrency,
+        **phases,
+        "peak_rss_kib": memory,
+    }
+
+
+def bare_bench(*, database: str, workers: int, threads: int, requests: int, concurrency: int, rate: float) -> dict:
+    """bench/bare_webhook.py under the same gunicorn configuration and the same phases."""
+    bare_webhook.table_create(database)
+    env = stack.app_env(database=database, public_base_url="http://127.0.0.1:9", sandbox=False)
+    web = stack.gunicorn_start("bare-web", "bench.bare_webhook:application", env, workers=workers, threads=threads)
+    try:
+        phases = phases_run(
+            web,
+            database=database,
+            table=bare_webhook.TABLE,
+            requests=requests,
+            concurrency=concurrency,
+            rate=rate,
+            tag="bare",
+        )
+        memory = {f"web_worker_{pid}": stack.peak_rss_kib(pid) for pid in stack.web_workers(web)}
+    finally:
+        web.stop()
+    return {
+        "server": f"gunicorn bench.bare_webhook:application, {workers} workers"
+        + (f" x {threads} threads" if threads > 1 else ""),
         "concurrency": concurrency,
         **phases,
         "peak_rss_kib": memory,

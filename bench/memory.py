@@ -17,23 +17,15 @@ pool children. Per kind: RSS after the first chunk, after the last, the growth b
 the growth over the last chunk alone, and the peak (VmHWM). A process that was replaced during
 the run (a different pid) is reported.
 
-    .venv/bin/python bench/memory.py                      # 100,000 webhooks, about 10 minutes
-    .venv/bin/python bench/memory.py --webhooks 20000
 """
 
-import argparse
 import json
-import sys
 import time
 import uuid
 from pathlib import Path
 
-if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from bench import stack
 from bench.intake import load_run
-from bench.order_floor import prepared_database
 
 OUTSIDE_REF = "http://outside.invalid/partner/v2/transactions/"
 KINDS = ("gunicorn_master", "gunicorn_worker", "celery_main", "celery_child")
@@ -188,19 +180,3 @@ def memory_bench(
         "chunks": chunks,
         "by_kind": {kind: _kind_summary(samples, kind) for kind in KINDS},
     }
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Memory of every process kind across many webhooks")
-    parser.add_argument("--webhooks", type=int, default=100_000)
-    parser.add_argument("--chunk", type=int, default=10_000)
-    args = parser.parse_args(argv)
-    result = memory_bench(database=prepared_database(), webhooks=args.webhooks, chunk=args.chunk)
-    stack.RESULTS.mkdir(parents=True, exist_ok=True)
-    (stack.RESULTS / "memory.json").write_text(json.dumps(result, indent=2, default=str))
-    print(json.dumps(result, indent=2, default=str))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,7 +8,7 @@ with --new new transactions (whose webhooks never came), and prints them with th
 
 Its own world, in this process: a database of its own (a SQLite file under var/bench-reconcile/,
 or with --pg the PostgreSQL database `bench_reconcile` on BENCH_PG_URL, each made anew and
-migrated), the application with its sandbox served by a thread on a free port, an in-memory
+migrated), the application with its sandbox served by a thread on a free port (bench/inprocess.py), an in-memory
 broker and cache (the orders it opens are never worked). Calls are counted with the client's
 `service_call_finished` signal (the token request apart). Each run's `seconds` is informative only:
 the emulator sorts and counts its whole table for each page. Writes bench/results/reconcile_cost.json.
@@ -19,10 +19,8 @@ the emulator sorts and counts its whole table for each page. Writes bench/result
 
 import argparse
 import json
-import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -30,50 +28,10 @@ from urllib.parse import urlsplit
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import stack  # noqa: E402
+from bench.inprocess import django_setup, server_start  # noqa: E402
 
 DB_DIR = stack.ROOT / "var" / "bench-reconcile"
 PG_DB_NAME = "bench_reconcile"
-
-
-def django_setup(*, database_url: str, base_url: str) -> None:
-    """Configure this process: local defaults (demo secrets), the sandbox mounted, nothing shared."""
-    import django
-
-    os.environ.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "config.settings.base",
-            "DJANGO_READ_DOT_ENV_FILE": "false",
-            "DJANGO_DEBUG": "true",
-            "SANDBOX_ENABLED": "true",
-            "DATABASE_URL": database_url,
-            "DATABASE_CONN_MAX_AGE": "0",  # the server's request threads do not keep connections
-            "CELERY_BROKER_URL": "memory://",
-            "CELERY_RESULT_BACKEND": "cache+memory://",
-            "CACHE_URL": "locmemcache://",
-            "PUBLIC_BASE_URL": base_url,
-            "SVC_BASE_URL": f"{base_url}/sandbox",
-            "SVC_TOKEN_URL": f"{base_url}/sandbox/oauth2/v1/token",
-            "LOG_LEVEL": "ERROR",  # not the expected "had no order" of the new transactions
-        }
-    )
-    django.setup()
-
-
-def server_start(port: int):
-    """The application (and its sandbox) on 127.0.0.1:`port`, served by threads of this process."""
-    from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
-    from django.core.wsgi import get_wsgi_application
-
-    class QuietHandler(WSGIRequestHandler):
-        disable_nagle_algorithm = True  # headers and body go out apart: no 40 ms delayed-ACK wait per answer
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadedWSGIServer(("127.0.0.1", port), QuietHandler, allow_reuse_address=False)
-    server.set_app(get_wsgi_application())
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
 
 
 def finished_seed(seed, count: int) -> None:

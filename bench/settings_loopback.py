@@ -4,7 +4,7 @@
 slot's location must be https on a public address (`SVC_UPLOAD_LOCATION_STRICT`,
 partner/platform/locations.py), and the emulated service's slots are http on the loopback, so
 every order would fail at its upload. Only the benchmarks that run orders against the sandbox
-use this module (bench/order_floor.py, bench/faults_429.py).
+use this module (bench/end_to_end.py and those built on it).
 """
 
 from bench.settings import *  # noqa: F403

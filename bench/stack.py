@@ -93,6 +93,15 @@ def database_recreate(name: str = DB_NAME) -> str:
     return database_url(name)
 
 
+def database_prepared() -> str:
+    """A fresh, migrated bench database and flushed Redis databases: what each run starts from."""
+    database = database_recreate()
+    redis_flush()
+    env = app_env(database=database, public_base_url="http://127.0.0.1:9", sandbox=False)
+    manage("migrate", "--no-input", "-v", "0", env=env)
+    return database
+
+
 def redis_url(db: int) -> str:
     return f"{REDIS_URL.rstrip('/')}/{db}"
 

@@ -1,49 +1,37 @@
-"""The fulfillment floor: one automated order's work with no Django ORM and no Celery.
+"""Our worker's CPU per order against a bare order: one automated order's work with no ORM and no Celery.
 
-What our Celery worker must at least do for an address verification order, done by the
-shortest path against the same gunicorn + sandbox as the end-to-end bench:
+The bare order is what our Celery worker must at least do for an address verification order,
+done by the shortest path against the same gunicorn + sandbox as the end-to-end benchmark:
 
 1. GET the transaction (#2);
-2. the fulfiller's work: the same `AddressVerificationFulfiller.fulfill()` the pipeline calls
+2. the fulfiller's work: the same `AddressVerificationFulfiller.fulfill()` the worker calls
    (ZIP code checks, the response, the fpdf2 report), which touches no ORM;
 3. POST the upload slot request (#4), `[{"name", "mimeType"}]`;
 4. PUT the PDF to the slot's location with the slot's Authorization value (#5);
 5. PATCH the response with its `resources` (#3);
 6. GET the callback event (#6) the sandbox announced by its processed webhook.
 
-Same bodies and headers as partner/platform/client.py (compact JSON, `Accept` and
-`User-Agent`, the bearer token, the slot's one-time value on the PUT). One OAuth token per run
-(client credentials, HTTP Basic, against the sandbox's token endpoint), fetched by this process
-and handed to the floor processes, each of which sends every call over one pooled
-`requests.Session`. Nothing else: no credential check (its result is remembered in the product),
-no database row per step, no lease, no broker, no retry layer.
+Same bodies and headers as the platform client (compact JSON, `Accept` and `User-Agent`, the
+bearer token, the slot's one-time value on the PUT). One OAuth token per run, fetched by this
+process and handed to the bare processes, each of which sends every call over one pooled
+`requests.Session`. Nothing else: no credential check, no database row per step, no lease, no
+broker, no retry layer.
 
-The floor runs `processes` processes (2: the worker's concurrency in the end-to-end run), each
-doing its share of the orders one after another. Steps 1–5 run for every order, then this
-process waits (no CPU counted) until our intake has stored every "processed" notification and
-hands each floor process the event ids of its orders for step 6. The CPU per order is the floor
-processes' user+system time (`time.process_time`), split into the PDF report
-(`address_report_pdf`), the rest of `fulfill()` (checks, response), the five HTTP exchanges
-(requests, JSON encoding and decoding) and the loop itself. One warm-up order per process (the
-ZIP code data loaded on first use, about 0.3 s; fonts; the first connection) is not counted in
-`cpu_ms_per_order`; `cpu_ms_per_order_with_warmup` counts it, as end_to_end.py's fresh worker
-pays it inside its N orders. The modules are imported before either is measured, as the worker
-imports them when it starts.
-
-    .venv/bin/python bench/order_floor.py                 # floor and worker, 200 orders each
-    .venv/bin/python bench/order_floor.py --transactions 50 --no-worker
+`processes` bare processes (2: the worker's concurrency in the end-to-end run) each do their share
+of the orders one after another. Steps 1-5 run for every order, then this process waits (no CPU
+counted) until our intake has stored every "processed" notification and hands each bare process
+the event ids of its orders for step 6. The CPU per order is the bare processes' user+system time
+(`time.process_time`), split into the PDF report, the rest of `fulfill()`, the five HTTP exchanges
+and the loop itself. One warm-up order per process (the ZIP code data loaded on first use; fonts;
+the first connection) is not counted in `cpu_ms_per_order`; `cpu_ms_per_order_with_warmup`
+counts it, as the end-to-end run's fresh worker pays it inside its N orders.
 """
 
-import argparse
 import contextlib
 import json
 import multiprocessing
-import sys
 import time
 from pathlib import Path
-
-if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import stack
 
@@ -57,7 +45,7 @@ def _compact(payload) -> bytes:
 
 
 class _Clock:
-    """CPU seconds of this process, by part (the floor process is single-threaded)."""
+    """CPU seconds of this process, by part (the bare process is single-threaded)."""
 
     def __init__(self):
         self.parts: dict[str, float] = {}
@@ -71,7 +59,7 @@ class _Clock:
             self.parts[name] = self.parts.get(name, 0.0) + time.process_time() - started
 
 
-def _floor_session():
+def _bare_session():
     import requests
     from requests.adapters import HTTPAdapter
 
@@ -139,8 +127,8 @@ def _event_get(session, *, base: str, token: str, transaction_id: str, event_id:
     return event.get("type", "")
 
 
-def _floor_process(conn, job: dict) -> None:
-    """One floor process: its orders' steps 1-5, then (event ids received) step 6; CPU by part.
+def _bare_process(conn, job: dict) -> None:
+    """One bare process: its orders' steps 1-5, then (event ids received) step 6; CPU by part.
 
     Long because it is one process's whole run and its protocol with the parent: warm-up,
     counted orders, the pause while the parent waits for the callbacks, the events, the figures.
@@ -158,7 +146,7 @@ def _floor_process(conn, job: dict) -> None:
 
     av.address_report_pdf = timed_pdf
     base, token, timeout = job["base"], job["token"], settings.SVC_TIMEOUT
-    session = _floor_session()
+    session = _bare_session()
     statuses_warm, statuses = {}, {}
     errors = []
     warmup_started = time.process_time()
@@ -282,7 +270,7 @@ def _callbacks_wait(database: str, ids: list[str], *, timeout: float = 120) -> d
 
 
 def _notifications_forget(database: str) -> int:
-    """Drop the callbacks the floor's orders left in the inbox: no later worker's relay may process them."""
+    """Drop the callbacks the bare order's orders left in the inbox: no later worker's relay may process them."""
     import psycopg
 
     from partner.platform.urns import event_resource_type
@@ -293,10 +281,10 @@ def _notifications_forget(database: str) -> int:
         ).rowcount
 
 
-def floor_run(*, seed, web: stack.Process, env: dict, access_log: Path, transactions: int, processes: int = 2) -> dict:
-    """The floor's orders against a running gunicorn + sandbox; its figures.
+def bare_run(*, seed, web: stack.Process, env: dict, access_log: Path, transactions: int, processes: int = 2) -> dict:
+    """The bare order's orders against a running gunicorn + sandbox; its figures.
 
-    Long because it is one measurement: orders created, token, the floor processes and their
+    Long because it is one measurement: orders created, token, the bare processes and their
     two phases, the access log's count of calls, and the figures taken between the same points.
     """
     from bench.end_to_end import access_log_calls
@@ -326,13 +314,13 @@ def floor_run(*, seed, web: stack.Process, env: dict, access_log: Path, transact
             "warmup": warm[number * WARMUP_PER_PROCESS : (number + 1) * WARMUP_PER_PROCESS],
             "orders": counted[number::processes],
         }
-        child = context.Process(target=_floor_process, args=(child_end, job), name=f"order-floor-{number}")
+        child = context.Process(target=_bare_process, args=(child_end, job), name=f"order-cpu-{number}")
         child.start()
         pipes.append(parent_end)
         children.append(child)
     for pipe in pipes:
         if pipe.recv().get("phase") != "orders_done":
-            raise RuntimeError("a floor process did not finish its orders")
+            raise RuntimeError("a bare process did not finish its orders")
     orders_done = time.monotonic()
     events = _callbacks_wait(env["DATABASE_URL"], ids)
     waited = time.monotonic() - orders_done
@@ -371,7 +359,7 @@ def floor_run(*, seed, web: stack.Process, env: dict, access_log: Path, transact
         "cpu_ms_per_order_by_part": {name: round(s * 1000 / max(1, orders), 2) for name, s in per_order.items()},
         "orders_phase_wall_s": round(orders_done - started, 2),
         "callbacks_wait_s": round(waited, 2),
-        "call_statuses_seen_by_floor": statuses,
+        "call_statuses_seen_by_bare": statuses,
         "service_calls_by_kind": dict(kinds),
         "service_call_statuses": dict(codes),
         # Warm-up orders included in the access log's count: (counted + warm-up) orders made them.
@@ -380,18 +368,18 @@ def floor_run(*, seed, web: stack.Process, env: dict, access_log: Path, transact
     }
 
 
-def order_floor_bench(
+def order_cpu_bench(
     *, database: str, transactions: int = 200, processes: int = 2, compare_worker: bool = False, lifetime: int = 3600
 ) -> dict:
-    """The floor's CPU per order (and, with `compare_worker`, our Celery worker's in the same server).
+    """The bare order's CPU per order (and, with `compare_worker`, our Celery worker's in the same server).
 
-    Returns {"floor": floor_run's figures, "worker": end_to_end.run_once's (compare_worker only),
-    "worker_cpu_ms_per_transaction", "worker_over_floor", "worker_over_floor_with_warmup"}.
+    Returns {"bare": bare_run's figures, "worker": end_to_end.run_once's (compare_worker only),
+    "worker_cpu_ms_per_transaction", "worker_over_bare", "worker_over_bare_with_warmup"}.
     """
     from bench.end_to_end import run_once, sandbox_stack
 
     result = {"server": "gunicorn config.wsgi (sandbox mounted), 4 workers"}
-    with sandbox_stack(database=database, lifetime=lifetime, name="order-floor") as (seed, web, env, access_log):
+    with sandbox_stack(database=database, lifetime=lifetime, name="order-cpu") as (seed, web, env, access_log):
         if compare_worker:
             result["worker"] = run_once(
                 seed=seed,
@@ -402,44 +390,12 @@ def order_floor_bench(
                 transactions=transactions,
                 lifetime=lifetime,
             )
-        result["floor"] = floor_run(
+        result["bare"] = bare_run(
             seed=seed, web=web, env=env, access_log=access_log, transactions=transactions, processes=processes
         )
     if compare_worker:
         worker_ms = result["worker"]["cpu_ms_per_transaction"]["celery_worker"]
         result["worker_cpu_ms_per_transaction"] = worker_ms
-        result["worker_over_floor"] = round(worker_ms / result["floor"]["cpu_ms_per_order"], 2)
-        result["worker_over_floor_with_warmup"] = round(worker_ms / result["floor"]["cpu_ms_per_order_with_warmup"], 2)
+        result["worker_over_bare"] = round(worker_ms / result["bare"]["cpu_ms_per_order"], 2)
+        result["worker_over_bare_with_warmup"] = round(worker_ms / result["bare"]["cpu_ms_per_order_with_warmup"], 2)
     return result
-
-
-def prepared_database() -> str:
-    """A fresh, migrated bench database and flushed Redis databases, as bench/run.py prepares them."""
-    stack.services_check()
-    database = stack.database_recreate()
-    stack.redis_flush()
-    env = stack.app_env(database=database, public_base_url="http://127.0.0.1:9", sandbox=False)
-    stack.manage("migrate", "--no-input", "-v", "0", env=env)
-    return database
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="The fulfillment floor (no ORM, no Celery) against our worker")
-    parser.add_argument("--transactions", type=int, default=200)
-    parser.add_argument("--processes", type=int, default=2)
-    parser.add_argument("--no-worker", action="store_true", help="the floor only, without the Celery worker's run")
-    args = parser.parse_args(argv)
-    result = order_floor_bench(
-        database=prepared_database(),
-        transactions=args.transactions,
-        processes=args.processes,
-        compare_worker=not args.no_worker,
-    )
-    stack.RESULTS.mkdir(parents=True, exist_ok=True)
-    (stack.RESULTS / "order_floor.json").write_text(json.dumps(result, indent=2, default=str))
-    print(json.dumps(result, indent=2, default=str))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,11 +1,10 @@
-"""Benchmark 2: the floor of the intake's cost, a WSGI handler that only verifies and inserts.
+"""The bare webhook handler: the least a `POST /v1/webhooks` must do, the intake benchmark's yardstick.
 
-`application` is a bare WSGI callable served by the same gunicorn
-configuration under the same load as the real intake: it reads the body,
-checks the HMAC-SHA256 signature (base64, constant-time compare), parses the
-JSON for the columns, and INSERTs one row with psycopg into a table shaped
-like inbox_notification (same columns, indexes and unique key). No Django,
-no broker. The ratio real/floor shows what our stack adds.
+`application` is a bare WSGI callable served by the same gunicorn configuration under the same
+load as our intake (bench/intake.py runs both): it reads the body, checks the HMAC-SHA256
+signature (base64, constant-time compare), parses the JSON for the columns, and INSERTs one row
+with psycopg into a table shaped like inbox_notification (same columns, indexes and unique key).
+No Django, no broker. Our intake's CPU per webhook over this one's is what our stack adds.
 """
 
 import base64
@@ -23,7 +22,7 @@ _DATABASE = os.environ.get("DATABASE_URL", "")
 _MAX = 256 * 1024
 _conn = None
 
-TABLE = "floor_notification"
+TABLE = "bare_notification"
 INSERT = (
     f"INSERT INTO {TABLE} (dedupe_key, event_id, resource_type, resource_id, event_type, event_time, "  # noqa: S608
     "product_name, resource_ref, body, headers, remote_addr, received_at, created_at, updated_at, state, "
