@@ -153,9 +153,13 @@ def _order_write(*, transaction_id: str, loan_number: str, account, kind: str) -
         fields |= {"failure_reason": "The property address could not be found."}
     order = Order.objects.create(**fields)
     if kind in ("completed", "delivered"):
+        result = Delivery.objects.create(
+            order=order, kind=DeliveryKind.RESULT, sequence=1, sent_at=now,
+            state=DeliveryState.CONFIRMED if kind == "completed" else DeliveryState.SENT,
+        )  # fmt: skip
         order.attachments.create(
             position=0, name="report.pdf", mime_type="application/pdf", size=20480, resource_id="res-report",
-            uploaded_at=now, file=f"documents/{transaction_id}/0-report.pdf",
+            uploaded_at=now, file=f"documents/{transaction_id}/0-report.pdf", delivery=result,
         )  # fmt: skip
     if kind == "with_staff":
         for sequence, delivery_kind in enumerate(

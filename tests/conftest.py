@@ -271,6 +271,52 @@ def tasks_sent(monkeypatch):
     return sent
 
 
+def result_of(order, state="pending"):
+    """The delivery of an automated order's result (its documents belong to it), in `state`."""
+    from partner.fulfillment.models import Delivery, DeliveryKind
+
+    return Delivery.objects.create(order=order, kind=DeliveryKind.RESULT, state=state)
+
+
+def order_delivered(transaction_id: str, **fields):
+    """An automated order whose result the service took (sent, its callback not come yet), as the
+    sender leaves it."""
+    from django.utils import timezone
+
+    from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order, OrderStatus
+
+    now = timezone.now()
+    fields = {"status": OrderStatus.RESPONSE_DELIVERED, "prepared_at": now, "delivered_at": now, **fields}
+    order = Order.objects.create(transaction_id=transaction_id, **fields)
+    Delivery.objects.create(
+        order=order, kind=DeliveryKind.RESULT, state=DeliveryState.SENT, sequence=1, sent_at=now, attempts=1
+    )
+    return order
+
+
+def order_ran(*, order_id: int):
+    """One run of the order, as its task makes it (`partner.fulfillment.runs.order_run`); the order as
+    the run left it. A run stopped by a transient error raises it (the task would retry it)."""
+    from partner.fulfillment.models import Order
+    from partner.fulfillment.runs import order_run
+
+    outcome = order_run(order_id=order_id)
+    if outcome.retry is not None:
+        raise outcome.error
+    return Order.objects.get(pk=order_id)
+
+
+def deliveries_sent(*, order_id: int) -> int:
+    """One run of the order, as its task makes it: how many deliveries it sent. A run stopped by a
+    transient error raises it (the task would retry it)."""
+    from partner.fulfillment.runs import order_run
+
+    outcome = order_run(order_id=order_id)
+    if outcome.retry is not None:
+        raise outcome.error
+    return outcome.sent
+
+
 def product_create(*, name="address-verification", fulfiller="address_verification", credentials=True, **fields):
     """A product in our catalog as a pull stores it; with `credentials`, the demo product's user and
     company credential definitions and lender.demo's partner account (LENDER_CREDENTIALS)."""

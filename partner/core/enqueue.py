@@ -1,7 +1,7 @@
 """The one way a task is handed to the broker: by its name, after the transaction that needs it commits.
 
 Each app enqueues its own tasks through one function per task, in its `enqueue.py`
-(`order_fulfill_enqueue`, ...), and each of those calls `enqueue_after_commit` with the
+(`order_run_enqueue`, ...), and each of those calls `enqueue_after_commit` with the
 task's name. Publishing by name keeps the services free of the task modules (which import the
 services), so no app has an import cycle. The row the task works on is committed before any
 worker can look for it, and a broker that refuses the message costs nothing but time: the row

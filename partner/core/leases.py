@@ -5,7 +5,10 @@ UPDATE that only matches while the row's lease is free, so the database decides 
 workers (SQLite and PostgreSQL alike), and sets `claimed_until` LEASE_SECONDS ahead. While it
 works, a thread renews the lease every third of that (`lease_kept`); when the worker dies, the
 renewals stop and the row is free again within LEASE_SECONDS, not after a task's whole time
-limit. A lease that ran out while still set (`claimed_until` in the past, never released) is the mark
+limit. Every write of a lease matches the value its worker last wrote (`Lease`), so a worker
+whose lease ran out and was taken by another writes nothing more, and it confirms its lease in the
+database right before each call that changes another system's state (`Lease.confirm`, the fence).
+A lease that ran out while still set (`claimed_until` in the past, never released) is the mark
 of a worker that died holding the row: every worker's housekeeping loop (the inbox relay)
 looks for such rows every third of LEASE_SECONDS and hands them back at once
 (`leases_expired_hand_back`), whatever the broker does with the dead worker's message (RabbitMQ
@@ -24,7 +27,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, models
-from django.db.models import Q
+from django.db.models import Case, Exists, F, Q, Value, When
 from django.utils import timezone
 
 from partner.core.returning import update_returning
@@ -56,49 +59,138 @@ def lease_free(now: datetime, *, through: str = "") -> Q:
     return Q(**{f"{through}claimed_until__isnull": True}) | Q(**{f"{through}claimed_until__lt": now})
 
 
-def lease_take(queryset: models.QuerySet, **updates) -> bool:
-    """Take the row(s) of `queryset` whose lease is free, applying `updates` in the same UPDATE.
+class LeaseLost(Exception):
+    """This worker no longer holds the row: its lease ran out and another worker may have taken it,
+    or a renewal failed. Whatever it was doing stops before it changes anything more."""
 
-    True when this caller got it; False when another worker holds it or nothing matched.
+
+class Lease:
+    """One worker's hold on one row: `until` is when it runs out, as this worker last wrote it.
+
+    Every write of the lease matches that value (the row's `claimed_until`), so a worker whose lease
+    ran out and was taken by another changes nothing: its renewal, its fence and its release match
+    no row. A renewal that fails (no row matched, or the database away) marks the lease `lost`, and
+    `confirm` refuses from then on: a worker cut off from the database stops instead of going on
+    with a lease it can no longer prove.
     """
+
+    def __init__(self, model: type[models.Model], pk, until: datetime):
+        self._rows = model._default_manager.filter(pk=pk)
+        self.label = f"{model._meta.verbose_name} {pk}"
+        self.until = until
+        self.lost = False
+        self._lock = threading.Lock()
+
+    def _mine(self) -> models.QuerySet:
+        return self._rows.filter(claimed_until=self.until)
+
+    def renew(self, **updates) -> bool:
+        """Push the end of the lease LEASE_SECONDS ahead (with `updates`); False when it is lost."""
+        with self._lock:
+            if self.lost:
+                return False
+            until = lease_until()
+            try:
+                renewed = self._mine().update(claimed_until=until, **updates) > 0
+            except Exception:
+                self.lost = True
+                raise
+            if renewed:
+                self.until = until
+            else:
+                self.lost = True
+            return renewed
+
+    def confirm(self, **updates) -> None:
+        """The fence before a call that changes another system's state: confirm in the database that
+        this worker still holds the row (and renew it, so the call has a whole lease to run in), or
+        raise LeaseLost. `updates` are written in the same statement."""
+        if not self.renew(**updates):
+            raise LeaseLost(f"the lease of {self.label} is no longer this worker's")
+
+    def confirm_with(self, rows: models.QuerySet, **updates) -> None:
+        """The fence, written with a record of what is about to happen: apply `updates` to `rows` (of
+        any model) only while this worker holds the lease, in one statement; LeaseLost when it does
+        not. Unlike `confirm` it does not renew the lease (the renewal thread does)."""
+        with self._lock:
+            if self.lost or not rows.filter(Exists(self._mine())).update(**updates):
+                self.lost = True
+                raise LeaseLost(f"the lease of {self.label} is no longer this worker's")
+
+    def released(self) -> dict:
+        """The lease's release as a field of an UPDATE of the leased row that the caller writes anyway
+        (`claimed_until=…`): the row is freed where this worker still holds it, and left as it is
+        otherwise. The lease counts as released from here on."""
+        with self._lock:
+            held, self.lost = not self.lost, True
+            until = self.until
+        if not held:
+            return {}
+        free = Case(
+            When(claimed_until=until, then=Value(None)), default=F("claimed_until"), output_field=models.DateTimeField()
+        )
+        return {"claimed_until": free}
+
+    def release(self, **updates) -> bool:
+        """Give the row back, applying `updates` in the same UPDATE; False when it was no longer ours
+        (nothing written)."""
+        with self._lock:
+            if self.lost:
+                return False
+            self.lost = True  # from here on, nothing renews it
+            return self._mine().update(claimed_until=None, **updates) > 0
+
+
+def lease_take(queryset: models.QuerySet, **updates) -> Lease | None:
+    """Take the one row of `queryset` if its lease is free, applying `updates` in the same UPDATE.
+
+    The lease, or None when another worker holds it or nothing matched.
+    """
+    taken = lease_take_one(queryset, **updates)
+    return taken[1] if taken else None
+
+
+def lease_take_one(queryset: models.QuerySet, **updates) -> tuple[models.Model, Lease] | None:
+    """Take the one row of `queryset` as `lease_take` does; the row as the UPDATE left it and the
+    lease, or None: one statement (`update_returning`) where taking and reading the row would be two."""
     now = timezone.now()
-    return queryset.filter(lease_free(now)).update(claimed_until=lease_until(now), **updates) > 0
+    until = lease_until(now)
+    rows = update_returning(queryset.filter(lease_free(now)), claimed_until=until, **updates)
+    if not rows:
+        return None
+    row = rows[0]
+    return row, Lease(type(row), row.pk, until)
 
 
-def lease_take_one(queryset: models.QuerySet, **updates) -> models.Model | None:
-    """Take the one row of `queryset` as `lease_take` does, and return it as the UPDATE left it, or
-    None: one statement (`update_returning`) where taking and reading the row would be two."""
-    now = timezone.now()
-    rows = update_returning(queryset.filter(lease_free(now)), claimed_until=lease_until(now), **updates)
-    return rows[0] if rows else None
-
-
-def lease_release(queryset: models.QuerySet, **updates) -> int:
-    """Give the row(s) back, applying `updates` in the same UPDATE."""
-    return queryset.update(claimed_until=None, **updates)
+def lease_of_created(row: models.Model) -> Lease:
+    """The lease of a row this worker created taken (its `claimed_until` set in the INSERT)."""
+    return Lease(type(row), row.pk, row.claimed_until)
 
 
 @contextlib.contextmanager
-def lease_kept(queryset: models.QuerySet):
-    """Renew the lease of the row(s) of `queryset` (taken by this worker) until the block ends."""
+def lease_kept(lease: Lease):
+    """Renew `lease` every third of LEASE_SECONDS until the block ends. A renewal that fails leaves
+    the lease lost (`Lease.renew`): the block's next fence (`Lease.confirm`) stops its work."""
     stop = threading.Event()
 
     def renew():
-        renewed = False
+        used_connection = False
         try:
             while not stop.wait(lease_seconds() / 3):
-                queryset.filter(claimed_until__isnull=False).update(claimed_until=lease_until())
-                renewed = True
-        except Exception as exc:  # the database away: the work goes on, the lease may run out
-            logger.warning("lease renewal stopped (%s)", type(exc).__name__)
+                used_connection = True
+                if not lease.renew():
+                    logger.warning("lease lost: another worker holds the row, or it was released")
+                    return
+        except Exception as exc:  # the database away: the lease is lost, the work stops at its next fence
+            logger.warning("lease renewal failed (%s): the work stops at its next call", type(exc).__name__)
         finally:
-            if renewed and not connection.allow_thread_sharing:
+            if used_connection and not connection.allow_thread_sharing:
                 connection.close()  # this thread's own connection (a shared one belongs to its owner)
 
     thread = threading.Thread(target=renew, name="lease-renewal", daemon=True)
     thread.start()
     try:
-        yield
+        yield lease
     finally:
         stop.set()
         thread.join(timeout=10)

@@ -77,7 +77,6 @@ class OrderAdmin(admin.ModelAdmin):
         "reference_number",
         "response_pretty",
         "prepared_at",
-        "slots_requested_at",
         "delivered_at",
         "completed_at",
         "failed_at",

@@ -23,7 +23,7 @@ class FulfillmentConfig(AppConfig):
         health_warning_register(confirmation_health_warnings)
 
         from partner.core.leases import lease_hand_back_register
-        from partner.fulfillment.recovery.reconciliation import orders_left_hand_back
+        from partner.fulfillment.recovery.sweeps import orders_left_hand_back
 
         lease_hand_back_register("orders", orders_left_hand_back)
 

@@ -7,23 +7,17 @@ is written once. See `partner.core.enqueue` for why tasks are published by name.
 from partner.core.enqueue import enqueue_after_commit
 from partner.core.retries import RATE_LIMITED_SINCE
 
-FULFILL_TASK = "fulfillment.fulfill"
+ORDER_RUN_TASK = "fulfillment.order_run"
 SWEEP_TASK = "fulfillment.sweep"
 RECONCILE_TASK = "fulfillment.reconcile"
-DELIVERIES_TASK = "fulfillment.deliveries_send"
 OVERDUE_TASK = "fulfillment.overdue"
 
 
-def order_fulfill_enqueue(
+def order_run_enqueue(
     order_id: int, *, countdown: float | None = None, rate_limited_since: float | None = None
 ) -> None:
-    """Have a worker run the order's steps that are not done yet, once the caller's transaction commits
-    (and `countdown` seconds later when given). `rate_limited_since`: when the service first asked the
-    order to wait (`partner.core.retries`), carried to the task."""
+    """Have a worker run the order (what is left of its work: its steps, its waiting deliveries) once
+    the caller's transaction commits (and `countdown` seconds later when given). `rate_limited_since`:
+    when the service first asked the order to wait (`partner.core.retries`), carried to the task."""
     waited = {} if rate_limited_since is None else {RATE_LIMITED_SINCE: rate_limited_since}
-    enqueue_after_commit(FULFILL_TASK, countdown=countdown, order_id=order_id, **waited)
-
-
-def deliveries_send_enqueue(order_id: int, *, countdown: float | None = None) -> None:
-    """Have a worker send the staff's deliveries of the order that wait, in order, after commit."""
-    enqueue_after_commit(DELIVERIES_TASK, countdown=countdown, order_id=order_id)
+    enqueue_after_commit(ORDER_RUN_TASK, countdown=countdown, order_id=order_id, **waited)

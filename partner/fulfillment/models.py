@@ -82,7 +82,6 @@ class Order(TimeStampedModel, LeasedModel):
 
     # Each completed step, so that a retry resumes after the last one.
     prepared_at = models.DateTimeField(null=True, blank=True)
-    slots_requested_at = models.DateTimeField(null=True, blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
     failed_at = models.DateTimeField(null=True, blank=True)
@@ -218,11 +217,19 @@ class OrderStep(models.Model):
 
 
 class DeliveryKind(models.TextChoices):
+    RESULT = "result", "Result"  # an automated order's response: the fulfiller's work, its documents
     ACKNOWLEDGEMENT = "acknowledgement", "Acknowledgement"  # the pipeline's first PATCH of a staff-worked order
     STATUS_UPDATE = "status_update", "Status update"  # partnerStatus only
     PARTIAL = "partial", "Partial delivery"  # status processing, with data and documents
     FINAL = "final", "Final delivery"  # status completed: the order is done once the service confirms it
     DECLINE = "decline", "Decline"  # status completed with the reason; the order is declined
+    FAILURE_NOTICE = "failure_notice", "Failure notice"  # partnerStatus only: why the order failed
+
+
+# The deliveries after which nothing more is sent: the order is done (or declined) once they are.
+ENDING_KINDS = (DeliveryKind.RESULT, DeliveryKind.FINAL, DeliveryKind.DECLINE)
+# Made by the pipeline, not by staff: when one fails for good, the order fails with it.
+PIPELINE_KINDS = (DeliveryKind.RESULT, DeliveryKind.ACKNOWLEDGEMENT)
 
 
 class DeliveryState(models.TextChoices):
@@ -233,10 +240,13 @@ class DeliveryState(models.TextChoices):
 
 
 class Delivery(TimeStampedModel):
-    """One PATCH we owe the service for a staff-worked order: stored when staff act, sent by a worker.
+    """One PATCH we owe the service: stored first, sent by a worker (`partner.fulfillment.sending.sender`).
 
-    Sent in creation order, each step recorded (slots requested, each document uploaded, the PATCH),
-    so a worker that dies resumes where it stopped and nothing is sent twice. `sequence` is the
+    Every response is one: an automated order's result, a staff-worked order's acknowledgement, the
+    staff's status updates, partial and final deliveries and declines, and the notice of a failure
+    the lender can act on. Sent in creation order, each step recorded (slots requested, each
+    document uploaded, the PATCH), so a worker that dies resumes where it stopped and nothing is
+    sent twice. `sequence` is the
     number of our PATCHes of the transaction up to this one: a "processed" callback that names the
     response version confirms that delivery, one that does not confirms the latest sent.
     """
@@ -250,7 +260,6 @@ class Delivery(TimeStampedModel):
     created_by = models.CharField(max_length=150, blank=True, help_text="The staff member who made it.")
 
     sequence = models.PositiveIntegerField(null=True, blank=True)
-    slots_requested_at = models.DateTimeField(null=True, blank=True)
     sent_at = models.DateTimeField(null=True, blank=True)
     confirmed_at = models.DateTimeField(null=True, blank=True)
     failed_at = models.DateTimeField(null=True, blank=True)
@@ -267,7 +276,8 @@ class Delivery(TimeStampedModel):
 
     @property
     def final(self) -> bool:
-        return self.kind in (DeliveryKind.FINAL, DeliveryKind.DECLINE)
+        """Nothing is sent after it."""
+        return self.kind in ENDING_KINDS
 
 
 class ReconciliationState(models.Model):

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
-from partner.core.leases import lease_kept, lease_release, lease_take_one
+from partner.core.leases import Lease, lease_kept, lease_take_one
 from partner.core.logging import log_context
 from partner.fulfillment import handlers
 from partner.inbox.models import Notification, NotificationState
@@ -46,7 +46,7 @@ def handler_for(resource_type: str, event_type: str) -> Handler | None:
     return handler_table(settings.SVC_URN_PREFIX).get((resource_type, event_type))
 
 
-def _take(notification_id: int) -> Notification | None:
+def _take(notification_id: int) -> tuple[Notification, Lease] | None:
     return lease_take_one(
         Notification.objects.filter(
             pk=notification_id,
@@ -58,10 +58,9 @@ def _take(notification_id: int) -> Notification | None:
     )
 
 
-def _finish(notification: Notification, state: str, error: str = "") -> None:
+def _finish(lease: Lease, state: str, error: str = "") -> None:
     now = timezone.now()
-    lease_release(
-        Notification.objects.filter(pk=notification.pk),
+    lease.release(
         state=state,
         last_error=error[:2000],
         processed_at=now,
@@ -75,18 +74,19 @@ def notification_process(*, notification_id: int) -> str | None:
     Transient service errors propagate so that the task retries them; the notification waits
     `queued` meanwhile.
     """
-    notification = _take(notification_id)
-    if notification is None:
+    taken = _take(notification_id)
+    if taken is None:
         return None
+    notification, lease = taken
     handler = handler_for(notification.resource_type, notification.event_type)
     if handler is None:
-        _finish(notification, NotificationState.IGNORED)  # an ignored notification replayed from the admin
+        _finish(lease, NotificationState.IGNORED)  # an ignored notification replayed from the admin
         return NotificationState.IGNORED
     txn_id = notification.resource_id if notification.resource_type == transaction_resource_type() else None
     try:
         with (
             log_context(notification_id=notification.pk, transaction_id=txn_id),
-            lease_kept(Notification.objects.filter(pk=notification.pk)),
+            lease_kept(lease),
         ):
             handler(
                 resource_id=notification.resource_id,
@@ -95,17 +95,16 @@ def notification_process(*, notification_id: int) -> str | None:
             )
     except ServiceError as exc:
         if exc.transient:
-            lease_release(
-                Notification.objects.filter(pk=notification.pk),
+            lease.release(
                 state=NotificationState.QUEUED,
                 last_error=str(exc)[:2000],
                 updated_at=timezone.now(),
             )
             raise
-        _finish(notification, NotificationState.FAILED, str(exc))
+        _finish(lease, NotificationState.FAILED, str(exc))
         return NotificationState.FAILED
     except Exception as exc:
-        _finish(notification, NotificationState.FAILED, f"{type(exc).__name__}: {exc}")
+        _finish(lease, NotificationState.FAILED, f"{type(exc).__name__}: {exc}")
         raise
-    _finish(notification, NotificationState.PROCESSED)
+    _finish(lease, NotificationState.PROCESSED)
     return NotificationState.PROCESSED

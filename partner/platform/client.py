@@ -9,8 +9,8 @@ only where repeating them is harmless.
 
 Names: the client's functions are verb first, like the HTTP calls they make
 (`get_transaction`, `patch_response`, `request_upload_slots`, `upload_resource`);
-the domain's services are `<entity>_<action>` (`order_fulfill`,
-`upload_slots_request`, `product_push`), with the same words for the same thing.
+the domain's services are `<entity>_<action>` (`order_run`,
+`order_complete`, `product_push`), with the same words for the same thing.
 """
 
 import json

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from partner.fulfillment.models import Order, OrderStatus
+from partner.fulfillment.models import Order, OrderDocument, OrderStatus
 from partner.sandbox.faults import fault_set
 from partner.sandbox.transactions import transaction_create
 from tests.conftest import wait_for
@@ -57,7 +57,7 @@ def test_a_stopped_worker_finishes_its_order_and_exits_cleanly(demo, service, tm
             product=demo.products["address-verification"], user=demo.users["lender.demo"], loan=demo.loans[2]
         )
         wait_for(
-            lambda: Order.objects.filter(transaction_id=txn.id, slots_requested_at__isnull=False).exists(),
+            lambda: OrderDocument.objects.filter(order__transaction_id=txn.id).exclude(resource_id="").exists(),
             timeout=60,
             message=lambda: f"the order under way; worker log:\n{log.read_text()[-3000:]}",
         )

@@ -20,15 +20,15 @@ def sent(monkeypatch):
 
 def test_nothing_is_published_before_the_commit(sent, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True) as callbacks, transaction.atomic():
-        enqueue_after_commit("fulfillment.fulfill", order_id=7)
+        enqueue_after_commit("fulfillment.order_run", order_id=7)
         assert sent == []
     assert len(callbacks) == 1
-    assert sent == [("fulfillment.fulfill", {"order_id": 7})]
+    assert sent == [("fulfillment.order_run", {"order_id": 7})]
 
 
 def test_a_rolled_back_transaction_publishes_nothing(sent, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True), pytest.raises(RuntimeError), transaction.atomic():
-        enqueue_after_commit("fulfillment.fulfill", order_id=8)
+        enqueue_after_commit("fulfillment.order_run", order_id=8)
         raise RuntimeError
     assert sent == []
 
@@ -39,5 +39,5 @@ def test_a_broker_that_refuses_is_logged_not_raised(monkeypatch, caplog, django_
 
     monkeypatch.setattr(current_app, "send_task", refuse)
     with caplog.at_level(logging.WARNING), django_capture_on_commit_callbacks(execute=True):
-        enqueue_after_commit("fulfillment.fulfill", order_id=9)
+        enqueue_after_commit("fulfillment.order_run", order_id=9)
     assert "left for the sweep" in caplog.text

@@ -217,16 +217,17 @@ def test_a_notification_s_lines_carry_its_id_and_its_transaction_s(partner_json_
 
 @pytest.mark.django_db
 def test_an_order_s_lines_carry_its_order_and_transaction_ids_also_when_it_fails(partner_json_lines, monkeypatch):
-    from partner.fulfillment.automated import pipeline
+    from partner.fulfillment import runs
     from partner.fulfillment.models import FailureCode, Order
+    from partner.fulfillment.orders.services import OrderFailed
 
-    def steps_run(order):
+    def order_prepare(order):
         logging.getLogger("partner.tests.steps").info("working")
-        raise pipeline.OrderFailed(FailureCode.ORDER_REFUSED, "refused by the test")
+        raise OrderFailed(FailureCode.ORDER_REFUSED, "refused by the test")
 
-    monkeypatch.setattr(pipeline, "_steps_run", steps_run)
+    monkeypatch.setattr(runs, "order_prepare", order_prepare)
     order = Order.objects.create(transaction_id="txn-json-logs-2")
-    pipeline.order_fulfill(order_id=order.pk)
+    runs.order_run(order_id=order.pk)
     lines = partner_json_lines()
     working = next(line for line in lines if line["message"] == "working")
     failed = next(line for line in lines if line["logger"] == "partner.fulfillment.orders.services")
@@ -243,6 +244,7 @@ LOCAL = {"DJANGO_DEBUG": "true", "CELERY_BROKER_URL": "memory://", "SENTRY_DSN":
 LOG_A_LINE = """import django, logging
 django.setup()
 from partner.core.logging import log_context, secret_register
+from tests.conftest import order_ran
 secret_register("subprocess-secret-777")
 with log_context(transaction_id="txn-sub"):
     logging.getLogger("partner.sub").warning("value subprocess-secret-777" + chr(27))

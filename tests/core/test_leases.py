@@ -5,48 +5,106 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from partner.core.leases import lease_release, lease_seconds, lease_take
+from partner.core.leases import LeaseLost, lease_kept, lease_seconds, lease_take
 from partner.fulfillment.models import Order
+from tests.conftest import wait_for
 
 
 @pytest.mark.django_db
 def test_a_held_row_cannot_be_taken_until_it_is_released():
     order = Order.objects.create(transaction_id="t-lease")
     rows = Order.objects.filter(pk=order.pk)
-    assert lease_take(rows, attempts=1) is True
-    assert lease_take(rows, attempts=2) is False  # another worker holds it
+    lease = lease_take(rows, attempts=1)
+    assert lease is not None
+    assert lease_take(rows, attempts=2) is None  # another worker holds it
     order.refresh_from_db()
     assert order.attempts == 1
-    assert order.claimed_until > timezone.now() + timedelta(seconds=lease_seconds() - 5)
+    assert order.claimed_until == lease.until > timezone.now() + timedelta(seconds=lease_seconds() - 5)
 
-    lease_release(rows, last_error="done")
+    assert lease.release(last_error="done") is True
     order.refresh_from_db()
     assert (order.claimed_until, order.last_error) == (None, "done")
-    assert lease_take(rows) is True
+    assert lease_take(rows) is not None
 
 
 @pytest.mark.django_db
 def test_an_expired_lease_is_free(settings):
     order = Order.objects.create(transaction_id="t-expired", claimed_until=timezone.now() - timedelta(seconds=1))
-    assert lease_take(Order.objects.filter(pk=order.pk)) is True
+    assert lease_take(Order.objects.filter(pk=order.pk)) is not None
+
+
+@pytest.mark.django_db
+def test_a_lease_another_worker_took_after_it_ran_out_writes_nothing_more():
+    """The fence: a worker whose lease ran out and was taken by another can neither confirm, renew,
+    write beside its fence, nor release it."""
+    order = Order.objects.create(transaction_id="t-fenced")
+    rows = Order.objects.filter(pk=order.pk)
+    mine = lease_take(rows)
+    mine.confirm()  # still mine: confirmed (and renewed)
+    # Cut off past the end of its lease: another worker takes the order.
+    rows.update(claimed_until=timezone.now() - timedelta(seconds=1))
+    theirs = lease_take(rows)
+    assert theirs is not None
+
+    with pytest.raises(LeaseLost):
+        mine.confirm()
+    with pytest.raises(LeaseLost):
+        mine.confirm_with(rows, last_error="written by a worker that lost its lease")
+    assert mine.renew() is False and mine.release(last_error="x") is False
+    order.refresh_from_db()
+    assert order.claimed_until == theirs.until and order.last_error == ""  # the other worker's, untouched
+    theirs.confirm_with(rows, last_error="the holder writes")
+    order.refresh_from_db()
+    assert order.last_error == "the holder writes"
+
+
+@pytest.mark.django_db
+def test_a_lease_released_in_an_update_of_the_row_frees_it_only_while_held():
+    order = Order.objects.create(transaction_id="t-released-in")
+    rows = Order.objects.filter(pk=order.pk)
+    lease = lease_take(rows)
+    rows.update(last_error="recorded", **lease.released())
+    order.refresh_from_db()
+    assert (order.claimed_until, order.last_error) == (None, "recorded")
+    assert lease.released() == {} and lease.release() is False  # released once
+
+    stale = lease_take(rows)
+    rows.update(claimed_until=timezone.now() - timedelta(seconds=1))
+    taken = lease_take(rows)
+    rows.update(last_error="recorded again", **stale.released())
+    order.refresh_from_db()
+    assert order.claimed_until == taken.until  # not freed: another worker holds it
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_working_worker_renews_its_short_lease_and_a_dead_one_loses_it(settings):
-    import time
-
-    from partner.core.leases import lease_kept
-
     settings.LEASE_SECONDS = 0.6  # renewed every 0.2 s
     order = Order.objects.create(transaction_id="t-renewed")
     rows = Order.objects.filter(pk=order.pk)
-    assert lease_take(rows)
-    with lease_kept(rows):
-        time.sleep(1.5)  # well past one lease: only the renewals keep it
-        assert lease_take(rows) is False  # another worker still cannot take it
+    lease = lease_take(rows)
+    first = lease.until
+    with lease_kept(lease):
+        # Renewed twice: the lease now ends after the first one would have.
+        renewals = wait_for(lambda: rows.get().claimed_until > first + timedelta(seconds=0.3), timeout=10)
+        assert renewals and lease_take(rows) is None  # another worker still cannot take it
+        assert not lease.lost
     # The worker is gone (no more renewals): the lease runs out within LEASE_SECONDS.
-    time.sleep(0.8)
-    assert lease_take(rows) is True
+    assert wait_for(lambda: lease_take(rows) is not None, timeout=10, message="the lease to run out")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_renewal_that_finds_the_lease_taken_leaves_it_lost(settings):
+    """A worker paused past its lease (cut off, swapped out) finds at its next renewal that another
+    worker holds the row: its lease is lost, and its next fence refuses."""
+    settings.LEASE_SECONDS = 0.6
+    order = Order.objects.create(transaction_id="t-lost")
+    rows = Order.objects.filter(pk=order.pk)
+    lease = lease_take(rows)
+    with lease_kept(lease):
+        rows.update(claimed_until=timezone.now() + timedelta(seconds=30))  # another worker's now
+        assert wait_for(lambda: lease.lost, timeout=10, message="the renewal to find the lease lost")
+        with pytest.raises(LeaseLost):
+            lease.confirm()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -66,7 +124,7 @@ def test_rows_left_by_a_dead_worker_are_handed_back_once_and_nothing_else_is(tas
     )  # fmt: skip
 
     assert leases_expired_hand_back() == 2
-    assert tasks_sent == [("fulfillment.fulfill", {"order_id": left.pk})]
+    assert tasks_sent == [("fulfillment.order_run", {"order_id": left.pk})]
     left.refresh_from_db()
     note.refresh_from_db()
     assert left.claimed_until is None

@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from partner.fulfillment.enqueue import FULFILL_TASK
+from partner.fulfillment.enqueue import ORDER_RUN_TASK
 from partner.fulfillment.models import FailureCode, Order, OrderStatus
 
 pytestmark = pytest.mark.django_db
@@ -51,7 +51,7 @@ def test_retry_hands_the_failed_order_to_a_worker_after_commit(staff, tasks_sent
 
     for callback in callbacks:
         callback()
-    assert tasks_sent == [(FULFILL_TASK, {"order_id": failed.pk})]  # the failed one only
+    assert tasks_sent == [(ORDER_RUN_TASK, {"order_id": failed.pk})]  # the failed one only
 
 
 @pytest.fixture

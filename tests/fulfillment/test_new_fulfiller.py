@@ -13,11 +13,10 @@ from partner.catalog.fulfiller_keys import fulfiller_choices
 from partner.catalog.models import Product
 from partner.catalog.services import products_pull
 from partner.fulfillment.automated.fulfillers import FULFILLERS
-from partner.fulfillment.automated.pipeline import order_fulfill
 from partner.fulfillment.models import OrderStatus
 from partner.fulfillment.orders.services import order_open
 from partner.ui.forms import order_options_schema
-from tests.conftest import LENDER_CREDENTIALS, product_create
+from tests.conftest import LENDER_CREDENTIALS, order_ran, product_create
 from tests.fulfillment.stamp_fulfiller import StampFulfiller
 
 pytestmark = pytest.mark.django_db
@@ -86,9 +85,9 @@ def test_an_order_runs_through_it(registered, fake_platform):
     product_create(name="stamp", fulfiller="stamp")
     request = {"type": "NEW_REQUEST", "options": {"ink": "blue"}, "credentials": LENDER_CREDENTIALS}
     fake_platform.transaction_add("txn-stamp-1", request=request, product_name="stamp")
-    order, _ = order_open(transaction_id="txn-stamp-1", product_name="stamp")
+    order, _, _ = order_open(transaction_id="txn-stamp-1", product_name="stamp")
 
-    done = order_fulfill(order_id=order.pk)
+    done = order_ran(order_id=order.pk)
 
     assert fake_platform.names() == ["get_transaction", "request_upload_slots", "upload_resource", "patch_response"]
     assert fake_platform.called("request_upload_slots") == [

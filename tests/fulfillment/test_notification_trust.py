@@ -8,11 +8,10 @@
 import pytest
 from django.conf import settings
 
-from partner.fulfillment.automated.pipeline import order_fulfill
 from partner.fulfillment.models import FailureCode, OrderStatus
 from partner.fulfillment.orders.services import order_open
 from partner.platform.formats import DISCLOSURE_ACTION, DISCLOSURE_FORMAT
-from tests.conftest import LENDER_CREDENTIALS, product_create
+from tests.conftest import LENDER_CREDENTIALS, order_ran, product_create
 
 pytestmark = pytest.mark.django_db
 
@@ -31,16 +30,18 @@ def test_a_forged_first_notification_does_not_doom_the_genuine_one(fake_platform
         request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": LENDER_CREDENTIALS},
         product_name="address-verification",
     )
-    forged, _ = order_open(
+    forged, _, _ = order_open(
         transaction_id=TXN, resource_ref="http://169.254.169.254/latest/meta-data", product_name="address-verification"
     )
-    failed = order_fulfill(order_id=forged.pk)
+    failed = order_ran(order_id=forged.pk)
     assert (failed.status, failed.failure_code) == (OrderStatus.FAILED, FailureCode.RESOURCE_OUTSIDE_SERVICE)
     assert fake_platform.names() == []  # nothing was read from the forged address
 
-    genuine, created = order_open(transaction_id=TXN, resource_ref=genuine_ref(), product_name="address-verification")
+    genuine, created, _ = order_open(
+        transaction_id=TXN, resource_ref=genuine_ref(), product_name="address-verification"
+    )
     assert not created and genuine.pk == forged.pk
-    done = order_fulfill(order_id=genuine.pk)
+    done = order_ran(order_id=genuine.pk)
     assert done.status == OrderStatus.RESPONSE_DELIVERED
     assert "reopened" in set(done.steps.values_list("name", flat=True))
 
@@ -48,10 +49,10 @@ def test_a_forged_first_notification_does_not_doom_the_genuine_one(fake_platform
 def test_a_failure_of_the_order_itself_is_not_reopened_by_a_notification(fake_platform):
     product_create()
     fake_platform.transaction_add(TXN, request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": {}})
-    order, _ = order_open(transaction_id=TXN, resource_ref=genuine_ref(), product_name="address-verification")
-    assert order_fulfill(order_id=order.pk).failure_code == FailureCode.CREDENTIALS_INVALID
+    order, _, _ = order_open(transaction_id=TXN, resource_ref=genuine_ref(), product_name="address-verification")
+    assert order_ran(order_id=order.pk).failure_code == FailureCode.CREDENTIALS_INVALID
 
-    again, _ = order_open(transaction_id=TXN, resource_ref=genuine_ref() + "?again", product_name="x")
+    again, _, _ = order_open(transaction_id=TXN, resource_ref=genuine_ref() + "?again", product_name="x")
     again.refresh_from_db()
     assert again.status == OrderStatus.FAILED
 
@@ -74,9 +75,9 @@ def test_the_transaction_record_names_the_product_not_the_notification(fake_plat
     fake_platform.transaction_add(
         TXN, request={"type": "NEW_REQUEST", "loan": LOAN}, product_name="disclosure-delivery"
     )
-    order, _ = order_open(transaction_id=TXN, resource_ref=genuine_ref(), product_name="address-verification")
+    order, _, _ = order_open(transaction_id=TXN, resource_ref=genuine_ref(), product_name="address-verification")
 
-    done = order_fulfill(order_id=order.pk)
+    done = order_ran(order_id=order.pk)
 
     assert done.product_name == "disclosure-delivery"
     assert "upload_resource" not in fake_platform.names()  # no address report went out

@@ -33,7 +33,7 @@ def test_callback_keeps_the_recorded_delivery_time():
 
 def test_retries_exhausted_fail_an_active_order_with_the_last_error():
     from partner.fulfillment.models import FailureCode
-    from partner.fulfillment.orders.services import order_give_up
+    from partner.fulfillment.runs import order_give_up
 
     order = Order.objects.create(transaction_id="t-given-up", status=OrderStatus.IN_PROGRESS)
     order_give_up(order_id=order.pk, error="ServiceUnavailableError: slot request: service unavailable")
@@ -44,7 +44,7 @@ def test_retries_exhausted_fail_an_active_order_with_the_last_error():
 
 
 def test_giving_up_never_undoes_a_completed_order():
-    from partner.fulfillment.orders.services import order_give_up
+    from partner.fulfillment.runs import order_give_up
 
     order = Order.objects.create(transaction_id="t-done", status=OrderStatus.REQUEST_COMPLETED)
     order_give_up(order_id=order.pk, error="late failure")

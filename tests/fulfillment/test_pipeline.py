@@ -15,7 +15,7 @@ import requests
 from django.conf import settings
 
 from partner.catalog.services import products_pull
-from partner.fulfillment.enqueue import FULFILL_TASK
+from partner.fulfillment.enqueue import ORDER_RUN_TASK
 from partner.fulfillment.models import FailureCode, Order, OrderStatus
 from partner.inbox.models import Notification
 from partner.platform.signatures import signature_compute
@@ -244,7 +244,7 @@ def test_reconciliation_from_two_workers_at_once_opens_one_order(demo, tasks_sen
     order = Order.objects.get(transaction_id=txn.id)
     assert sorted(opened) == [0, 1]
     # The loser of the race may hand the same order on too: its lease lets one worker through.
-    assert tasks_sent and all(sent == (FULFILL_TASK, {"order_id": order.pk}) for sent in tasks_sent)
+    assert tasks_sent and all(sent == (ORDER_RUN_TASK, {"order_id": order.pk}) for sent in tasks_sent)
 
 
 def test_resource_ref_outside_the_service_is_refused(demo, signed_post, celery_worker_live, service_calls):

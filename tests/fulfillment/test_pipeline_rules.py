@@ -1,7 +1,7 @@
-"""The pipeline's rules, each on its own, against a fake of the service's client (no HTTP, no worker).
+"""The rules of an order's run, each on its own, against a fake of the service's client (no HTTP, no worker).
 
-`order_fulfill` resumes after the last recorded step, works only an order whose lease it
-takes, retries what is transient and fails what is not. The end-to-end tests over real HTTP and
+A run (`partner.fulfillment.runs.order_run`) resumes after the last recorded step, works only an
+order whose lease it takes, retries what is transient and fails what is not. The end-to-end tests over real HTTP and
 a real worker (`test_pipeline.py`, `test_worker_killed.py`) prove the same path for real; these
 prove each rule in milliseconds and say which one broke.
 """
@@ -13,11 +13,11 @@ from django.conf import settings
 from django.utils import timezone
 
 from partner.fulfillment.automated.fulfillers import FULFILLERS, Attachment, Fulfiller, Fulfillment
-from partner.fulfillment.automated.pipeline import order_fulfill
 from partner.fulfillment.models import FailureCode, Order, OrderStatus, OrderStep
 from partner.fulfillment.orders.services import order_open
+from partner.fulfillment.runs import order_run
 from partner.platform.errors import ServiceUnavailableError, ServiceValidationError
-from tests.conftest import LENDER_CREDENTIALS, product_create
+from tests.conftest import LENDER_CREDENTIALS, order_ran, product_create
 
 pytestmark = pytest.mark.django_db
 
@@ -44,7 +44,7 @@ def order_placed(fake_platform, *, product="address-verification", credentials=L
     fake_platform.transaction_add(
         TXN, request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": credentials}, product_name=product
     )
-    order, _ = order_open(transaction_id=TXN, product_name=product)
+    order, _, _ = order_open(transaction_id=TXN, product_name=product)
     return order
 
 
@@ -59,7 +59,7 @@ def steps(order: Order) -> list[str]:
 
 
 def test_a_full_run_makes_the_four_calls_and_delivers_the_report(fake_platform, order):
-    done = order_fulfill(order_id=order.pk)
+    done = order_ran(order_id=order.pk)
 
     assert fake_platform.names() == FULL_RUN
     assert done.status == OrderStatus.RESPONSE_DELIVERED
@@ -76,11 +76,11 @@ def test_a_full_run_makes_the_four_calls_and_delivers_the_report(fake_platform, 
 def test_resume_after_prepared_does_not_read_the_transaction_again(fake_platform, order):
     fake_platform.fail("request_upload_slots", unavailable("upload slot request"))
     with pytest.raises(ServiceUnavailableError):
-        order_fulfill(order_id=order.pk)
+        order_ran(order_id=order.pk)
     assert fake_platform.names() == ["get_transaction", "request_upload_slots"]
 
     fake_platform.calls.clear()
-    done = order_fulfill(order_id=order.pk)
+    done = order_ran(order_id=order.pk)
 
     assert fake_platform.names() == ["request_upload_slots", "upload_resource", "patch_response"]
     assert done.status == OrderStatus.RESPONSE_DELIVERED
@@ -91,11 +91,11 @@ def test_resume_after_prepared_does_not_read_the_transaction_again(fake_platform
 def test_resume_after_slots_requested_does_not_ask_for_slots_again(fake_platform, order):
     fake_platform.fail("upload_resource", unavailable("upload"))
     with pytest.raises(ServiceUnavailableError):
-        order_fulfill(order_id=order.pk)
+        order_ran(order_id=order.pk)
     [(_, [first_slot_request])] = fake_platform.called("request_upload_slots")
 
     fake_platform.calls.clear()
-    done = order_fulfill(order_id=order.pk)
+    done = order_ran(order_id=order.pk)
 
     assert fake_platform.names() == ["upload_resource", "patch_response"]
     [(slot_id, _)] = fake_platform.called("upload_resource")
@@ -125,11 +125,11 @@ def test_resume_after_one_of_two_uploads_uploads_only_the_other(fake_platform, m
     order = order_placed(fake_platform, product="two-documents")
     fake_platform.fail("upload_resource", unavailable("upload"), after=1)
     with pytest.raises(ServiceUnavailableError):
-        order_fulfill(order_id=order.pk)
+        order_ran(order_id=order.pk)
     assert fake_platform.called("upload_resource")[0] == ("res-1", b"first document")
 
     fake_platform.calls.clear()
-    done = order_fulfill(order_id=order.pk)
+    done = order_ran(order_id=order.pk)
 
     assert fake_platform.names() == ["upload_resource", "patch_response"]
     assert fake_platform.called("upload_resource") == [("res-2", b"second document")]
@@ -139,23 +139,22 @@ def test_resume_after_one_of_two_uploads_uploads_only_the_other(fake_platform, m
 
 
 def test_resume_after_delivered_sends_no_second_patch(fake_platform, order):
-    order_fulfill(order_id=order.pk)
+    order_ran(order_id=order.pk)
     # A worker killed between recording the delivery and moving the status leaves it so.
     Order.objects.filter(pk=order.pk).update(status=OrderStatus.IN_PROGRESS)
 
     fake_platform.calls.clear()
-    again = order_fulfill(order_id=order.pk)
+    order_ran(order_id=order.pk)
 
-    assert again is not None  # the order was taken and looked at
-    assert fake_platform.calls == []
+    assert fake_platform.calls == []  # its one delivery is recorded as sent: nothing left to send
     assert steps(order).count("delivered") == 1
 
 
-def test_a_order_another_worker_holds_is_not_worked(fake_platform, order):
+def test_an_order_another_worker_holds_is_not_worked(fake_platform, order):
     held_until = timezone.now() + timedelta(seconds=60)
     Order.objects.filter(pk=order.pk).update(claimed_until=held_until)
 
-    assert order_fulfill(order_id=order.pk) is None
+    assert 58 <= order_run(order_id=order.pk).held_for <= 60
 
     assert fake_platform.calls == []
     order.refresh_from_db()
@@ -167,7 +166,7 @@ def test_an_expired_lease_is_taken(fake_platform, order):
     # The worker that held it died: its lease ran out a second ago.
     Order.objects.filter(pk=order.pk).update(claimed_until=timezone.now() - timedelta(seconds=1))
 
-    done = order_fulfill(order_id=order.pk)
+    done = order_ran(order_id=order.pk)
 
     assert fake_platform.names() == FULL_RUN
     assert done.status == OrderStatus.RESPONSE_DELIVERED
@@ -178,7 +177,7 @@ def test_a_transient_error_propagates_and_leaves_the_order_active_with_the_lease
     fake_platform.fail("get_transaction", unavailable("transaction retrieval"))
 
     with pytest.raises(ServiceUnavailableError):
-        order_fulfill(order_id=order.pk)
+        order_ran(order_id=order.pk)
 
     order.refresh_from_db()
     assert order.status == OrderStatus.VALIDATION_REQUESTED and not order.failure_code
@@ -186,7 +185,8 @@ def test_a_transient_error_propagates_and_leaves_the_order_active_with_the_lease
     assert "service unavailable" in order.last_error
     # Released, so the task's retry takes it at once.
     fake_platform.calls.clear()
-    assert order_fulfill(order_id=order.pk).status == OrderStatus.RESPONSE_DELIVERED
+    Order.objects.filter(pk=order.pk).update(next_attempt_at=None)
+    assert order_ran(order_id=order.pk).status == OrderStatus.RESPONSE_DELIVERED
     assert fake_platform.names() == FULL_RUN
 
 
@@ -199,7 +199,7 @@ def test_a_permanent_4xx_fails_the_order_with_service_rejected(fake_platform, or
     )
     fake_platform.fail("patch_response", refused)
 
-    done = order_fulfill(order_id=order.pk)  # not raised: nothing to retry
+    done = order_ran(order_id=order.pk)  # not raised: nothing to retry
 
     assert done.status == OrderStatus.FAILED
     assert done.failure_code == FailureCode.SERVICE_REJECTED
@@ -212,7 +212,7 @@ def test_invalid_credentials_fail_the_order_and_tell_the_lender(fake_platform):
     product_create()
     order = order_placed(fake_platform, credentials={**LENDER_CREDENTIALS, "password": "not-the-password-9"})
 
-    done = order_fulfill(order_id=order.pk)
+    done = order_ran(order_id=order.pk)
 
     assert done.status == OrderStatus.FAILED
     assert done.failure_code == FailureCode.CREDENTIALS_INVALID
@@ -235,12 +235,12 @@ def test_an_upload_cut_off_by_a_dead_worker_goes_to_a_fresh_slot(fake_platform, 
         "upload_resource", ServiceUnavailableError("no answer (ReadTimeout)", method="PUT", url=settings.SVC_BASE_URL)
     )
     with pytest.raises(ServiceUnavailableError):
-        order_fulfill(order_id=order.pk)
+        order_ran(order_id=order.pk)
     attachment = OrderDocument.objects.get(order=order)
     assert attachment.upload_started_at is not None and attachment.uploaded_at is None
     first_slot = attachment.resource_id
 
-    done = order_fulfill(order_id=order.pk)
+    done = order_ran(order_id=order.pk)
 
     assert done.status == OrderStatus.RESPONSE_DELIVERED
     new_slot = fake_platform.called("request_upload_slots")[-1]
@@ -259,7 +259,7 @@ def test_a_slot_the_service_says_was_used_goes_to_a_fresh_slot(fake_platform, or
     )
     fake_platform.fail("upload_resource", already)
 
-    done = order_fulfill(order_id=order.pk)
+    done = order_ran(order_id=order.pk)
 
     assert done.status == OrderStatus.RESPONSE_DELIVERED
     assert fake_platform.names() == [
@@ -280,27 +280,27 @@ def test_a_message_for_an_order_another_worker_holds_comes_back_when_the_lease_r
     """A killed worker's message is redelivered at once, while its lease still runs: the task does
     not drop it (the order would wait for the sweep) but comes back when the lease ends."""
     from config.celery import app
-    from partner.fulfillment.tasks import fulfill
+    from partner.fulfillment.tasks import order_run as order_run_task
 
     Order.objects.filter(pk=order.pk).update(claimed_until=timezone.now() + timedelta(seconds=20))
     sent = []
     monkeypatch.setattr(app, "send_task", lambda name, **options: sent.append((name, options)))
 
     with django_capture_on_commit_callbacks(execute=True):
-        fulfill(order_id=order.pk)
+        order_run_task(order_id=order.pk)
 
     assert fake_platform.names() == []  # the holder's work is not done twice
     [(name, options)] = sent
-    assert name == "fulfillment.fulfill" and options["kwargs"] == {"order_id": order.pk}
+    assert name == "fulfillment.order_run" and options["kwargs"] == {"order_id": order.pk}
     assert 19 <= options["countdown"] <= 22
 
 
 def test_a_message_for_a_finished_order_is_dropped(fake_platform, order, monkeypatch):
     from config.celery import app
-    from partner.fulfillment.tasks import fulfill
+    from partner.fulfillment.tasks import order_run as order_run_task
 
     Order.objects.filter(pk=order.pk).update(status=OrderStatus.REQUEST_COMPLETED)
     sent = []
     monkeypatch.setattr(app, "send_task", lambda name, **options: sent.append(name))
-    fulfill(order_id=order.pk)
+    order_run_task(order_id=order.pk)
     assert sent == [] and fake_platform.names() == []

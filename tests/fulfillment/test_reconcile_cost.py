@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 from django.utils import timezone
 
-from partner.fulfillment.enqueue import FULFILL_TASK
+from partner.fulfillment.enqueue import ORDER_RUN_TASK
 from partner.fulfillment.models import Order, OrderStatus, ReconciliationState
 from partner.fulfillment.recovery.reconciliation import MARKER_SIZE, PAGE_SIZE, STATE_NAME, transactions_reconcile
 from partner.platform.errors import ServiceUnavailableError
@@ -88,7 +88,7 @@ def test_the_cheap_pass_costs_one_call_whatever_the_history(demo, service_calls,
     assert run(service_calls) == (5, 1)
     order = Order.objects.get(transaction_id=lost.id)
     assert order.status == OrderStatus.VALIDATION_REQUESTED
-    assert (FULFILL_TASK, {"order_id": order.pk}) in tasks_sent
+    assert (ORDER_RUN_TASK, {"order_id": order.pk}) in tasks_sent
     assert state().position == finished + 6
 
     assert run(service_calls) == (0, 1)  # known now: nothing opened twice

@@ -18,18 +18,16 @@ from django.urls import reverse
 from django.utils import timezone
 
 from partner.catalog.services import partner_account_set
-from partner.fulfillment.automated.pipeline import order_fulfill
 from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order, OrderDocument
 from partner.fulfillment.orders.services import order_open
-from partner.fulfillment.sending.deliveries import deliveries_send
 from partner.platform import formats
 from partner.platform.errors import ServiceValidationError
-from tests.conftest import LENDER_CREDENTIALS, product_create
+from tests.conftest import LENDER_CREDENTIALS, deliveries_sent, order_ran, product_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 QUEUE = "admin:fulfillment_stafforder_changelist"
-SEND_TASK = "fulfillment.deliveries_send"
+SEND_TASK = "fulfillment.order_run"
 PDF = b"%PDF-1.7\n% an appraisal report\n"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 LOAN = {
@@ -74,8 +72,8 @@ def make_order(fake_platform, tasks_sent, settings):
             "options": {"comments": "Gate code 1234", "rush": True},
         }
         fake_platform.transaction_add(transaction_id, request=request, product_name=product)
-        order, _ = order_open(transaction_id=transaction_id, product_name=product)
-        order_fulfill(order_id=order.pk)
+        order, _, _ = order_open(transaction_id=transaction_id, product_name=product)
+        order_ran(order_id=order.pk)
         order.refresh_from_db()
         return order
 
@@ -217,7 +215,7 @@ def test_a_failed_delivery_shows_its_reason_and_can_be_sent_again(staff, taken, 
     fake_platform.fail(
         "patch_response", ServiceValidationError("refused: bad status", status=400, method="PATCH", url="x")
     )
-    deliveries_send(order_id=taken.pk)
+    deliveries_sent(order_id=taken.pk)
     shown = text(staff.get(page(taken.pk)))
     assert "refused: bad status" in shown and "Send again" in shown
 

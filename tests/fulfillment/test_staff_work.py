@@ -14,16 +14,15 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from partner.fulfillment.automated.fulfillers.staff_worked import StaffWorkedFulfiller
-from partner.fulfillment.automated.pipeline import order_fulfill
 from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order, OrderDocument, OrderStatus
 from partner.fulfillment.orders.metrics import ORDERS_FINISHED
 from partner.fulfillment.orders.services import order_open
+from partner.fulfillment.runs import order_run
 from partner.fulfillment.sending.callbacks import order_event_handle
-from partner.fulfillment.sending.deliveries import deliveries_send
 from partner.fulfillment.staff import notices
 from partner.fulfillment.staff import services as staff
 from partner.platform.errors import ServiceUnavailableError, ServiceValidationError
-from tests.conftest import LENDER_CREDENTIALS, product_create
+from tests.conftest import LENDER_CREDENTIALS, deliveries_sent, product_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -71,8 +70,8 @@ def order(fake_platform, settings):
         },
         product_name=product.name,
     )
-    order, _ = order_open(transaction_id=TXN, product_name=product.name)
-    order_fulfill(order_id=order.pk)
+    order, _, _ = order_open(transaction_id=TXN, product_name=product.name)
+    order_run(order_id=order.pk)
     order.refresh_from_db()
     return order
 
@@ -129,9 +128,14 @@ def test_an_order_with_refused_credentials_is_answered_as_today(fake_platform):
         TXN, request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": {"username": "x", "password": "y"}},
         product_name="appraisal",
     )  # fmt: skip
-    order, _ = order_open(transaction_id=TXN, product_name="appraisal")
-    done = order_fulfill(order_id=order.pk)
-    assert done.status == OrderStatus.FAILED and not done.deliveries.exists()
+    order, _, _ = order_open(transaction_id=TXN, product_name="appraisal")
+    order_run(order_id=order.pk)
+    done = Order.objects.get(pk=order.pk)
+    assert done.status == OrderStatus.FAILED
+    # No acknowledgement: the lender is told why, as for an automated order.
+    [notice] = done.deliveries.all()
+    assert (notice.kind, notice.state) == (DeliveryKind.FAILURE_NOTICE, DeliveryState.SENT)
+    assert fake_platform.called("patch_response") == [(TXN, {"partnerStatus": notice.partner_status})]
     assert mail.outbox == []
 
 
@@ -170,9 +174,9 @@ def test_a_status_update_is_stored_then_sent_by_a_worker(fake_platform, order, a
     staff.order_take(order_id=order.pk, user=appraiser)
     delivery = staff.status_update_post(order_id=order.pk, text="  Inspection booked for Tuesday ", user=appraiser)
     assert delivery.state == DeliveryState.PENDING and delivery.partner_status == "Inspection booked for Tuesday"
-    assert ("fulfillment.deliveries_send", {"order_id": order.pk}) in tasks_sent
+    assert ("fulfillment.order_run", {"order_id": order.pk}) in tasks_sent
 
-    assert deliveries_send(order_id=order.pk) == 1
+    assert deliveries_sent(order_id=order.pk) == 1
     update = sent(fake_platform)[-1]
     assert update == {
         "status": "processing",
@@ -181,7 +185,7 @@ def test_a_status_update_is_stored_then_sent_by_a_worker(fake_platform, order, a
     }
     delivery.refresh_from_db()
     assert (delivery.state, delivery.sequence) == (DeliveryState.SENT, 2)
-    assert deliveries_send(order_id=order.pk) == 0  # never sent twice
+    assert deliveries_sent(order_id=order.pk) == 0  # never sent twice
 
 
 @pytest.mark.parametrize(
@@ -241,7 +245,7 @@ def test_a_partial_then_a_final_delivery_each_with_its_documents(fake_platform, 
     assert [d.name for d in partial.attachments.all()] == ["draft.pdf"]
     assert [d.name for d in final.attachments.all()] == ["final.pdf"]
 
-    assert deliveries_send(order_id=order.pk) == 2
+    assert deliveries_sent(order_id=order.pk) == 2
     assert fake_platform.names()[2:] == [
         "request_upload_slots", "upload_resource", "patch_response",
         "request_upload_slots", "upload_resource", "patch_response",
@@ -296,8 +300,8 @@ def test_a_delivery_resumes_after_the_service_was_away_and_is_sent_once(fake_pla
     error = ServiceUnavailableError("PATCH: unavailable", status=503, method="PATCH", url="x")
     fake_platform.fail("patch_response", error)
     with pytest.raises(ServiceUnavailableError):
-        deliveries_send(order_id=order.pk)
-    assert deliveries_send(order_id=order.pk) == 1
+        deliveries_sent(order_id=order.pk)
+    assert deliveries_sent(order_id=order.pk) == 1
     # One slot request and one upload: the retry went on from the PATCH.
     assert fake_platform.names()[2:] == ["request_upload_slots", "upload_resource", "patch_response", "patch_response"]
     assert order.deliveries.get(kind=DeliveryKind.FINAL).state == DeliveryState.SENT
@@ -308,12 +312,12 @@ def test_a_delivery_the_service_refuses_fails_with_its_reason_and_can_be_sent_ag
     delivery = staff.status_update_post(order_id=order.pk, text="Booked", user=appraiser)
     refused = ServiceValidationError("response update: refused", status=400, method="PATCH", url="x")
     fake_platform.fail("patch_response", refused)
-    assert deliveries_send(order_id=order.pk) == 0
+    assert deliveries_sent(order_id=order.pk) == 0
     delivery.refresh_from_db()
     assert delivery.state == DeliveryState.FAILED and "refused" in delivery.failure_reason
 
     staff.delivery_retry(delivery_id=delivery.pk, user=appraiser)
-    assert deliveries_send(order_id=order.pk) == 1
+    assert deliveries_sent(order_id=order.pk) == 1
     delivery.refresh_from_db()
     assert delivery.state == DeliveryState.SENT
 
@@ -324,7 +328,7 @@ def test_a_decline_tells_the_lender_why_and_ends_the_order(fake_platform, order,
         staff.order_decline(order_id=order.pk, reason=" ", user=appraiser)
     declined_before = ORDERS_FINISHED.labels("appraisal", "declined")._value.get()
     staff.order_decline(order_id=order.pk, reason="The property is outside our area", user=appraiser)
-    deliveries_send(order_id=order.pk)
+    deliveries_sent(order_id=order.pk)
     decline = sent(fake_platform)[-1]
     assert decline["status"] == "completed"
     assert decline["partnerStatus"] == "Order declined: The property is outside our area"

@@ -10,9 +10,9 @@ from collections import Counter
 import pytest
 from celery.signals import task_prerun
 
-from partner.fulfillment.enqueue import FULFILL_TASK
+from partner.fulfillment.enqueue import ORDER_RUN_TASK
 from partner.fulfillment.models import FailureCode, Order, OrderStatus
-from partner.fulfillment.tasks import fulfill
+from partner.fulfillment.tasks import order_run
 from partner.inbox.outbox import PROCESS_TASK
 from partner.inbox.tasks import process_notification
 from partner.sandbox.faults import fault_set
@@ -57,8 +57,8 @@ def task_runs():
 def test_more_waits_asked_for_than_retries_still_complete_the_order(
     demo, service_calls, celery_worker_live, quick_backoff, task_runs, status
 ):
-    assert fulfill.max_retries == process_notification.max_retries
-    waits = fulfill.max_retries + 3  # more than a counted budget lets either task run
+    assert order_run.max_retries == process_notification.max_retries
+    waits = order_run.max_retries + 3  # more than a counted budget lets either task run
     # Retry-After: 0, so each wait is only the spread (under a second).
     fault_set(endpoint="transaction", status=status, count=waits, retry_after=0)
     fault_set(endpoint="event", status=status, count=waits, retry_after=0)
@@ -73,19 +73,19 @@ def test_more_waits_asked_for_than_retries_still_complete_the_order(
     assert answered[("transaction", 200)] >= 1 and answered[("event", 200)] == 1
     # The order's task ran past its counted budget (the notification's first run, where the
     # pipeline does one, took one of the waits), and so did the callback's notification task.
-    assert task_runs[FULFILL_TASK] > fulfill.max_retries + 1
+    assert task_runs[ORDER_RUN_TASK] > order_run.max_retries + 1
     assert task_runs[PROCESS_TASK] == 1 + waits + 1  # the transaction's notification, the callback's runs
 
 
 def test_500s_give_the_order_up_after_the_retries(demo, service_calls, celery_worker_live, quick_backoff, task_runs):
     # The sandbox sends Retry-After with every fault: on a 500 it is no wait asked for, so each counts.
-    rule = fault_set(endpoint="transaction", status=500, count=fulfill.max_retries + 5, retry_after=0)
+    rule = fault_set(endpoint="transaction", status=500, count=order_run.max_retries + 5, retry_after=0)
 
     txn = order_placed(demo)
     order = finished(txn.id)
 
     assert order.status == OrderStatus.FAILED and order.failure_code == FailureCode.RETRIES_EXHAUSTED
     assert order.failure_reason.startswith("Gave up after retries")
-    assert task_runs[FULFILL_TASK] == 1 + fulfill.max_retries  # one run and its retries, then no more
+    assert task_runs[ORDER_RUN_TASK] == 1 + order_run.max_retries  # one run and its retries, then no more
     assert FaultRule.objects.get(pk=rule.pk).remaining > 0  # it gave up; the service did not stop failing
     assert {call["status"] for call in service_calls if call_kind(call) == "transaction"} == {500}

@@ -23,7 +23,7 @@ import time
 import pytest
 
 from partner.fulfillment.models import Order, OrderDocument, OrderStatus
-from partner.fulfillment.recovery.reconciliation import orders_sweep
+from partner.fulfillment.recovery.sweeps import orders_sweep
 from partner.sandbox.faults import fault_set, faults_clear
 from partner.sandbox.models import Response, UploadSlot
 from partner.sandbox.transactions import transaction_create

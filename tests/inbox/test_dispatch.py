@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from partner.fulfillment.enqueue import FULFILL_TASK
+from partner.fulfillment.enqueue import ORDER_RUN_TASK
 from partner.fulfillment.models import FailureCode, Order, OrderStatus, OrderStep
 from partner.inbox.dispatch import notification_process
 from partner.inbox.intake import webhook_receive
@@ -20,7 +20,7 @@ from partner.inbox.outbox import notification_replay
 from partner.platform.errors import ServiceUnavailableError
 from partner.platform.signatures import signature_compute
 from partner.platform.urns import event_resource_type, response_processed_event_type, transaction_resource_type
-from tests.conftest import LENDER_CREDENTIALS, product_create
+from tests.conftest import LENDER_CREDENTIALS, order_delivered, product_create
 
 pytestmark = pytest.mark.django_db
 
@@ -108,7 +108,7 @@ def test_a_known_transactions_notification_hands_its_order_to_a_worker_after_com
 
     for callback in callbacks:
         callback()
-    assert tasks_sent == [(FULFILL_TASK, {"order_id": order.pk})]
+    assert tasks_sent == [(ORDER_RUN_TASK, {"order_id": order.pk})]
     assert fake_platform.calls == []  # the worker reads the transaction, not the dispatch
 
 
@@ -133,17 +133,17 @@ def test_a_transient_error_in_the_first_run_goes_to_the_fulfillment_task_and_the
     assert order.claimed_until is None and order.next_attempt_at is not None
     assert "unavailable" in order.last_error
     [(name, kwargs)] = tasks_sent
-    assert (name, kwargs["order_id"]) == (FULFILL_TASK, order.pk)
+    assert (name, kwargs["order_id"]) == (ORDER_RUN_TASK, order.pk)
     assert kwargs["rate_limited_since"] > 0  # the service asked for the wait: the task's patience starts now
 
 
 def test_an_unexpected_error_in_the_first_run_fails_the_order_not_the_notification(fake_platform, monkeypatch):
-    from partner.fulfillment.automated import pipeline
+    from partner.fulfillment import runs
 
     def broken(order):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(pipeline, "_steps_run", broken)
+    monkeypatch.setattr(runs, "order_prepare", broken)
     notification = transaction_created()
 
     assert notification_process(notification_id=notification.pk) == NotificationState.PROCESSED
@@ -165,7 +165,7 @@ def test_an_unexpected_error_in_the_first_run_fails_the_order_not_the_notificati
 def test_an_event_notification_completes_the_order_only_when_the_response_was_processed(
     fake_platform, event_type, status
 ):
-    order = Order.objects.create(transaction_id=TXN, status=OrderStatus.RESPONSE_DELIVERED)
+    order = order_delivered(TXN)
     fake_platform.events[(TXN, EVENT)] = event_type
     notification = event_created()
 
@@ -234,7 +234,7 @@ def test_a_notification_whose_lease_ran_out_is_taken(fake_platform, tasks_sent):
 
 
 def test_a_transient_error_leaves_the_notification_queued_with_the_lease_released(fake_platform):
-    Order.objects.create(transaction_id=TXN, status=OrderStatus.RESPONSE_DELIVERED)
+    order_delivered(TXN)
     fake_platform.events[(TXN, EVENT)] = response_processed_event_type()
     fake_platform.fail("get_event", ServiceUnavailableError("event retrieval: service unavailable", status=503))
     notification = event_created()

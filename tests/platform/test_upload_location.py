@@ -10,14 +10,13 @@ import socket
 
 import pytest
 
-from partner.fulfillment.automated.pipeline import order_fulfill
 from partner.fulfillment.models import FailureCode, OrderStatus
 from partner.fulfillment.orders.services import order_open
 from partner.platform import client
 from partner.platform.errors import ServiceError, ServiceUnavailableError
 from partner.platform.locations import UploadLocationRefusedError, upload_location_check
 from partner.platform.types import UploadSlot
-from tests.conftest import LENDER_CREDENTIALS, product_create
+from tests.conftest import LENDER_CREDENTIALS, order_ran, product_create
 from tests.core.test_settings import PRODUCTION, SETTINGS, run_django
 
 from .conftest import Reply
@@ -257,9 +256,9 @@ def test_the_order_fails_for_good_on_a_refused_location(
         request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": LENDER_CREDENTIALS},
         product_name="address-verification",
     )
-    order, _ = order_open(transaction_id="txn-location-1", product_name="address-verification")
+    order, _, _ = order_open(transaction_id="txn-location-1", product_name="address-verification")
 
-    done = order_fulfill(order_id=order.pk)  # not raised: nothing to retry
+    done = order_ran(order_id=order.pk)  # not raised: nothing to retry
 
     assert done.status == OrderStatus.FAILED and done.failure_code == FailureCode.SERVICE_REJECTED
     assert done.failure_reason.startswith(

@@ -10,12 +10,10 @@ from the sandbox).
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from partner.fulfillment.automated.pipeline import order_fulfill
 from partner.fulfillment.orders.services import order_open
-from partner.fulfillment.sending.deliveries import deliveries_send
 from partner.fulfillment.staff import services as staff
 from partner.sandbox.origins import origin_create
-from tests.conftest import LENDER_CREDENTIALS
+from tests.conftest import LENDER_CREDENTIALS, deliveries_sent, order_ran
 
 PDF = b"%PDF-1.7\n% an appraisal report\n"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
@@ -49,8 +47,8 @@ def staff_order(fake, *, transaction_id: str, product_name: str):
         request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": LENDER_CREDENTIALS},
         product_name=product_name,
     )
-    order, _ = order_open(transaction_id=transaction_id, product_name=product_name)
-    order_fulfill(order_id=order.pk)
+    order, _, _ = order_open(transaction_id=transaction_id, product_name=product_name)
+    order_ran(order_id=order.pk)
     order.refresh_from_db()
     return order
 
@@ -88,4 +86,4 @@ class Worker:
         return staff.order_decline(order_id=self.order.pk, reason=reason, user=self.user)
 
     def send(self) -> int | None:
-        return deliveries_send(order_id=self.order.pk)
+        return deliveries_sent(order_id=self.order.pk)

@@ -11,6 +11,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from tests.conftest import result_of
 from tests.ui.conftest import ARTIFACTS
 from tests.ui.test_browser import WAIT_MS, Host, app_state
 
@@ -114,7 +115,12 @@ def test_a_failed_order_says_what_happened_in_plain_words_and_follows_a_staff_re
     )
     # Uploaded for the response that never reached the service: not the lender's.
     order.attachments.create(
-        position=0, name="undelivered.pdf", mime_type="application/pdf", resource_id="r-1", uploaded_at=now
+        delivery=result_of(order, "failed"),
+        position=0,
+        name="undelivered.pdf",
+        mime_type="application/pdf",
+        resource_id="r-1",
+        uploaded_at=now,
     )
     page.set_viewport_size({"width": 400, "height": 900})
     host = open_existing(page, service, transaction.id)

@@ -14,6 +14,7 @@ from partner.fulfillment.models import FailureCode, Order, OrderStatus
 from partner.ui.outcomes import failure_explained
 from partner.ui.progress import transaction_progress_get
 from partner.ui.selectors import earlier_orders_list
+from tests.conftest import result_of
 
 PRODUCT = "address-verification"
 FINDINGS = [
@@ -83,7 +84,14 @@ def test_a_failed_delivery_offers_no_document():
     """The report was uploaded, then the PATCH failed for good: the lender never got it."""
     now = timezone.now()
     order = order_make(status=OrderStatus.FAILED, failed_at=now, failure_code=FailureCode.RETRIES_EXHAUSTED)
-    order.attachments.create(position=0, name="r.pdf", mime_type="application/pdf", resource_id="x", uploaded_at=now)
+    order.attachments.create(
+        delivery=result_of(order, "failed"),
+        position=0,
+        name="r.pdf",
+        mime_type="application/pdf",
+        resource_id="x",
+        uploaded_at=now,
+    )
     body = view()
     assert body["attachments"] == [] and body["timeline"] == []
 

@@ -11,6 +11,7 @@ import pytest
 from partner.sandbox.faults import fault_set, faults_clear
 from partner.sandbox.models import Loan
 from partner.sandbox.origins import origin_create, origin_expire
+from tests.conftest import result_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -159,6 +160,7 @@ def test_progress_shows_the_order_state_and_attachments(demo, client):
         transaction_id="tx-progress-1", product_name="address-verification", status=OrderStatus.REQUEST_COMPLETED
     )
     order.attachments.create(
+        delivery=result_of(order, "confirmed"),
         position=0,
         name="address-report.pdf",
         mime_type="application/pdf",

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from partner.sandbox.origins import origin_create
 from partner.ui.panel_sessions import PanelSession, PanelSessionInvalid, panel_session_issue, panel_session_read
+from tests.conftest import result_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -46,7 +47,13 @@ def delivered_order(transaction_id="txn-panel-1", *, loan_number="DEMO-1001", us
         response={"partnerStatus": "Address verified"},
     )
     order.attachments.create(
-        position=0, name="report.pdf", mime_type="application/pdf", size=8, resource_id="res-1", uploaded_at=now
+        delivery=result_of(order, "confirmed"),
+        position=0,
+        name="report.pdf",
+        mime_type="application/pdf",
+        size=8,
+        resource_id="res-1",
+        uploaded_at=now,
     )
     return order
 

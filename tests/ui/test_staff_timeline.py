@@ -22,6 +22,7 @@ from django.utils import timezone
 from partner.fulfillment.models import DeliveryState, Order, OrderDocument, OrderStatus
 from partner.platform.errors import ServiceValidationError
 from partner.ui.progress import transaction_progress_get
+from tests.conftest import result_of
 from tests.fakes import FakePlatform
 from tests.ui.staff_orders import PDF, PNG, Worker, launched, origin_headers, staff_order, staff_product_name
 
@@ -268,7 +269,9 @@ def test_an_automated_orders_report_downloads_once_delivered(demo, client, setti
     order = Order.objects.create(
         transaction_id="txn-automated-1", product_name="address-verification", status=OrderStatus.IN_PROGRESS
     )
-    report = OrderDocument(order=order, position=0, name="address-report.pdf", mime_type="application/pdf")
+    report = OrderDocument(
+        order=order, delivery=result_of(order), position=0, name="address-report.pdf", mime_type="application/pdf"
+    )
     report.size = len(PDF)
     report.file.save("address-report.pdf", ContentFile(PDF), save=False)
     report.uploaded_at = timezone.now()

@@ -3,10 +3,10 @@
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from partner.core.leases import lease_free, lease_remaining, stalled_before
+from partner.core.leases import lease_free, stalled_before
 from partner.fulfillment.models import ACTIVE_STATUSES, Delivery, DeliveryState, Order, OrderStatus
 
 # What the lender sees, step by step.
@@ -46,27 +46,22 @@ def order_view(transaction_id: str) -> dict | None:
     }
 
 
+def work_left() -> Q:
+    """Orders with work left for a run: not yet prepared, or with a delivery waiting to be sent."""
+    waiting = Delivery.objects.filter(order=OuterRef("pk"), state=DeliveryState.PENDING)
+    return Q(status__in=ACTIVE_STATUSES, prepared_at__isnull=True) | Q(Exists(waiting))
+
+
 def orders_stalled():
-    """Active orders no worker holds and no retry is due for, untouched for STALL_SECONDS: their
-    task was lost."""
+    """Orders with work left that no worker holds and no retry is due for, untouched for
+    STALL_SECONDS: their task was lost."""
     now = timezone.now()
     stalled = stalled_before()
+    waiting = Delivery.objects.filter(order=OuterRef("pk"), state=DeliveryState.PENDING, updated_at__lt=stalled)
     return Order.objects.filter(
+        Q(status__in=ACTIVE_STATUSES, prepared_at__isnull=True, updated_at__lt=stalled) | Q(Exists(waiting)),
         lease_free(now),
         Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lt=stalled),
-        status__in=ACTIVE_STATUSES,
-        updated_at__lt=stalled,
-    )
-
-
-def deliveries_stalled():
-    """Staff deliveries waiting to be sent for STALL_SECONDS with no worker holding their order."""
-    stalled = stalled_before()
-    return Delivery.objects.filter(
-        lease_free(timezone.now(), through="order__"),
-        state=DeliveryState.PENDING,
-        updated_at__lt=stalled,
-        order__status=OrderStatus.WITH_STAFF,
     )
 
 
@@ -82,8 +77,3 @@ def confirmation_health_warnings() -> list[str]:
     if not count:
         return []
     return [f"{count} delivered order(s) await the service's confirmation (see the orders' admin)"]
-
-
-def order_held_for(order_id: int) -> float:
-    """Seconds until another worker's lease on an active order runs out (0: free, or finished)."""
-    return lease_remaining(Order.objects.filter(pk=order_id, status__in=ACTIVE_STATUSES))

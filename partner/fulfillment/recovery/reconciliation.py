@@ -1,9 +1,5 @@
-"""Nothing accepted is lost: re-enqueue stalled orders, and start transactions we never heard of.
+"""Nothing accepted is lost: start the transactions we never heard of, complete the ones we missed.
 
-`orders_left_hand_back` enqueues at once the active orders whose worker died holding them
-(their lease ran out unreleased; every worker looks every few seconds). `orders_sweep` finds
-active orders whose task was lost (broker down when it was enqueued, or a worker killed
-before it took the order: see `partner.core.leases`) and enqueues them again.
 `transactions_reconcile` reads the service's transaction list (endpoint #7) and opens an order
 for each unfinished transaction we have none for, so a lost webhook delays an order and never
 loses it; it also completes a delivered order whose "processed" callback was lost, when the list
@@ -47,10 +43,8 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from partner.core.leases import leases_expired_free
-from partner.fulfillment.enqueue import deliveries_send_enqueue, order_fulfill_enqueue
-from partner.fulfillment.models import ACTIVE_STATUSES, FINAL_STATUSES, Order, OrderStatus, ReconciliationState
-from partner.fulfillment.orders.selectors import deliveries_stalled, orders_awaiting_confirmation, orders_stalled
+from partner.fulfillment.models import FINAL_STATUSES, Order, ReconciliationState
+from partner.fulfillment.orders.selectors import orders_awaiting_confirmation
 from partner.fulfillment.orders.services import order_complete, order_open
 from partner.platform import client
 from partner.platform.errors import ServiceError
@@ -75,32 +69,6 @@ class ListChanged(Exception):
     """The list is not as the saved position says: the cheap pass cannot trust positions."""
 
 
-def orders_left_hand_back() -> int:
-    """Hand the orders whose worker died holding them to a worker again (the pipeline for an
-    active one, the sending of the staff's deliveries for one with staff); how many."""
-    ids = leases_expired_free(Order.objects.filter(status__in=ACTIVE_STATUSES))
-    for order_id in ids:
-        order_fulfill_enqueue(order_id)
-    sending = leases_expired_free(Order.objects.filter(status=OrderStatus.WITH_STAFF))
-    for order_id in sending:
-        deliveries_send_enqueue(order_id)
-    return len(ids) + len(sending)
-
-
-def orders_sweep(*, limit: int = 500) -> int:
-    """Hand every stalled order to a worker again; how many."""
-    ids = list(orders_stalled().values_list("pk", flat=True)[:limit])
-    for order_id in ids:
-        order_fulfill_enqueue(order_id)
-    # Staff deliveries whose message was lost (the broker away when staff acted).
-    sending = list(deliveries_stalled().values_list("order_id", flat=True).distinct()[:limit])
-    for order_id in sending:
-        deliveries_send_enqueue(order_id)
-    if ids or sending:
-        logger.info("sweep: %d stalled order(s), %d order(s) with deliveries enqueued again", len(ids), len(sending))
-    return len(ids) + len(sending)
-
-
 def _product_name(item: dict) -> str:
     product = item.get("product")
     return str(product.get("name") or "") if isinstance(product, dict) else ""
@@ -118,7 +86,7 @@ def _unknown_open(batch: list[dict]) -> int:
     for item in batch:
         if item["id"] in known or _finished(item):
             continue
-        _, created = order_open(transaction_id=item["id"], product_name=_product_name(item))
+        _, created, _ = order_open(transaction_id=item["id"], product_name=_product_name(item))
         if created:
             opened += 1
             logger.warning("reconcile: transaction %s had no order (webhook lost?)", item["id"])

@@ -2,9 +2,10 @@
 
 A staff-worked order's deliveries count once the service took them (sent, or confirmed by its
 "processed" callback); a delivery still waiting, or refused for good, never reached the lender and is
-not shown. An automated order has one response: it counts once delivered, with its documents (its
-attachments, which no `Delivery` row takes). Documents are shown and downloaded by the same rule, so
-the lender never reads a document staff attached and have not delivered.
+not shown (nor is a failure notice: the lender's view says why an order failed in its own words). An
+automated order has one response, its result: it counts once delivered, with its documents.
+Documents are shown and downloaded by the same rule, so the lender never reads a document staff
+attached and have not delivered.
 """
 
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from datetime import datetime
 
 from django.db.models import Q
 
-from partner.fulfillment.models import DeliveryState, Order, OrderDocument, OrderStatus
+from partner.fulfillment.models import DeliveryKind, DeliveryState, Order, OrderDocument, OrderStatus
 
 DELIVERED_STATES = (DeliveryState.SENT, DeliveryState.CONFIRMED)
 RESPONSE_DELIVERED_STATUSES = (OrderStatus.RESPONSE_DELIVERED, OrderStatus.REQUEST_COMPLETED)
@@ -60,6 +61,7 @@ def deliveries_delivered(order: Order) -> list[DeliveredEntry]:
     documents: one query (deliveries joined with their documents), however many there are."""
     rows = (
         order.deliveries.filter(state__in=DELIVERED_STATES)
+        .exclude(kind__in=[DeliveryKind.RESULT, DeliveryKind.FAILURE_NOTICE])
         .order_by("sequence", "sent_at", "id", "attachments__position")
         .values_list(*_ENTRY_FIELDS, *_JOINED_DOCUMENT_FIELDS)
     )
@@ -77,7 +79,7 @@ def deliveries_delivered(order: Order) -> list[DeliveredEntry]:
 def documents_uploaded(order: Order) -> list[OrderDocument]:
     """An automated order's documents the service has a copy of (uploaded), by position."""
     return list(
-        order.attachments.filter(delivery__isnull=True, uploaded_at__isnull=False)
+        order.attachments.filter(delivery__kind=DeliveryKind.RESULT, uploaded_at__isnull=False)
         .only(*DOCUMENT_FIELDS)
         .order_by("position")
     )
@@ -90,9 +92,9 @@ def response_documents(order: Order) -> list[OrderDocument]:
 
 def _document_delivered() -> Q:
     """A document of a delivery the service took, or of an automated order's delivered response."""
-    staff_delivered = Q(delivery__state__in=DELIVERED_STATES)
+    staff_delivered = Q(delivery__state__in=DELIVERED_STATES) & ~Q(delivery__kind=DeliveryKind.RESULT)
     response = (
-        Q(delivery__isnull=True, uploaded_at__isnull=False, order__staff_worked=False)
+        Q(delivery__kind=DeliveryKind.RESULT, uploaded_at__isnull=False, order__staff_worked=False)
         & (Q(order__delivered_at__isnull=False) | Q(order__status__in=RESPONSE_DELIVERED_STATUSES))
     )  # fmt: skip
     return staff_delivered | response

@@ -1,65 +1,21 @@
-"""A staff-worked order's events: acknowledged, its deliveries confirmed, staff told by e-mail.
+"""What staff are told of the orders they work, by e-mail: a new order, an order past its due time.
 
-The pipeline calls `acknowledgement_record` once its acknowledgement PATCH went out; the callback
-handling calls `delivery_confirm` for each "processed" event of a staff-worked order; the periodic
+The sender tells staff of a new order once its acknowledgement went out (`staff_tell`); the periodic
 `overdue_tell` e-mails staff of orders past their due time, once each. E-mails carry a reference and
-a link, never borrowers' data.
+a link, never borrowers' data. `due_at` is when a staff-worked order is due (the product's
+turnaround from the order's arrival).
 """
 
 from datetime import timedelta
 
 from django.conf import settings
 from django.core.mail import send_mail
-from django.db import transaction
-from django.db.models import Max
 from django.urls import reverse
 from django.utils import timezone
 
 from partner.catalog.selectors import product_get
-from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order, OrderStatus
-from partner.fulfillment.orders.services import order_complete, step_record
-
-PARTNER_STATUS_MAX = 500
-
-
-def response_version_next(order: Order) -> int:
-    """The number our next PATCH of the transaction will be (the acknowledgement is 1)."""
-    return (order.deliveries.aggregate(last=Max("sequence"))["last"] or 0) + 1
-
-
-def acknowledgement_record(order: Order, *, response: dict, now) -> None:
-    """The pipeline sent the acknowledgement: the order is with staff, and they are told."""
-    sequence = response_version_next(order)
-    Delivery.objects.create(
-        order=order,
-        kind=DeliveryKind.ACKNOWLEDGEMENT,
-        state=DeliveryState.SENT,
-        partner_status=str(response.get("partnerStatus", ""))[:PARTNER_STATUS_MAX],
-        sequence=sequence,
-        sent_at=now,
-    )
-    step_record(order, "acknowledged", str(response.get("partnerStatus", "")))
-    transaction.on_commit(lambda: staff_tell(order, "New order"))
-
-
-def delivery_confirm(order: Order, *, event_id: str, version=None) -> Delivery | None:
-    """A "processed" callback: it confirms the delivery of its response version, or the latest sent
-    one when it names none. The order completes when its final delivery is confirmed."""
-    sent = order.deliveries.filter(state__in=[DeliveryState.SENT, DeliveryState.CONFIRMED]).exclude(sequence=None)
-    delivery = None
-    if isinstance(version, int) and not isinstance(version, bool):
-        delivery = sent.filter(sequence=version).first()
-    if delivery is None:
-        delivery = sent.filter(state=DeliveryState.SENT).order_by("-sequence").first()
-    if delivery is None:
-        step_record(order, "event", f"processed ({event_id}), no delivery waiting for it")
-        return None
-    if delivery.state == DeliveryState.SENT:
-        Delivery.objects.filter(pk=delivery.pk).update(state=DeliveryState.CONFIRMED, confirmed_at=timezone.now())
-        step_record(order, "confirmed", f"{delivery.get_kind_display()} ({event_id})")
-    if delivery.kind == DeliveryKind.FINAL:
-        order_complete(transaction_id=order.transaction_id, event_id=event_id)
-    return delivery
+from partner.fulfillment.models import Order, OrderStatus
+from partner.fulfillment.orders.history import step_record
 
 
 def due_at(product, start) -> object:

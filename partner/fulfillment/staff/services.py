@@ -2,7 +2,7 @@
 
 Every rule of a staff action lives here, called by the admin's pages (thin views) and by tests
 directly. An action that sends something to the service is stored first, as a `Delivery`, and
-sent by a worker after the transaction commits (`partner.fulfillment.sending.deliveries`): a refused
+sent by a worker after the transaction commits (`partner.fulfillment.sending.sender`): a refused
 action changes nothing, an accepted one is never lost and never sent twice.
 
 Rules:
@@ -26,7 +26,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from partner.catalog.selectors import product_get
-from partner.fulfillment.enqueue import deliveries_send_enqueue
+from partner.fulfillment.enqueue import order_run_enqueue
 from partner.fulfillment.models import (
     Delivery,
     DeliveryKind,
@@ -35,7 +35,8 @@ from partner.fulfillment.models import (
     OrderDocument,
     OrderStatus,
 )
-from partner.fulfillment.orders.services import step_record
+from partner.fulfillment.orders.history import step_record
+from partner.fulfillment.orders.states import delivery_move
 from partner.platform import formats
 
 logger = logging.getLogger(__name__)
@@ -247,7 +248,7 @@ def result_problems(order: Order, result: dict | None) -> list[str]:
 
 def _delivery_store(order: Order, *, kind: str, user, **fields) -> Delivery:
     delivery = Delivery.objects.create(order=order, kind=kind, created_by=_actor(user), **fields)
-    deliveries_send_enqueue(order.pk)
+    order_run_enqueue(order.pk)
     return delivery
 
 
@@ -309,19 +310,7 @@ def delivery_retry(*, delivery_id: int, user) -> Delivery:
             raise StaffActionRefused(f"The order is {order.status_phrase}: nothing more can be sent.")
         if order.assigned_to_id != user.pk:
             raise StaffActionRefused("Take the order first.")
-        Delivery.objects.filter(pk=delivery.pk).update(state=DeliveryState.PENDING, failed_at=None, failure_reason="")
-        deliveries_send_enqueue(order.pk)
+        delivery_move(Delivery.objects.filter(pk=delivery.pk), DeliveryState.PENDING, failed_at=None, failure_reason="")
+        order_run_enqueue(order.pk)
         step_record(order, "delivery_retry", delivery.get_kind_display(), actor=_actor(user))
     return delivery
-
-
-def deliveries_give_up(*, order_id: int, error: str) -> None:
-    """The sending task's retries ran out: the delivery it stopped at is failed, staff see why."""
-    delivery = Delivery.objects.filter(order_id=order_id, state=DeliveryState.PENDING).order_by("id").first()
-    if delivery is not None:
-        Delivery.objects.filter(pk=delivery.pk).update(
-            state=DeliveryState.FAILED,
-            failed_at=timezone.now(),
-            failure_reason=f"Gave up after retries: {error}"[:2000],
-        )
-        step_record(delivery.order, "delivery_failed", f"{delivery.get_kind_display()}: gave up after retries")

@@ -1,0 +1,48 @@
+"""An order's history for the people who read it: one `OrderStep` row per step, failure or action.
+
+A worker's run writes its steps together when it ends (`steps_batched`): one INSERT for the run
+instead of one per step. The order's own times (prepared_at, delivered_at, …) and its documents'
+and deliveries' are what a resumed run reads; the steps are the history staff read.
+"""
+
+import contextlib
+import contextvars
+
+from django.db.models import DateTimeField, F, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from partner.fulfillment.models import Order, OrderStep
+
+_batched_steps: contextvars.ContextVar[list[OrderStep] | None] = contextvars.ContextVar("steps", default=None)
+
+
+def step_record(order: Order, name: str, detail: str = "", *, actor: str = "") -> None:
+    step = OrderStep(order=order, name=name, detail=detail[:2000], actor=actor[:150], created_at=timezone.now())
+    batch = _batched_steps.get()
+    if batch is not None:
+        batch.append(step)
+    else:
+        step.save()
+
+
+@contextlib.contextmanager
+def steps_batched():
+    """Hold the steps recorded in the block and write them in one INSERT when it ends, however it
+    ends. A worker killed in the block loses that run's history lines, never its progress."""
+    if _batched_steps.get() is not None:  # inside another batch: its end writes these too
+        yield
+        return
+    batch: list[OrderStep] = []
+    token = _batched_steps.set(batch)
+    try:
+        yield
+    finally:
+        _batched_steps.reset(token)
+        if batch:
+            OrderStep.objects.bulk_create(batch)
+
+
+def first_time(field: str, now):
+    """An update expression that keeps an earlier time in `field` and sets `now` otherwise."""
+    return Coalesce(F(field), Value(now, output_field=DateTimeField()))

@@ -1,0 +1,157 @@
+"""An order's run: whatever is left of its work, by one worker at a time, and what happens when it stops.
+
+One way to run an order, whoever runs it: the inbox's task for the first run of a new order
+(`order_work`, in the task of the webhook that created it, on the lease it was created with), and
+the order's task for every other run (`order_run`: a retry, a staff member's delivery, a run handed
+back from a dead worker, the sweep). A run holds the order's lease (`partner.core.leases`) and does
+what is not yet done, in this order:
+
+1. prepare the order, if it is new (`automated.pipeline.order_prepare`): read, check, work, store
+   the response and the delivery that sends it; a permanent refusal fails the order, with a notice
+   for the lender where they can act on it;
+2. send every delivery that waits (`sending.sender.deliveries_send`): the result, the acknowledgement,
+   the staff's deliveries, the failure notice.
+
+When a run stops on an error, one function decides what comes next (`_stopped`): a transient
+service error is run again later (the rule of `partner.core.retries`: the wait the service asked
+for, or a counted backoff), until the retries are spent; then, or on an unexpected error, the run
+gives up: the order fails ("gave up after retries"), or, when the order is with staff, the delivery
+it stopped at fails and staff may send it again.
+"""
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import F
+from django.utils import timezone
+
+from partner.core.leases import Lease, LeaseLost, lease_kept, lease_remaining, lease_take_one
+from partner.core.logging import log_context
+from partner.core.retries import RetryPlan, retry_plan
+from partner.fulfillment.automated.pipeline import order_prepare
+from partner.fulfillment.models import (
+    ACTIVE_STATUSES,
+    PIPELINE_KINDS,
+    Delivery,
+    DeliveryState,
+    FailureCode,
+    Order,
+)
+from partner.fulfillment.orders.history import step_record, steps_batched
+from partner.fulfillment.orders.selectors import work_left
+from partner.fulfillment.orders.services import OrderFailed, order_fail
+from partner.fulfillment.orders.states import delivery_move
+from partner.fulfillment.sending.sender import deliveries_send, deliveries_waiting
+from partner.platform.errors import ServiceError
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How a run ended: how many deliveries it `sent`; `retry` when it is to run again (and `error`,
+    why); `held_for` when another worker holds the order (seconds until that lease runs out)."""
+
+    sent: int = 0
+    retry: RetryPlan | None = None
+    error: Exception | None = None
+    held_for: float = 0.0
+
+
+def order_run(*, order_id: int, retries: int = 0, rate_limited_since: float | None = None) -> RunOutcome:
+    """Take the order and do what is left of its work (the order's task). Another worker holding it
+    is told by `held_for`; an order with nothing left is left alone."""
+    taken = lease_take_one(
+        Order.objects.filter(work_left(), pk=order_id), attempts=F("attempts") + 1, next_attempt_at=None
+    )
+    if taken is None:
+        return RunOutcome(held_for=lease_remaining(Order.objects.filter(pk=order_id)))
+    order, lease = taken
+    return order_work(order, lease, retries=retries, rate_limited_since=rate_limited_since)
+
+
+def order_work(order: Order, lease: Lease, *, retries: int = 0, rate_limited_since: float | None = None) -> RunOutcome:
+    """Do what is left of the work of an order this worker holds (`lease`); the lease is released
+    when the run ends. `retries`: the runs before this one that counted against the retry budget."""
+    with log_context(order_id=order.pk, transaction_id=order.transaction_id):  # its failure's lines too
+        try:
+            with steps_batched(), lease_kept(lease):
+                sent = _steps(order, lease)
+        except Exception as exc:
+            return _stopped(order, lease, exc, retries=retries, rate_limited_since=rate_limited_since)
+        finally:
+            lease.release()  # unless the UPDATE that recorded the last delivery released it
+    return RunOutcome(sent=sent)
+
+
+def _steps(order: Order, lease: Lease) -> int:
+    waiting = None
+    if order.prepared_at is None and order.status in ACTIVE_STATUSES:
+        try:
+            waiting = [order_prepare(order)]  # the delivery it made, and its documents
+        except OrderFailed as failure:
+            order_fail(order=order, code=failure.code, reason=failure.reason, tell_lender=failure.tell_lender)
+            waiting = None  # its notice, if the lender is told
+        except ServiceError as exc:
+            if exc.transient:
+                raise
+            Order.objects.filter(pk=order.pk).update(last_error=str(exc)[:2000])
+            reason = f"The service refused {exc.method} {_path(exc.url)} with status {exc.status}"
+            order_fail(order=order, code=FailureCode.SERVICE_REJECTED, reason=reason)
+            return 0
+    return deliveries_send(order, lease, waiting=waiting if waiting is not None else deliveries_waiting(order))
+
+
+def _path(url: str) -> str:
+    return url.removeprefix(settings.SVC_BASE_URL) if url else ""
+
+
+def _stopped(
+    order: Order, lease: Lease, exc: Exception, *, retries: int, rate_limited_since: float | None
+) -> RunOutcome:
+    """The one rule of what follows a run that stopped on `exc`: run again later, or give up."""
+    if isinstance(exc, LeaseLost):
+        logger.warning("transaction %s: the run stopped, its lease lost (%s)", order.transaction_id, exc)
+        return RunOutcome()
+    if isinstance(exc, ServiceError) and exc.transient:
+        plan = retry_plan(exc, retries=retries, rate_limited_since=rate_limited_since)
+        if not plan.counted or retries < settings.CELERY_TASK_MAX_RETRIES:
+            # The lease given back with the error and the time of the next run, in one UPDATE.
+            lease.release(
+                last_error=str(exc)[:2000], next_attempt_at=timezone.now() + timedelta(seconds=plan.countdown)
+            )
+            return RunOutcome(retry=plan, error=exc)
+    else:
+        logger.error("transaction %s: the run stopped on an error", order.transaction_id, exc_info=exc)
+    lease.release()
+    order_give_up(order_id=order.pk, error=f"{type(exc).__name__}: {exc}")
+    return RunOutcome()
+
+
+def order_give_up(*, order_id: int, error: str) -> None:
+    """The run's retries ran out (or it met an unexpected error): fail the order while it is the
+    pipeline's (not prepared, or its result or acknowledgement not sent); fail the staff delivery it
+    stopped at otherwise, for staff to send again."""
+    order = Order.objects.filter(pk=order_id).first()
+    if order is None:
+        return
+    waiting = order.deliveries.filter(state=DeliveryState.PENDING).order_by("created_at", "id").first()
+    if order.status in ACTIVE_STATUSES and (waiting is None or waiting.kind in PIPELINE_KINDS):
+        if waiting is not None:
+            delivery_move(
+                Delivery.objects.filter(pk=waiting.pk),
+                DeliveryState.FAILED,
+                failed_at=timezone.now(),
+                failure_reason=f"Gave up after retries: {error}"[:2000],
+            )
+        order_fail(order=order, code=FailureCode.RETRIES_EXHAUSTED, reason=f"Gave up after retries: {error}")
+    elif waiting is not None:
+        delivery_move(
+            Delivery.objects.filter(pk=waiting.pk),
+            DeliveryState.FAILED,
+            failed_at=timezone.now(),
+            failure_reason=f"Gave up after retries: {error}"[:2000],
+        )
+        step_record(order, "delivery_failed", f"{waiting.get_kind_display()}: gave up after retries")

@@ -1,0 +1,98 @@
+"""The sender is fenced: a worker that lost the order's lease while a call hung sends nothing more.
+
+Measured once with two worker hosts: one cut off from the network during an upload came back after
+its lease had run out and the other host had completed the order, finished its upload and sent a
+second PATCH. Here the same happens in one process: the upload "hangs" while the lease runs out and
+another worker runs the order; then the first worker's call returns.
+"""
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import OperationalError
+from django.utils import timezone
+
+from partner.core.leases import Lease
+from partner.fulfillment.models import DeliveryState, Order, OrderStatus
+from partner.fulfillment.orders.services import order_open
+from partner.fulfillment.runs import order_run
+from partner.platform import client
+from tests.conftest import LENDER_CREDENTIALS, product_create
+
+pytestmark = pytest.mark.django_db
+
+TXN = "txn-fenced-1"
+LOAN = {
+    "property": {"streetAddress": "500 Howard Street", "city": "San Francisco", "state": "CA", "postalCode": "94105"}
+}
+
+
+@pytest.fixture
+def order(fake_platform):
+    product_create()
+    fake_platform.transaction_add(
+        TXN,
+        request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": LENDER_CREDENTIALS},
+        product_name="address-verification",
+    )
+    order, _, _ = order_open(transaction_id=TXN, product_name="address-verification")
+    return order
+
+
+def test_a_worker_whose_lease_ran_out_during_an_upload_sends_no_patch(fake_platform, order, monkeypatch):
+    upload = fake_platform.upload_resource
+    other = {}
+
+    def upload_that_hangs_once(slot, handle):
+        answer = upload(slot, handle)
+        if "cut_off" not in other:
+            other["cut_off"] = True
+            # Cut off mid-upload past the end of the lease: another worker takes the order and runs it.
+            Order.objects.filter(pk=order.pk).update(claimed_until=timezone.now() - timedelta(seconds=1))
+            other["outcome"] = order_run(order_id=order.pk)
+            assert fake_platform.names()[-1] == "patch_response"  # the other worker delivered
+        return answer
+
+    monkeypatch.setattr(client, "upload_resource", upload_that_hangs_once)
+
+    outcome = order_run(order_id=order.pk)  # the first worker's call returns now
+
+    assert outcome.retry is None and other["outcome"].sent == 1
+    assert len(fake_platform.called("patch_response")) == 1  # the other worker's only
+    done = Order.objects.get(pk=order.pk)
+    assert done.status == OrderStatus.RESPONSE_DELIVERED and done.claimed_until is None
+    [result] = done.deliveries.all()
+    assert (result.state, result.sequence, result.attempts) == (DeliveryState.SENT, 1, 1)
+
+
+def test_a_worker_whose_lease_renewal_failed_stops_before_its_patch(fake_platform, order, monkeypatch, settings):
+    """The database away from the worker's renewal while an upload runs: the lease cannot be proved
+    any more, so the worker stops at its next call instead of sending it."""
+    settings.LEASE_SECONDS = 0.3  # renewed every 0.1 s
+    renewal_failed = threading.Event()
+    renew = Lease.renew
+
+    def renew_failing_in_the_renewal_thread(lease, **updates):
+        if threading.current_thread().name == "lease-renewal":
+            lease.lost = True  # as `Lease.renew` leaves it when its UPDATE raises
+            renewal_failed.set()
+            raise OperationalError("the database is away")
+        return renew(lease, **updates)
+
+    monkeypatch.setattr(Lease, "renew", renew_failing_in_the_renewal_thread)
+    upload = fake_platform.upload_resource
+
+    def upload_during_the_failure(slot, handle):
+        assert renewal_failed.wait(timeout=10), "the renewal never ran"
+        return upload(slot, handle)
+
+    monkeypatch.setattr(client, "upload_resource", upload_during_the_failure)
+
+    outcome = order_run(order_id=order.pk)
+
+    assert outcome.retry is None
+    assert fake_platform.names() == ["get_transaction", "request_upload_slots", "upload_resource"]  # no PATCH
+    stopped = Order.objects.get(pk=order.pk)
+    assert stopped.status == OrderStatus.IN_PROGRESS  # left for the hand-back once its lease runs out
+    assert stopped.deliveries.get().state == DeliveryState.PENDING
