@@ -1,5 +1,10 @@
 # The two commands of the README: `make run` and `make test`. Both begin with
 # `make setup`, which is idempotent: it only redoes what changed.
+#
+# Settings: manage.py picks config.settings.local (its default), and so do setup, demo and run
+# (the Procfile names it for each process); `make test` runs pytest, which picks
+# config.settings.test (pyproject.toml). Nothing here exports DJANGO_SETTINGS_MODULE: pytest would
+# take it over its own.
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -42,7 +47,7 @@ static: $(VENV)/.installed .env node_modules/.installed
 # product listing (the service is not up yet: the periodic pull keeps it in step later), the
 # appraisal's turnaround and staff address; the partner account its demo user signs in with (the
 # same password the sandbox user has configured); and an admin login for the staff who work
-# orders (refused with DJANGO_DEBUG off: its password is public).
+# orders (refused outside local runs: its password is public).
 demo: setup
 	$(PY) manage.py sandbox_seed --listing var/sandbox-products.json
 	$(PY) manage.py products_import var/sandbox-products.json

@@ -6,7 +6,8 @@ import sys
 
 
 def main():
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+    # Local runs' settings unless DJANGO_SETTINGS_MODULE names others (a deployment sets config.settings.production).
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

@@ -15,7 +15,7 @@ def django_setup(*, database_url: str, base_url: str, **extra: str) -> None:
 
     os.environ.update(
         {
-            "DJANGO_SETTINGS_MODULE": "config.settings.base",
+            "DJANGO_SETTINGS_MODULE": "config.settings.local",
             "DJANGO_READ_DOT_ENV_FILE": "false",
             "DJANGO_DEBUG": "true",
             "SANDBOX_ENABLED": "true",

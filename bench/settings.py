@@ -5,4 +5,4 @@ knobs); the benchmarks that run orders against the sandbox on the loopback use
 `bench.settings_loopback`.
 """
 
-from config.settings.base import *  # noqa: F403
+from config.settings.production import *  # noqa: F403

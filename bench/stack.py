@@ -119,7 +119,9 @@ def queue_length(queue: str = "celery", *, broker_url: str | None = None) -> int
     return int(redis.Redis.from_url(broker_url or redis_url(BROKER_DB)).llen(queue))
 
 
-def app_env(*, database: str, public_base_url: str, sandbox: bool, settings: str = "config.settings.base", **extra):
+def app_env(
+    *, database: str, public_base_url: str, sandbox: bool, settings: str = "config.settings.production", **extra
+):
     """The environment of a web or worker process: production settings over plain HTTP."""
     env = {
         **os.environ,

@@ -1,4 +1,10 @@
-"""The Celery application: `celery -A config worker` (add `-B` for the periodic jobs)."""
+"""The Celery application: `celery -A config worker` (add `-B` for the periodic jobs).
+
+Its settings are the Django settings that DJANGO_SETTINGS_MODULE names; without it, the production
+ones (config/settings/production.py), which refuse to start without what a deployment must give: a
+worker or scheduler that forgot the variable never runs quietly with local settings. `make run`
+names config.settings.local in the Procfile, the test suite config.settings.test.
+"""
 
 import os
 
@@ -6,16 +12,28 @@ from celery import Celery
 from celery.signals import task_postrun, task_prerun, worker_ready
 from kombu.transport import TRANSPORT_ALIASES
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+from partner.core.brokers import sqlite_broker_prepare
+
+# Before the app is made: Celery's Django fix-up is installed only when the variable is set.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 
 # `sqla+...` URLs (the local SQLite broker) use kombu's SQLAlchemy transport waiting in short steps,
 # so that a worker asked to stop sees it at once (partner/core/sqlite_transport.py).
 TRANSPORT_ALIASES["sqla"] = TRANSPORT_ALIASES["sqlalchemy"] = "partner.core.sqlite_transport:Transport"
 
 app = Celery("partner")
-# Every CELERY_* setting of config/settings/base.py configures the app.
+# Every CELERY_* setting of config/settings/ configures the app.
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@app.on_after_configure.connect
+def _local_broker_prepared(sender, source, **kwargs):
+    """On the SQLite broker of local runs and tests, its file, kombu's tables and the default queue
+    exist before this process uses them: made under a lock while missing, so that the web, worker and
+    beat processes starting together do not race to make them (partner/core/brokers.py). Once per
+    process, when its app first reads its configuration; nothing for a broker server."""
+    sqlite_broker_prepare(source.broker_url or "", source.broker_transport_options, queue=source.task_default_queue)
 
 
 @task_prerun.connect

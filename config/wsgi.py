@@ -9,7 +9,9 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+# A deployment's server: production settings unless DJANGO_SETTINGS_MODULE names others (they refuse
+# to start without what a deployment must give, so a forgotten variable never runs local settings).
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 
 django_application = get_wsgi_application()
 

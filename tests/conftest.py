@@ -23,6 +23,18 @@ WRONG_ACCOUNT_PASSWORD = "the-real-password-1"
 LENDER_CREDENTIALS = {"username": "lender.demo", "password": DEMO_PASSWORD, "companyCode": "DEMO01"}
 
 
+def pytest_configure(config):
+    """The run's folder (its SQLite database, broker, cache and documents: config/settings/test.py),
+    and its id in the environment, which the worker processes that tests start inherit: they then use
+    the run's database, queue and cache, not ones of their own."""
+    import os
+
+    from django.conf import settings
+
+    settings.RUN_DIR.mkdir(parents=True, exist_ok=True)
+    os.environ["TEST_RUN_ID"] = settings.RUN_ID
+
+
 def port_answers(port: int, host: str = "127.0.0.1") -> bool:
     try:
         with socket.create_connection((host, port), timeout=0.5):

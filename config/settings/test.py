@@ -1,64 +1,39 @@
-"""Settings of the test suite: base settings with local defaults and fast hashing.
+"""Settings of the test suite: local settings, each run with its own database, queue, cache and folders.
 
-`make test` exports DATABASE_URL, CELERY_BROKER_URL and CACHE_URL for
-PostgreSQL and Redis when they answer on 127.0.0.1; otherwise SQLite, the
-local SQLite broker and a file cache are used, each a file of the run's own.
+The suite's services are the ones the process environment names (`make test` exports PostgreSQL and
+Redis when they answer on 127.0.0.1: bin/test-services), never a local run's `.env` ones; otherwise
+SQLite, the SQLite broker and a file cache, each a file of the run's own under var/test-runs/<id>/.
+The run's id is TEST_RUN_ID when the process environment has it (the workers a test starts inherit
+the suite's, tests/conftest.py), else this process's id: runs side by side on one machine never
+share a database, queue or cache. Nothing is made here: tests/conftest.py makes the run's folder.
 """
 
 import os
 
-os.environ.setdefault("DJANGO_DEBUG", "true")  # development keys; Django still runs tests with DEBUG off
-os.environ.setdefault("SANDBOX_ENABLED", "true")
-os.environ.setdefault(
-    "DATABASE_URL", "sqlite:///" + os.path.join(os.path.dirname(__file__), "..", "..", "var", "test.sqlite3")
-)
+from .base import VAR_DIR, database, process_env
+from .local import *  # noqa: F403
 
-# Each run counts its metrics apart, in its own folder (the workers a test starts inherit it).
-os.environ.setdefault(
-    "PROMETHEUS_MULTIPROC_DIR",
-    os.path.join(
-        os.path.dirname(__file__),
-        "..",
-        "..",
-        "var",
-        "test-runs",
-        os.environ.setdefault("TEST_RUN_ID", str(os.getpid())),
-        "metrics",
-    ),
-)
-
-from partner.core import brokers  # noqa: E402
-
-from .base import *  # noqa: E402,F403
-from .base import CELERY_BROKER_TRANSPORT_OPTIONS, CELERY_BROKER_URL, VAR_DIR  # noqa: E402
-
-# One id per test run, inherited by the processes a test starts (workers), so
-# that runs side by side on one machine never share a database, queue or cache.
-RUN_ID = os.environ.setdefault("TEST_RUN_ID", str(os.getpid()))
+# GENERAL
+# ------------------------------------------------------------------------------
+RUN_ID = process_env.str("TEST_RUN_ID", default=str(os.getpid()))
 RUN_DIR = VAR_DIR / "test-runs" / RUN_ID
-RUN_DIR.mkdir(parents=True, exist_ok=True)
-CELERY_TASK_DEFAULT_QUEUE = f"partner-test-{RUN_ID}"
-
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
-    # A file, not memory: the live server, in-process workers and worker
-    # processes started by tests all see the same test database.
-    DATABASES["default"]["TEST"] = {"NAME": str(RUN_DIR / "db.sqlite3")}  # noqa: F405
-else:
-    DATABASES["default"]["TEST"] = {"NAME": f"test_partner_{RUN_ID}"}  # noqa: F405
-
+# https://docs.djangoproject.com/en/5.2/ref/settings/#password-hashers
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
-if "CELERY_BROKER_URL" not in os.environ:
-    # The local SQLite broker (config/settings/base.py), in a file of this run's own: a test run never
-    # consumes a local run's messages, nor another run's.
-    CELERY_BROKER_URL = brokers.sqlite_broker_url(RUN_DIR / "broker.sqlite3")
-    CELERY_BROKER_TRANSPORT_OPTIONS = brokers.sqlite_broker_options(RUN_DIR / "broker.sqlite3")
-    if "CELERY_RESULT_BACKEND" not in os.environ:
-        CELERY_RESULT_BACKEND = f"db+sqlite:///{RUN_DIR / 'celery-results.sqlite3'}"
-if brokers.sqlite_broker_path(CELERY_BROKER_URL) is not None:
-    # This run's queue too exists before its processes race to create it.
-    brokers.sqlite_broker_prepare(CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS, queue=CELERY_TASK_DEFAULT_QUEUE)
-if "CACHE_URL" not in os.environ:
+# DATABASES
+# ------------------------------------------------------------------------------
+# https://docs.djangoproject.com/en/5.2/ref/settings/#test
+DATABASES = {"default": database(process_env.str("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'test.sqlite3'}"))}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # A file, not memory: the live server, in-process workers and worker
+    # processes started by tests all see the same test database.
+    DATABASES["default"]["TEST"] = {"NAME": str(RUN_DIR / "db.sqlite3")}
+else:
+    DATABASES["default"]["TEST"] = {"NAME": f"test_partner_{RUN_ID}"}
+
+# CACHES
+# ------------------------------------------------------------------------------
+if "CACHE_URL" not in process_env:
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
@@ -66,8 +41,37 @@ if "CACHE_URL" not in os.environ:
         }
     }
 
+# STORAGES
+# ------------------------------------------------------------------------------
 # Documents of this run in a folder of its own (the workers a test starts use the same settings).
-STORAGES["default"] = {  # noqa: F405
-    "BACKEND": "django.core.files.storage.FileSystemStorage",
-    "OPTIONS": {"location": str(RUN_DIR / "media")},
+STORAGES = {
+    **STORAGES,  # noqa: F405
+    "default": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(RUN_DIR / "media")},
+    },
 }
+
+# partner.core
+# ------------------------------------------------------------------------------
+# Each run counts its metrics apart, in its own folder.
+PROMETHEUS_MULTIPROC_DIR = process_env.str("PROMETHEUS_MULTIPROC_DIR", default=str(RUN_DIR / "metrics"))
+
+# partner.sandbox
+# ------------------------------------------------------------------------------
+# The suite tests it: installed whatever SANDBOX_ENABLED says (local.py installed it already unless told not to).
+if not SANDBOX_ENABLED:  # noqa: F405
+    SANDBOX_ENABLED = True
+    INSTALLED_APPS = [*INSTALLED_APPS, "partner.sandbox"]  # noqa: F405
+
+# CELERY
+# ------------------------------------------------------------------------------
+# The run's own queue, and on the SQLite broker its own file: a test run never consumes a local
+# run's messages, nor another run's.
+CELERY_TASK_DEFAULT_QUEUE = f"partner-test-{RUN_ID}"
+if "CELERY_BROKER_URL" not in process_env:
+    CELERY_BROKER_URL = brokers.sqlite_broker_url(RUN_DIR / "broker.sqlite3")  # noqa: F405
+    CELERY_BROKER_TRANSPORT_OPTIONS = brokers.sqlite_broker_options(RUN_DIR / "broker.sqlite3")  # noqa: F405
+    CELERY_DATABASE_ENGINE_OPTIONS = {"connect_args": {"timeout": brokers.SQLITE_BUSY_TIMEOUT}}  # noqa: F405
+    if "CELERY_RESULT_BACKEND" not in process_env:
+        CELERY_RESULT_BACKEND = f"db+sqlite:///{RUN_DIR / 'celery-results.sqlite3'}"

@@ -8,11 +8,12 @@ written, kombu raises JSONDecodeError, the worker logs "Unrecoverable error" and
 message is gone). `bench/broker_local.py` measures both.
 
 A broker that needs no server lives in one process or on one machine's disk, so production refuses
-it: at start with DJANGO_DEBUG off (`config/settings/base.py`) and in the preflight (partner.E003,
+it: at start (`config/settings/production.py`) and in the preflight (partner.E003,
 `partner/core/checks.py`), both through `broker_url_serverless`.
 
-Imported by the settings: nothing of Django here, and kombu and SQLAlchemy only when a local broker
-is set up.
+Imported by the settings, which only name the broker: nothing of Django here, and kombu and SQLAlchemy
+only when a local broker is used. Its file and tables are made when a process's Celery app is
+configured (`sqlite_broker_prepare`, called by `config/celery.py`), never when settings are read.
 """
 
 import fcntl
@@ -107,8 +108,9 @@ def sqlite_broker_prepare(url: str, transport_options: dict, queue: str) -> None
 
     Kombu creates them on first use, and processes that do so at once on a new file collide ("table
     already exists", or the queue's unique name): the loser's channel is left unusable (its session
-    waits for a rollback kombu never makes), which stops a worker. Done at start-up under a lock, and
-    only while missing, it leaves nothing to race: the processes then only read them.
+    waits for a rollback kombu never makes), which stops a worker. Done when each process's Celery app
+    is configured, under a lock and only while missing, it leaves nothing to race: the processes then
+    only read them. Nothing for another broker's URL.
 
     A file that cannot be made (a bad path, a full disk) does not stop the process: the broker's
     first use fails with the cause, and /healthz reports the broker down.

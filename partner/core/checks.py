@@ -4,13 +4,13 @@ Deployment checks only (`register(..., deploy=True)`), so `make run` and `make t
 local SQLite broker, a file cache, the sandbox) are untouched; registered by `CoreConfig.ready`.
 
 - partner.E001: a demo secret or credential (the sandbox's client and signing secret, the local
-  runs' secret key and field encryption key). Settings refuse most of them at start-up with
-  DJANGO_DEBUG off; this also catches a settings module that sets them after base.
+  runs' secret key and field encryption key). The production settings refuse most of them at
+  start-up; this also catches a settings module of a deployment's own that sets them.
 - partner.E002: the sandbox is mounted (its host API hands out partner access tokens to anyone).
 - partner.E003: a broker that needs no server (filesystem, memory, SQLAlchemy over SQLite): each
-  process or machine would have its own queue. The settings refuse it at start-up with DJANGO_DEBUG
-  off (the same test, `partner/core/brokers.py`); this also catches a settings module that sets it
-  after base.
+  process or machine would have its own queue. The production settings refuse it at start-up (the
+  same test, `partner/core/brokers.py`); this also catches a settings module of a deployment's own
+  that sets it.
 - partner.E004: SQLite.
 - partner.E005: a per-process or file cache: the service token and its lock must be shared.
 - partner.E006 / E007: HOST_ORIGINS / PUBLIC_BASE_URL not https.

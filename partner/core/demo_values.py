@@ -1,9 +1,9 @@
-"""The public values of local runs and of the sandbox: defaults with DJANGO_DEBUG on, refused with it off.
+"""The public values of local runs and of the sandbox: defaults of local runs, refused in production.
 
-One place for them: `config/settings/base.py` uses them as the local defaults and refuses them in
-production; `partner/core/checks.py` (the `check --deploy` preflight) reports them. They are in
-this repository, so they are secrets of nobody. The demo staff login's password (`make demo`) is
-refused by `manage.py staff_account` with DJANGO_DEBUG off.
+One place for them: `config/settings/local.py` uses them as the local defaults,
+`config/settings/production.py` refuses them; `partner/core/checks.py` (the `check --deploy`
+preflight) reports them. They are in this repository, so they are secrets of nobody. The demo staff
+login's password (`make demo`) is refused by `manage.py staff_account` when DEBUG is off.
 """
 
 SANDBOX_CLIENT_ID = "sandbox-partner-client"

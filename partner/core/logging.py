@@ -90,9 +90,12 @@ def secrets_registered_clear():
 def _configured_secrets():
     from django.conf import settings
 
-    values = [settings.SECRET_KEY, getattr(settings, "SVC_CLIENT_SECRET", "")]
-    values += list(getattr(settings, "SVC_SIGNING_SECRETS", []))
-    values += list(getattr(settings, "FIELD_ENCRYPTION_KEYS", []))
+    values = [
+        settings.SECRET_KEY,
+        settings.SVC_CLIENT_SECRET,
+        *settings.SVC_SIGNING_SECRETS,
+        *settings.FIELD_ENCRYPTION_KEYS,
+    ]
     values += [db.get("PASSWORD", "") for db in settings.DATABASES.values()]
     return [v for v in values if v and len(v) >= 6]
 

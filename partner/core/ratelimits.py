@@ -4,8 +4,9 @@ Counting is django-ratelimit's (`get_usage`): fixed windows in the default cache
 across every web process only when that cache is shared (Redis in production, partner.E005). Limited
 requests do nothing else: the view is not called, so no call goes to the service and no login is tried.
 
-- `address_rate_limited(group=..., rate_setting=...)`: every request counts against the client's
-  address; beyond the rate, 429 with the UI's error shape `{"errors": [{status, code, message}]}`.
+- `address_rate_limited(group=..., rate=...)`: every request counts against the client's address
+  (`rate()` says the rate when the request comes, so a change of its setting holds at once);
+  beyond the rate, 429 with the UI's error shape `{"errors": [{status, code, message}]}`.
 - `admin_login_limited(view)`: the admin's sign-in. Every POST counts against the address (counted
   before the attempt, so parallel requests cannot slip past); failed attempts count against the
   username tried, so that a botnet cannot share the guessing at one account while the account's owner
@@ -19,6 +20,7 @@ IPv6 client counts by its /64, the share one host is usually given.
 
 import functools
 import ipaddress
+from collections.abc import Callable
 
 from django.conf import settings
 from django.http import HttpResponse, JsonResponse
@@ -61,8 +63,8 @@ def _rate_limited_json(seconds: int) -> JsonResponse:
     return response
 
 
-def address_rate_limited(*, group: str, rate_setting: str, unless=None):
-    """Decorate a view: at most `settings.<rate_setting>` requests ("60/m") per client address in `group`.
+def address_rate_limited(*, group: str, rate: Callable[[], str], unless=None):
+    """Decorate a view: at most `rate()` requests ("60/m", e.g. a setting's value) per client address in `group`.
 
     Views decorated with the same group share one count. `unless(request)` true: the request is
     not counted (it costs nothing the limit protects).
@@ -73,8 +75,7 @@ def address_rate_limited(*, group: str, rate_setting: str, unless=None):
         def limited(request, *args, **kwargs):
             if unless is not None and unless(request):
                 return view(request, *args, **kwargs)
-            rate = getattr(settings, rate_setting)
-            usage = get_usage(request, group=group, key=client_address, rate=rate, increment=True)
+            usage = get_usage(request, group=group, key=client_address, rate=rate(), increment=True)
             if usage is not None and usage["should_limit"]:
                 return _rate_limited_json(retry_after(usage))
             return view(request, *args, **kwargs)

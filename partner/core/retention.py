@@ -102,8 +102,21 @@ def transactions_open(transaction_ids: Iterable[str]) -> set[str]:
     return found
 
 
+def _retention_settings() -> dict[str, int]:
+    """Every RETENTION_* setting by name (config/settings/base.py, each under its app), read now: a
+    change holds at once. A kind registered with another name is a programming error (KeyError)."""
+    return {
+        "RETENTION_NOTIFICATION_BODY_DAYS": settings.RETENTION_NOTIFICATION_BODY_DAYS,
+        "RETENTION_NOTIFICATION_DAYS": settings.RETENTION_NOTIFICATION_DAYS,
+        "RETENTION_ORDER_DATA_DAYS": settings.RETENTION_ORDER_DATA_DAYS,
+        "RETENTION_DOCUMENT_DAYS": settings.RETENTION_DOCUMENT_DAYS,
+        "RETENTION_STEP_DAYS": settings.RETENTION_STEP_DAYS,
+        "RETENTION_SANDBOX_DAYS": settings.RETENTION_SANDBOX_DAYS,
+    }
+
+
 def retention_days(setting: str) -> int:
-    days = getattr(settings, setting)
+    days = _retention_settings()[setting]
     if not isinstance(days, int) or days < 0:
         raise ImproperlyConfigured(f"{setting} must be a number of days, 0 or more (0 keeps for ever)")
     return days

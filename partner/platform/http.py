@@ -141,8 +141,8 @@ def backoff_delay(attempt: int, *, retry_after: float | None = None) -> float:
     workers failing together do not come back together; never shorter than a
     Retry-After the service asked for.
     """
-    base = float(getattr(settings, "SVC_RETRY_BACKOFF", 0.5))
-    ceiling = min(float(getattr(settings, "SVC_RETRY_BACKOFF_MAX", 8.0)), base * (2 ** (attempt - 1)))
+    base = settings.SVC_RETRY_BACKOFF
+    ceiling = min(settings.SVC_RETRY_BACKOFF_MAX, base * (2 ** (attempt - 1)))
     delay = ceiling / 2 + random.uniform(0, ceiling / 2)
     if retry_after is not None:
         delay = max(delay, retry_after)
@@ -180,7 +180,7 @@ def send(
         prepared = requests.models.PreparedRequest()
         prepared.prepare_url(url, kwargs["params"])
         shown = prepared.url  # pages are told apart by start/limit
-    retry_after_max = float(getattr(settings, "SVC_RETRY_AFTER_MAX", 30.0))
+    retry_after_max = settings.SVC_RETRY_AFTER_MAX
     for attempt in range(1, attempts + 1):
         if attempt > 1 and rewind is not None:
             rewind()

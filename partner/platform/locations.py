@@ -5,8 +5,8 @@ broken answer must not make us send that document, with its one-time Authorizati
 host inside our own network or to a cloud metadata endpoint. `upload_location_check` is the one
 place that decides; `client.upload_resource` calls it before any connection is opened.
 
-- Strict (`SVC_UPLOAD_LOCATION_STRICT`, computed from DJANGO_DEBUG when the settings load: on
-  whenever DJANGO_DEBUG is off, and no variable turns it off): https only, and every address the
+- Strict (`SVC_UPLOAD_LOCATION_STRICT`: on everywhere but in local runs with DEBUG, and no
+  variable turns it off; config/settings/): https only, and every address the
   host resolves to (socket.getaddrinfo, as the connection would resolve it; a literal address is
   taken as it is) must be public: not loopback, private, link-local, unspecified, reserved,
   multicast, shared (100.64.0.0/10) or a cloud metadata address. An IPv4-mapped IPv6 address
@@ -136,7 +136,7 @@ def _addresses(host: str, port: int, location: str) -> list[IPv4Address | IPv6Ad
 
 def upload_location_check(location) -> None:
     """Raise UploadLocationRefusedError unless a document may be PUT to `location` (see the module)."""
-    strict = bool(getattr(settings, "SVC_UPLOAD_LOCATION_STRICT", True))
+    strict = settings.SVC_UPLOAD_LOCATION_STRICT
     if not isinstance(location, str):
         raise _refused(location, "not a URL")
     try:
@@ -151,7 +151,7 @@ def upload_location_check(location) -> None:
         raise _refused(location, "not https")
     if parts.username is not None or parts.password is not None:
         raise _refused(location, "carries user info")
-    allowed = getattr(settings, "SVC_UPLOAD_HOSTS", None) or []
+    allowed = settings.SVC_UPLOAD_HOSTS
     if allowed and not host_allowed(host, allowed):
         raise _refused(location, f"host {host} is not named in SVC_UPLOAD_HOSTS")
     if not strict:

@@ -21,9 +21,7 @@ leaves a choice open, the sandbox decides as follows:
   every other member is merged as RFC 7396.
 - Origins: refreshOrigin issues a new id and token for the same context; both
   are valid 300 s from generation.
-- Settings (all optional): SANDBOX_TOKEN_LIFETIME (3600), SANDBOX_BASE_URL
-  (PUBLIC_BASE_URL/sandbox), SANDBOX_FAULTS, SANDBOX_WEBHOOK_MAX_ATTEMPTS (6),
-  SANDBOX_WEBHOOK_BACKOFF (1.0 s, doubled per attempt), SANDBOX_WEBHOOK_BACKOFF_MAX
-  (60), SANDBOX_WEBHOOK_TIMEOUT ((5, 15)), SANDBOX_WEBHOOK_WORKERS (8),
-  SANDBOX_UPLOAD_MAX_BYTES (25 MiB), SANDBOX_MAX_SLOTS_PER_REQUEST (50).
+- Settings: the SANDBOX_* ones of config/settings/base.py (its partner.sandbox section),
+  each documented in .env.example. Installed only where SANDBOX_ENABLED (local runs and
+  tests; production only when its process environment asks); no other app imports it.
 """

@@ -226,7 +226,7 @@ def resources(request, transaction_id):
 @endpoint(E.UPLOAD, ("PUT",), bearer=False)
 def upload(request, slot_id):
     """#5: authorized by the slot's one-time value, not by a bearer token."""
-    limit = int(getattr(settings, "SANDBOX_UPLOAD_MAX_BYTES", 25 * 1024 * 1024))
+    limit = settings.SANDBOX_UPLOAD_MAX_BYTES
     length = request.META.get("CONTENT_LENGTH")
     if not length:
         if "chunked" in request.headers.get("Transfer-Encoding", "").lower():

@@ -319,7 +319,7 @@ def response_problems(payload, *, product_data: dict, request_type: str) -> tupl
 def slot_request_problems(items) -> list[dict]:
     if not isinstance(items, list) or not items:
         return [problem("", "the body must be a non-empty JSON array of {name, mimeType}")]
-    limit = getattr(settings, "SANDBOX_MAX_SLOTS_PER_REQUEST", 50)
+    limit = settings.SANDBOX_MAX_SLOTS_PER_REQUEST
     if len(items) > limit:
         return [problem("", f"at most {limit} slots per request")]
     problems = []

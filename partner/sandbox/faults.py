@@ -57,7 +57,7 @@ def _rules() -> list:
 
 
 def _settings_rules() -> list[FaultRule]:
-    return [FaultRule(**{"active": True, **item}) for item in getattr(settings, "SANDBOX_FAULTS", None) or []]
+    return [FaultRule(**{"active": True, **item}) for item in settings.SANDBOX_FAULTS]
 
 
 def _consume(rule: FaultRule) -> bool:
@@ -72,7 +72,7 @@ def _consume(rule: FaultRule) -> bool:
 def fault_for(endpoint: str) -> Fault:
     """The fault to apply to this call of `endpoint` (NO_FAULT most of the time)."""
     rules = _rules()
-    settings_rules = _settings_rules() if getattr(settings, "SANDBOX_FAULTS", None) else []
+    settings_rules = _settings_rules() if settings.SANDBOX_FAULTS else []
     if not rules and not settings_rules:
         return NO_FAULT
     status, latency, retry_after, drop = None, 0.0, 1, False

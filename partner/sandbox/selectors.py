@@ -57,7 +57,7 @@ def sandbox_base_url(request=None) -> str:
     """
     if request is not None:
         return request.build_absolute_uri("/sandbox").rstrip("/")
-    configured = getattr(settings, "SANDBOX_BASE_URL", "")
+    configured = settings.SANDBOX_BASE_URL
     return (configured or f"{settings.PUBLIC_BASE_URL}/sandbox").rstrip("/")
 
 

@@ -32,7 +32,7 @@ def token_issue(*, client_id: str, client_secret: str, scope: str = "") -> tuple
     """An access token for a known confidential client: (token, lifetime in seconds)."""
     if not client_id or not client_secret or not _client_known(client_id, client_secret):
         raise refused("client authentication failed", status=401, code="invalid_client")
-    lifetime = int(getattr(settings, "SANDBOX_TOKEN_LIFETIME", 3600))
+    lifetime = settings.SANDBOX_TOKEN_LIFETIME
     # Tokens are requested rarely (clients cache them): a good moment to drop long-expired rows.
     AccessToken.objects.filter(expires_at__lt=timezone.now() - timedelta(days=1)).delete()
     token = secrets.token_urlsafe(32)

@@ -37,16 +37,12 @@ _outstanding = 0
 _outstanding_changed = threading.Condition()
 
 
-def _setting(name, default):
-    return getattr(settings, name, default)
-
-
 def _executor() -> ThreadPoolExecutor:
     global _pool
     with _pool_lock:
         # A forked worker process (gunicorn) must not reuse its parent's threads.
         if _pool is None or _pool[0] != os.getpid():
-            workers = _setting("SANDBOX_WEBHOOK_WORKERS", 8)
+            workers = settings.SANDBOX_WEBHOOK_WORKERS
             _pool = (os.getpid(), ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sandbox-webhook"))
         return _pool[1]
 
@@ -156,8 +152,8 @@ def _finished() -> None:
 
 
 def _backoff(number: int) -> float:
-    base = _setting("SANDBOX_WEBHOOK_BACKOFF", 1.0)
-    delay = min(_setting("SANDBOX_WEBHOOK_BACKOFF_MAX", 60.0), base * 2 ** (number - 1))
+    base = settings.SANDBOX_WEBHOOK_BACKOFF
+    delay = min(settings.SANDBOX_WEBHOOK_BACKOFF_MAX, base * 2 ** (number - 1))
     return delay * random.uniform(0.5, 1.0)
 
 
@@ -180,7 +176,7 @@ def _attempt(delivery_id: int) -> None:
                 delivery.url,
                 data=body,
                 headers=headers,
-                timeout=_setting("SANDBOX_WEBHOOK_TIMEOUT", (5.0, 15.0)),
+                timeout=settings.SANDBOX_WEBHOOK_TIMEOUT,
                 allow_redirects=False,
             )
             status_code, excerpt = answer.status_code, answer.text[:300]
@@ -188,7 +184,7 @@ def _attempt(delivery_id: int) -> None:
             error = f"{type(exc).__name__}: {str(exc)[:400]}"
         duration_ms = int((time.monotonic() - clock) * 1000)
         delivered = status_code is not None and 200 <= status_code < 300
-        final = delivered or number >= _setting("SANDBOX_WEBHOOK_MAX_ATTEMPTS", 6)
+        final = delivered or number >= settings.SANDBOX_WEBHOOK_MAX_ATTEMPTS
         if delivered:
             status = WebhookDelivery.Status.DELIVERED
         else:

@@ -64,7 +64,7 @@ def _has_panel_session(request) -> bool:
 # the service at will; beyond it 429 with Retry-After, and the service is not called. A request with a
 # panel session calls nobody: it is not counted (a forged one is refused by its signature).
 _origin_rate_limited = address_rate_limited(
-    group="ui-origin", rate_setting="RATELIMIT_ORIGIN", unless=_has_panel_session
+    group="ui-origin", rate=lambda: settings.RATELIMIT_ORIGIN, unless=_has_panel_session
 )
 
 
@@ -87,8 +87,8 @@ class EmbedPage(TemplateView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         # Origins live 300 s; renew a minute early. A setting, so a test can watch it happen.
-        context["refresh_after_ms"] = int(getattr(settings, "UI_ORIGIN_REFRESH_AFTER", 240) * 1000)
-        context["poll_ms"] = int(getattr(settings, "UI_PROGRESS_POLL_SECONDS", 3) * 1000)
+        context["refresh_after_ms"] = int(settings.UI_ORIGIN_REFRESH_AFTER * 1000)
+        context["poll_ms"] = int(settings.UI_PROGRESS_POLL_SECONDS * 1000)
         # A staff-worked order changes over hours: while it is with staff the page asks less often.
         context["staff_poll_ms"] = int(settings.UI_STAFF_POLL_SECONDS * 1000)
         # Opened on its own, the page says where it opens: in local runs, the sandbox's host page too.

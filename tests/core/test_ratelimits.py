@@ -30,7 +30,7 @@ def test_an_ipv6_client_is_its_64_network():
 def test_retry_after_is_exactly_when_the_window_frees(settings, monkeypatch, start):
     """Still limited a second before Retry-After has passed, served once it has: honest to the second."""
     settings.RATELIMIT_TEST = "1/10s"
-    view = address_rate_limited(group=f"test-{uuid.uuid4().hex}", rate_setting="RATELIMIT_TEST")(
+    view = address_rate_limited(group=f"test-{uuid.uuid4().hex}", rate=lambda: settings.RATELIMIT_TEST)(
         lambda request: HttpResponse("served")
     )
     clock = [start]

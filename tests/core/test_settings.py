@@ -1,4 +1,9 @@
-"""Settings parsing: bad configuration stops start-up with a message that names the problem."""
+"""Settings: bad configuration stops start-up with a message that names the problem; production
+refuses the values of local runs and leaves the sandbox out; importing settings makes nothing.
+
+Each case starts Python in a subprocess with a controlled environment (no `.env` read unless the test
+writes one): `config.settings.local` unless the case names another (PRODUCTION names production).
+"""
 
 import os
 import sqlite3
@@ -22,7 +27,9 @@ def django_env(env_overrides):
         and k not in ("PUBLIC_BASE_URL", "LOG_LEVEL")
     }
     # A local .env must not fill in what the test leaves out.
-    env.update({"DJANGO_SETTINGS_MODULE": "config.settings.base", "DJANGO_READ_DOT_ENV_FILE": "false", **env_overrides})
+    env.update(
+        {"DJANGO_SETTINGS_MODULE": "config.settings.local", "DJANGO_READ_DOT_ENV_FILE": "false", **env_overrides}
+    )
     return env
 
 
@@ -38,13 +45,13 @@ def run_django(env_overrides, code="import django; django.setup(); print('starte
 
 
 PRODUCTION = {
-    "DJANGO_DEBUG": "false",
+    "DJANGO_SETTINGS_MODULE": "config.settings.production",
     "DJANGO_SECRET_KEY": "x" * 50,
     "DJANGO_ALLOWED_HOSTS": "partner.example.com",
-    # Not the local runs' key (config/settings/base.py), which production refuses.
+    # Not the local runs' key (config/settings/local.py), which production refuses.
     "FIELD_ENCRYPTION_KEYS": "dGVzdHMtZmllbGQta2V5LW5vdC1hLXJlYWwtb25lLTA=",
     "SVC_CLIENT_SECRET": "a-real-secret",
-    # A broker server: one that needs none is refused with DJANGO_DEBUG off (settings do not connect).
+    # A broker server: one that needs none is refused in production (settings do not connect).
     "CELERY_BROKER_URL": "redis://redis.partner.example:6379/0",
 }
 SETTINGS = "import django; django.setup(); from django.conf import settings as s; "
@@ -107,7 +114,7 @@ def test_debug_mode_runs_without_secrets():
     assert result.returncode == 0, result.stderr
 
 
-# The sandbox's public demo values (config/settings/base.py, partner/sandbox/tokens.py): the defaults of
+# The sandbox's public demo values (config/settings/local.py, partner/sandbox/tokens.py): the defaults of
 # local runs, known to anyone who has read the code.
 DEMO_CLIENT_ID = "sandbox-partner-client"
 DEMO_CLIENT_SECRET = "sandbox-partner-client-secret"  # noqa: S105
@@ -221,8 +228,21 @@ def test_debug_mode_opens_the_sqlite_broker_in_wal_mode_with_a_busy_timeout(tmp_
     journal, busy_ms = result.stdout.split()
     assert journal == "wal"
     assert int(busy_ms) >= 5000
-    # The settings made the file, kombu's tables and Celery's default queue before any process used it.
-    with sqlite3.connect(tmp_path / "broker.sqlite3") as db:
+
+
+def test_the_celery_app_makes_the_sqlite_broker_when_it_is_configured(tmp_path):
+    # Not the settings (importing them makes nothing): the Celery app of each process, when it first
+    # reads its configuration, makes the file, kombu's tables and its default queue.
+    broker = tmp_path / "broker.sqlite3"
+    result = run_django(
+        {"CELERY_BROKER_URL": f"sqla+sqlite:///{broker}"},
+        "import django; django.setup(); import os; "
+        f"print(os.path.exists({str(broker)!r})); "
+        "from config.celery import app; app.conf.task_default_queue; print('configured')",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "configured"]
+    with sqlite3.connect(broker) as db:
         assert db.execute("SELECT name FROM kombu_queue").fetchall() == [("celery",)]
 
 

@@ -1,0 +1,154 @@
+"""The settings modules: which one each command picks, production without the sandbox, and importing
+settings makes no file and changes no environment variable (config/settings/)."""
+
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from .test_settings import PRODUCTION, ROOT, django_env, run_django
+
+SANDBOX_ABSENT = (
+    "import django; django.setup(); from django.apps import apps; from django.conf import settings; "
+    "from django.contrib import admin; from django.urls import Resolver404, resolve\n"
+    "try:\n    resolve('/sandbox/host/'); mounted = True\nexcept Resolver404:\n    mounted = False\n"
+    "print(json.dumps({'module': settings.SETTINGS_MODULE, 'installed': 'partner.sandbox' in settings.INSTALLED_APPS, "
+    "'app': apps.is_installed('partner.sandbox'), 'mounted': mounted, "
+    "'admin': sorted({m._meta.app_label for m in admin.site._registry}), 'enabled': settings.SANDBOX_ENABLED}))"
+)
+
+
+def run_json(env_overrides, code):
+    result = run_django(env_overrides, "import json\n" + code)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_production_settings_load_without_the_sandbox():
+    report = run_json(PRODUCTION, SANDBOX_ABSENT)
+    assert report["module"] == "config.settings.production"
+    assert report["installed"] is False and report["app"] is False and report["enabled"] is False
+    assert report["mounted"] is False
+    assert "sandbox" not in report["admin"]
+    assert "fulfillment" in report["admin"]  # the admin itself is there
+
+
+def test_production_migrations_leave_the_sandbox_tables_out(tmp_path):
+    env = {**PRODUCTION, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
+    code = (
+        "import django; django.setup(); from django.core.management import call_command; "
+        "call_command('migrate', verbosity=0); from django.db import connection; "
+        "print(json.dumps(sorted(t for t in connection.introspection.table_names() if t.startswith('sandbox_'))))"
+    )
+    assert run_json(env, code) == []
+
+
+def test_the_sandbox_is_installed_in_local_runs_and_not_when_turned_off():
+    assert run_json({}, SANDBOX_ABSENT)["mounted"] is True
+    report = run_json({}, SANDBOX_ABSENT)
+    assert report["installed"] and report["app"] and "sandbox" in report["admin"]
+    report = run_json({"SANDBOX_ENABLED": "false"}, SANDBOX_ABSENT)
+    assert not report["installed"] and not report["mounted"]
+
+
+def test_production_installs_the_sandbox_only_when_the_process_environment_asks():
+    report = run_json({**PRODUCTION, "SANDBOX_ENABLED": "true"}, SANDBOX_ABSENT)
+    assert report["installed"] and report["mounted"]
+
+
+def test_the_server_entry_points_default_to_production_and_manage_py_to_local():
+    # A deployment that forgets DJANGO_SETTINGS_MODULE gets production's refusals, never local settings.
+    env = {k: v for k, v in django_env({}).items() if k != "DJANGO_SETTINGS_MODULE"}
+    for entry in ("config.wsgi", "config.asgi", "config.celery"):
+        code = f"import {entry}; from django.conf import settings; print(settings.SECRET_KEY)"
+        result = subprocess.run(
+            [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); {code}"],
+            env=env,
+            cwd="/",
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode != 0, entry
+        assert "DJANGO_SECRET_KEY is required in production" in result.stderr, entry
+    result = subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "shell",
+            "-c",
+            "from django.conf import settings; print(settings.SETTINGS_MODULE)",
+        ],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.stdout.split()[-1:] == ["config.settings.local"], result.stderr
+
+
+IMPORT_AND_COMPARE = """
+import importlib, json, os, sys
+before = dict(os.environ)
+module = importlib.import_module(os.environ["DJANGO_SETTINGS_MODULE"])
+changed = sorted(k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k))
+print(json.dumps({"changed": changed, "from_file": module.LOG_LEVEL, "run_dir": str(getattr(module, "RUN_DIR", ""))}))
+"""
+
+
+def test_importing_settings_makes_no_file_and_changes_no_environment_variable(tmp_path):
+    files = tmp_path / "files"
+    files.mkdir()
+    env_file = tmp_path / "dot.env"
+    env_file.write_text("LOG_LEVEL=WARNING\nSANDBOX_ENABLED=true\n")
+    # Every place a setting names, in a folder of the test's own (the repository's var/ has local runs' files).
+    places = {
+        "DATABASE_URL": f"sqlite:///{files / 'db.sqlite3'}",
+        "CACHE_URL": f"filecache://{files / 'cache'}",
+        "MEDIA_ROOT": str(files / "media"),
+        "PROMETHEUS_MULTIPROC_DIR": str(files / "metrics"),
+        "DJANGO_READ_DOT_ENV_FILE": "true",
+        "DJANGO_ENV_FILE": str(env_file),
+    }
+    cases = {
+        "config.settings.local": {**places, "CELERY_BROKER_URL": f"sqla+sqlite:///{files / 'broker.sqlite3'}"},
+        "config.settings.test": {
+            **places,
+            "CELERY_BROKER_URL": f"sqla+sqlite:///{files / 'broker.sqlite3'}",
+            "TEST_RUN_ID": f"settings-import-{uuid.uuid4().hex}",  # not this run's: its folder exists
+        },
+        "config.settings.production": {**PRODUCTION, **places},
+    }
+    for module, env in cases.items():
+        env = {**env, "DJANGO_SETTINGS_MODULE": module}
+        result = subprocess.run(
+            [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r})\n{IMPORT_AND_COMPARE}"],
+            env=django_env(env),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, (module, result.stderr)
+        report = json.loads(result.stdout.strip().splitlines()[-1])
+        assert report["changed"] == [], module
+        assert report["from_file"] == "WARNING", module  # the .env file was read, into the settings only
+        assert list(files.iterdir()) == [], module
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["dot.env", "files"], module
+        if report["run_dir"]:  # the test settings' run folder (under var/test-runs/) is made by the suite
+            assert not Path(report["run_dir"]).exists(), module
+
+
+def test_the_metrics_library_counts_across_processes_once_django_has_started(tmp_path):
+    # The folder is named to the library when Django starts (partner/core/apps.py), before the first
+    # module that counts is imported: every metric then writes to the shared folder.
+    code = (
+        "import django, os; django.setup(); from prometheus_client import values; "
+        "print(json.dumps({'dir': os.environ.get('PROMETHEUS_MULTIPROC_DIR'), "
+        "'multiprocess': values.ValueClass is not values.MutexValue, "
+        f"'made': os.path.isdir({str(tmp_path / 'metrics')!r})}}))"
+    )
+    report = run_json({"PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}, code)
+    assert report == {"dir": str(tmp_path / "metrics"), "multiprocess": True, "made": True}
