@@ -10,8 +10,8 @@ X-Frame-Options and any middleware added later run as they do for every request.
 becomes Django's 500 (`convert_exception_to_response`: logged, got_request_exception); a 4xx/5xx
 gets Django's django.request line, written inside the middleware so that it carries the request id.
 
-What it leaves out of Django's WSGIHandler is generality one route never uses, which costs more
-gunicorn CPU per webhook than verifying it does (bench/README.md):
+What it leaves out of Django's WSGIHandler is generality one route never uses, at a cost in CPU per
+webhook that bench/intake.py measures:
 - resolving the URL per request: the route is resolved once, when the handler is made;
 - the view, exception and template-response hooks of middleware: none of the kept middleware has
   one, and the handler refuses to start if one does;
