@@ -1,8 +1,8 @@
 """WSGI entry point: `gunicorn config.wsgi`.
 
-Exactly `POST /v1/webhooks` goes to the inbox's lean path (partner/inbox/webhook_wsgi.py: the
-webhook's answer without the middleware stack, the URL resolver and DRF, the middleware's work
-for it kept); every other request to Django's handler and the whole MIDDLEWARE.
+Exactly `POST /v1/webhooks` goes to Django's handler without the middleware a webhook never needs
+(partner/inbox/webhook_wsgi.py); every other request to Django's handler and the whole MIDDLEWARE.
+Both answer through the URL map: the webhook's view is the one the test client reaches.
 """
 
 import os
@@ -15,9 +15,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 
 django_application = get_wsgi_application()
 
-from partner.inbox.webhook_wsgi import WEBHOOK_PATH, WebhookApplication  # noqa: E402 - after django.setup()
+from partner.inbox.webhook_wsgi import WEBHOOK_PATH, WebhookHandler  # noqa: E402 - after django.setup()
 
-webhook_application = WebhookApplication(django_application)
+webhook_application = WebhookHandler()
 
 
 def application(environ, start_response):

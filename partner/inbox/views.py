@@ -1,23 +1,25 @@
-"""POST /v1/webhooks: the service's signed notifications.
+"""POST /v1/webhooks: the service's signed notifications, answered by one view.
 
-The signature is checked over the raw bytes before anything is parsed; an
-accepted notification is stored before the 202 goes out. A chunked body (no
-Content-Length) is read up to the same limit as any other. The view is outside
-any request-wide transaction, so what was stored stays stored.
+`webhook_receive_view` is the endpoint wherever a request comes from: gunicorn and runserver
+(`config.wsgi`), the test client, a live server, ASGI. It reads the raw bytes (a chunked body up to
+the same limit as any other), has `intake.webhook_receive` verify and store them, and answers 202
+once the row is stored. It is a plain Django view, not a DRF one: a webhook needs no content
+negotiation, parser or authentication class, and the intake's CPU per webhook is what the service's
+delivery rate presses on (bench/README.md). It runs outside any request-wide transaction, so what
+was stored stays stored.
 
-`webhook_answer` decides every answer (`WebhookAnswer`). Under WSGI (gunicorn, runserver)
-`POST /v1/webhooks` reaches it through the lean path of `partner/inbox/webhook_wsgi.py`, past the
-middleware and the content negotiation it does not need; `WebhookReceiveApi` (the URL map: ASGI,
-the test client, the API schema) answers through the same function.
+Under `config.wsgi` it runs behind only the middleware that has work to do for a webhook
+(`partner/inbox/webhook_wsgi.py`). `WebhookReceiveApi` documents it in the API schema and gives any
+other method DRF's answers (405, OPTIONS), as every API view of ours does.
 """
 
 import json
 import logging
-from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 from django.http import HttpResponse
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.parsers import BaseParser
@@ -83,36 +85,6 @@ def _read_at_most(stream, size: int) -> bytes:
     return b"".join(parts)
 
 
-@dataclass(frozen=True)
-class WebhookAnswer:
-    """What a webhook is answered: a status, the message of a JSON body (none: no body) and headers."""
-
-    status: int
-    message: str | None = None
-    headers: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def content(self) -> bytes:
-        """`{"message": ...}` as DRF's renderer writes it (compact, UTF-8); nothing for an answer without a message."""
-        if self.message is None:
-            return b""
-        return json.dumps({"message": self.message}, ensure_ascii=False, separators=(",", ":")).encode()
-
-    @property
-    def content_type(self) -> str | None:
-        return None if self.message is None else "application/json"
-
-
-def webhook_response(answer: WebhookAnswer) -> HttpResponse:
-    """The answer as a Django response (no Content-Type without a body, as DRF answered it)."""
-    response = HttpResponse(answer.content, status=answer.status, headers=dict(answer.headers))
-    if answer.content_type is None:
-        del response["Content-Type"]
-    else:
-        response["Content-Type"] = answer.content_type
-    return response
-
-
 def _body_stream(request):
     """Where the body is read from: Django's request, or the server's own stream for a body without a length.
 
@@ -146,12 +118,28 @@ def _read_body(request) -> bytes:
     return body
 
 
-def webhook_answer(request) -> WebhookAnswer:
+# Every answer of the endpoint carries these, as it has since it was a DRF view.
+_ENDPOINT_HEADERS = {"Allow": "POST, OPTIONS", "Vary": "Accept"}
+
+
+def _answer(status: int, message: str | None = None, **headers: str) -> HttpResponse:
+    """An answer: no body (and no Content-Type) without a message, else `{"message": ...}`, compact UTF-8 JSON."""
+    if message is None:
+        response = HttpResponse(status=status, headers={**_ENDPOINT_HEADERS, **headers})
+        del response["Content-Type"]
+        return response
+    content = json.dumps({"message": message}, ensure_ascii=False, separators=(",", ":")).encode()
+    return HttpResponse(
+        content, status=status, content_type="application/json", headers={**_ENDPOINT_HEADERS, **headers}
+    )
+
+
+def _webhook_answer(request) -> HttpResponse:
     """Read, verify and store one webhook (`webhook_receive`); its answer: 202, 400, 401, 411, 413 or 503."""
     try:
         body = _read_body(request)
     except WebhookBodyRefused as refused:
-        return WebhookAnswer(refused.status, refused.message)
+        return _answer(refused.status, refused.message)
     try:
         notification_id = webhook_receive(
             body=body,
@@ -160,27 +148,23 @@ def webhook_answer(request) -> WebhookAnswer:
             remote_addr=request.META.get("REMOTE_ADDR"),
         )
     except WebhookSignatureInvalid:
-        return WebhookAnswer(401, "Invalid or missing signature")
+        return _answer(401, "Invalid or missing signature")
     except WebhookNotANotification as exc:
-        return WebhookAnswer(400, f"Not a webhook notification: {exc}")
+        return _answer(400, f"Not a webhook notification: {exc}")
     except DatabaseError as exc:
         # The database is away (restart, failover): nothing was stored, so say "retry later"
         # (the service redelivers on any non-2xx) rather than an unhandled 500.
         logger.warning("webhook not stored, database unavailable (%s)", type(exc).__name__)
-        return WebhookAnswer(503, "Temporarily unavailable, retry later", (("Retry-After", "5"),))
-    return WebhookAnswer(202, headers=(("X-Notification-Id", str(notification_id)),))
+        return _answer(503, "Temporarily unavailable, retry later", **{"Retry-After": "5"})
+    return _answer(202, **{"X-Notification-Id": str(notification_id)})
 
 
 class WebhookReceiveApi(APIView):
-    """The webhook as the URL map serves it (ASGI, the test client) and the API schema documents it."""
+    """POST /v1/webhooks in the API schema; `webhook_receive_view` answers the webhook."""
 
     authentication_classes = []
     permission_classes = []
     parser_classes = [RawBodyParser]
-
-    def finalize_response(self, request, response, *args, **kwargs):
-        WEBHOOKS.labels(str(response.status_code)).inc()  # every answer, whichever branch gave it
-        return super().finalize_response(request, response, *args, **kwargs)
 
     # On the method, not the class: an operation_id on an APIView class breaks the schema (drf-spectacular).
     @extend_schema(
@@ -204,4 +188,27 @@ class WebhookReceiveApi(APIView):
         },
     )
     def post(self, request):
-        return webhook_response(webhook_answer(request._request))
+        return webhook_receive_view(request._request)
+
+
+# DRF's answers to any other method than POST (405 in our error shape; OPTIONS).
+_other_methods = WebhookReceiveApi.as_view()
+# The answers counted by status, one counter per status (looking one up is not free).
+_counted: dict[int, object] = {}
+
+
+@csrf_exempt  # a server-to-server POST, signed by HMAC
+@transaction.non_atomic_requests  # a stored notification must survive any later error
+def webhook_receive_view(request) -> HttpResponse:
+    """The endpoint: a POST read, verified, stored and answered; any other method answered by DRF."""
+    response = _webhook_answer(request) if request.method == "POST" else _other_methods(request)
+    counter = _counted.get(response.status_code)
+    if counter is None:
+        counter = _counted[response.status_code] = WEBHOOKS.labels(str(response.status_code))
+    counter.inc()
+    return response
+
+
+# drf-spectacular documents the views whose callback names an APIView class: this one's is WebhookReceiveApi.
+webhook_receive_view.cls = WebhookReceiveApi
+webhook_receive_view.initkwargs = {}

@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 
 from partner.inbox.models import Notification
 from partner.platform.signatures import signature_compute
+from tests.inbox.front_door import wsgi_call
 
-pytestmark = pytest.mark.django_db
+# Through config.wsgi, as production runs it: Django's handler closes a connection left in a transaction.
+pytestmark = pytest.mark.django_db(transaction=True)
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -93,7 +95,7 @@ HEADER_VALUE = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=12
 
 
 @pytest.fixture
-def intake(client, settings):
+def intake(settings):
     settings.SVC_SIGNING_SECRETS = [SECRET]
     settings.CELERY_TASK_ALWAYS_EAGER = False
     from partner.inbox.intake import signing_secrets_forget
@@ -106,7 +108,7 @@ def intake(client, settings):
         headers = dict(extra)
         if signature is not None:
             headers[header] = signature
-        return client.generic("POST", "/v1/webhooks", data=body, content_type=content_type, **headers)
+        return wsgi_call(body, CONTENT_TYPE=content_type, **headers)
 
     yield post, secrets
     signing_secrets_forget()
