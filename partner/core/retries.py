@@ -47,10 +47,26 @@ WAIT_SPREAD_SECONDS = 1.0
 WAIT_SPREAD_SHARE = 0.05
 
 
+def backoff(retries: int, *, base: float, ceiling: float, jitter: bool = True) -> float:
+    """The project's one backoff: seconds to wait after `retries` earlier retries (0 for the first).
+
+    Exponential (`base` doubled per retry, at most `ceiling`) with full jitter: a wait drawn
+    uniformly between 0 and that, so that many callers that failed together spread out instead of
+    coming back as one wave. Used by the tasks (`retry_countdown`), the transport's own retries
+    (`partner.platform.http`) and the sandbox's webhook deliveries.
+    """
+    top = min(float(ceiling), float(base) * (2 ** max(0, retries)))
+    return random.uniform(0, top) if jitter else top
+
+
 def retry_countdown(retries: int, *, retry_after: float | None = None) -> float:
     """Seconds to wait before attempt `retries + 1`; at least the service's Retry-After when it sent one."""
-    ceiling = min(settings.CELERY_TASK_RETRY_BACKOFF_MAX, settings.CELERY_TASK_RETRY_BACKOFF * (2**retries))
-    wait = random.uniform(0, ceiling) if settings.CELERY_TASK_RETRY_JITTER else ceiling
+    wait = backoff(
+        retries,
+        base=settings.CELERY_TASK_RETRY_BACKOFF,
+        ceiling=settings.CELERY_TASK_RETRY_BACKOFF_MAX,
+        jitter=settings.CELERY_TASK_RETRY_JITTER,
+    )
     if retry_after:
         wait = max(wait, min(float(retry_after), settings.CELERY_TASK_RETRY_BACKOFF_MAX))
     return wait

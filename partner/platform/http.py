@@ -29,7 +29,6 @@ import contextvars
 import json
 import logging
 import os
-import random
 import threading
 import time
 from http.cookiejar import DefaultCookiePolicy
@@ -38,6 +37,7 @@ import requests
 from django.conf import settings
 from requests.adapters import HTTPAdapter
 
+from partner.core.retries import backoff
 from partner.platform import metrics as _metrics  # noqa: F401 - counts every exchange (it connects to the signals)
 from partner.platform.errors import (
     ServiceError,
@@ -136,14 +136,11 @@ def status_retryable(status: int) -> bool:
 def backoff_delay(attempt: int, *, retry_after: float | None = None) -> float:
     """Seconds to wait before retry number `attempt` (1 for the first retry).
 
-    Exponential (SVC_RETRY_BACKOFF doubled per attempt, at most
-    SVC_RETRY_BACKOFF_MAX) with "equal jitter" (half fixed, half random) so that
-    workers failing together do not come back together; never shorter than a
-    Retry-After the service asked for.
+    The project's one backoff (`partner.core.retries.backoff`: SVC_RETRY_BACKOFF doubled per
+    attempt, at most SVC_RETRY_BACKOFF_MAX, full jitter); never shorter than a Retry-After the
+    service asked for.
     """
-    base = settings.SVC_RETRY_BACKOFF
-    ceiling = min(settings.SVC_RETRY_BACKOFF_MAX, base * (2 ** (attempt - 1)))
-    delay = ceiling / 2 + random.uniform(0, ceiling / 2)
+    delay = backoff(attempt - 1, base=settings.SVC_RETRY_BACKOFF, ceiling=settings.SVC_RETRY_BACKOFF_MAX)
     if retry_after is not None:
         delay = max(delay, retry_after)
     return delay

@@ -12,7 +12,6 @@ is the sandbox's own: it needs neither Celery nor the partner's workers.
 import json
 import logging
 import os
-import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +21,7 @@ from django.conf import settings
 from django.db import close_old_connections, connections, transaction
 from django.utils import timezone
 
+from partner.core.retries import backoff
 from partner.platform.formats import WEBHOOK_EVENT_CREATED
 from partner.platform.signatures import signature_compute
 
@@ -152,9 +152,8 @@ def _finished() -> None:
 
 
 def _backoff(number: int) -> float:
-    base = settings.SANDBOX_WEBHOOK_BACKOFF
-    delay = min(settings.SANDBOX_WEBHOOK_BACKOFF_MAX, base * 2 ** (number - 1))
-    return delay * random.uniform(0.5, 1.0)
+    """The wait after attempt `number` (the project's one backoff, as the partner's own retries)."""
+    return backoff(number - 1, base=settings.SANDBOX_WEBHOOK_BACKOFF, ceiling=settings.SANDBOX_WEBHOOK_BACKOFF_MAX)
 
 
 def _attempt(delivery_id: int) -> None:

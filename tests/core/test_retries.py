@@ -187,3 +187,27 @@ def test_a_task_called_directly_raises_the_error_itself():
 
     with pytest.raises(ServiceRateLimitError):
         task_retry(process_notification, rate_limited(1))
+
+
+def test_the_project_has_one_backoff_formula():
+    """The tasks, the transport's own retries and the sandbox's webhook deliveries wait by one formula
+    (`backoff`): no other module of the application doubles a wait or draws a jitter of its own."""
+    import ast
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[2] / "partner"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if "migrations" in path.parts or path.name == "retries.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            doubling = (
+                isinstance(node, ast.BinOp)
+                and isinstance(node.op, ast.Pow)
+                and isinstance(node.left, ast.Constant)
+                and node.left.value == 2
+            )
+            drawn = isinstance(node, ast.Attribute) and node.attr == "uniform"
+            if doubling or drawn:
+                found.append(f"{path.relative_to(package)}:{node.lineno}")
+    assert found == []
