@@ -79,9 +79,10 @@ def _task_connections_tidied(**kwargs):
     close_old_connections()
 
 
-# The inbox relay runs in every worker (partner/inbox/relay.py). Named, not imported: the step is
-# loaded when the worker starts, after Django has set up the models it uses.
-app.steps["worker"].add("partner.inbox.relay:InboxRelay")
+# The housekeeping loop runs in every worker: the lease hand-backs and the inbox's relay
+# (partner/core/housekeeping.py). Named, not imported: the step is loaded when the worker starts,
+# after Django has set up the models its chores use.
+app.steps["worker"].add("partner.core.housekeeping:Housekeeping")
 
 
 @worker_ready.connect

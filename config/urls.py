@@ -1,4 +1,5 @@
-"""URL map: the partner API, the embedded UI, the admin and (when enabled) the sandbox."""
+"""URL map: the partner API, the embedded UI, the admin, the operators' endpoints and (when enabled)
+the sandbox. Every `/v1/` route of the partner API is declared here, in one place."""
 
 from django.conf import settings
 from django.contrib import admin
@@ -6,9 +7,22 @@ from django.urls import include, path, reverse_lazy
 from drf_spectacular.views import SpectacularAPIView
 
 from partner.core.ratelimits import admin_login_limited
-from partner.core.views import favicon, healthz, healthz_live, healthz_ready, metrics
+from partner.core.views import favicon
+from partner.fulfillment.orders.views import OrderStatusApi
+from partner.inbox.views import webhook_receive_view
+from partner.operations.views import healthz, healthz_live, healthz_ready, metrics
+from partner.ui.views import origin_proxy
+
+# The partner API (DESIGN.md's contract): the service's webhooks in, an order's status, the origin
+# proxy of the embedded UI.
+api_v1 = [
+    path("webhooks", webhook_receive_view, name="webhook-receive"),
+    path("status/<str:transaction_id>", OrderStatusApi.as_view(), name="order-status"),
+    path("origins/<str:origin_id>", origin_proxy, name="origin-proxy"),
+]
 
 urlpatterns = [
+    path("v1/", include((api_v1, "v1"))),
     path("healthz", healthz, name="healthz"),
     path("healthz/live", healthz_live, name="healthz-live"),
     path("healthz/ready", healthz_ready, name="healthz-ready"),
@@ -18,8 +32,6 @@ urlpatterns = [
     path("admin/login/", admin_login_limited(admin.site.login)),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("v1/", include("partner.inbox.urls")),
-    path("v1/", include("partner.fulfillment.urls")),
     path("", include("partner.ui.urls")),
 ]
 

@@ -142,6 +142,7 @@ INSTALLED_APPS = [
     "partner.inbox",
     "partner.fulfillment",
     "partner.ui",
+    "partner.operations",
 ]
 
 # MIDDLEWARE

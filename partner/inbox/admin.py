@@ -1,8 +1,4 @@
-"""The webhook inbox in the admin: read-only, searchable, with the raw body and a replay action.
-
-Also the operations dashboard's page (/admin/dashboard/, `partner.inbox.dashboard`): this app is the
-one that sees both the orders and the inbox.
-"""
+"""The webhook inbox in the admin: read-only, searchable, with the raw body and a replay action."""
 
 import json
 
@@ -11,13 +7,10 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from partner.fulfillment.orders.selectors import order_get
-from partner.inbox.dashboard import dashboard_install
 from partner.inbox.models import Notification
 from partner.inbox.outbox import notification_replay
 from partner.platform import client
 from partner.platform.errors import ServiceError
-
-dashboard_install(admin.site)
 
 
 @admin.register(Notification)

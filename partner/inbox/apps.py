@@ -25,3 +25,11 @@ class InboxConfig(AppConfig):
 
         health_warning_register(relay_warnings, ready_only=True)
         health_warning_register(backlog_warnings, ready_only=True)
+
+        from django.conf import settings
+
+        from partner.core.housekeeping import housekeeping_chore_register
+        from partner.inbox.relay import relay_round
+
+        if settings.INBOX_RELAY_INTERVAL > 0:  # 0: the relay runs as a process of its own
+            housekeeping_chore_register("inbox relay", relay_round, interval=settings.INBOX_RELAY_INTERVAL)

@@ -32,7 +32,7 @@ from django.urls import resolve, set_script_prefix
 from django.utils.log import log_response
 from django.utils.module_loading import import_string
 
-# The URL map's path of the webhook (partner/inbox/urls.py under "v1/"; a test holds the two together).
+# The URL map's path of the webhook (config/urls.py, the partner API's routes; a test holds the two together).
 WEBHOOK_PATH = "/v1/webhooks"
 
 # The middleware the webhook goes without, and why each has nothing to do for it.

@@ -1,4 +1,5 @@
-"""Addresses of the embedded UI; mounted at the root, so the API paths are written out in full."""
+"""Addresses of the embedded UI, mounted at the root (its `/v1/origins/{id}` is declared with the
+partner API's routes, in config/urls.py)."""
 
 from django.urls import path
 
@@ -7,7 +8,6 @@ from partner.ui import views
 app_name = "ui"
 urlpatterns = [
     path("", views.embed_page, name="embed"),
-    path("v1/origins/<str:origin_id>", views.origin_proxy, name="origin-proxy"),
     path("ui/transactions/<str:transaction_id>", views.transaction_progress, name="transaction-progress"),
     path(
         "ui/transactions/<str:transaction_id>/documents/<str:document_id>",

@@ -79,10 +79,12 @@ def test_ready_is_degraded_by_a_backlog_past_its_thresholds(settings):
 def test_the_relay_loop_records_its_rounds(settings):
     import threading
 
-    from partner.inbox.relay import relay_loop
+    from partner.core.housekeeping import housekeeping_loop
+    from partner.inbox.relay import relay_chore
 
     stop = threading.Event()
-    thread = threading.Thread(target=relay_loop, args=(stop,), kwargs={"interval": 0.05}, daemon=True)
+    chores = [relay_chore(interval=0.05)]
+    thread = threading.Thread(target=housekeeping_loop, args=(stop,), kwargs={"chores": chores}, daemon=True)
     thread.start()
     try:
         deadline = time.monotonic() + 10

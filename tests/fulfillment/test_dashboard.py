@@ -8,10 +8,10 @@ from django.contrib.auth.models import Permission
 from django.urls import reverse
 from django.utils import timezone
 
-from partner.fulfillment.dashboard import Percentiles, orders_window, percentile
 from partner.fulfillment.models import FailureCode, Order, OrderStatus
-from partner.inbox.dashboard import day_text, duration_text
+from partner.fulfillment.orders.figures import Percentiles, orders_window, percentile
 from partner.inbox.models import Notification, NotificationState
+from partner.operations.dashboard import day_text, duration_text
 
 pytestmark = pytest.mark.django_db
 

@@ -51,7 +51,7 @@ def raw(body) -> bytes:
 
 def test_the_webhook_is_the_url_maps_view_behind_every_middleware_but_the_skipped(settings):
     match = resolve(WEBHOOK_PATH)
-    assert (match.namespace, match.url_name, match.func) == ("inbox", "webhook-receive", webhook_receive_view)
+    assert (match.namespace, match.url_name, match.func) == ("v1", "webhook-receive", webhook_receive_view)
     assert webhook_middleware() == [name for name in settings.MIDDLEWARE if name not in SKIPPED_MIDDLEWARE]
     assert set(SKIPPED_MIDDLEWARE) <= set(settings.MIDDLEWARE)  # a name no longer there is a stale rule
     assert isinstance(config.wsgi.webhook_application, WebhookHandler)

@@ -6,9 +6,10 @@ import time
 import pytest
 from django.db import connection
 
+from partner.core.housekeeping import housekeeping_loop
 from partner.inbox import outbox
 from partner.inbox.models import Notification, NotificationState
-from partner.inbox.relay import relay_loop
+from partner.inbox.relay import relay_chore
 from tests.conftest import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -168,7 +169,8 @@ def test_two_relays_at_once_share_the_rows_without_waiting(published, monkeypatc
 
 def test_relay_loop_picks_up_rows_stored_while_it_runs(published):
     stop = threading.Event()
-    thread = threading.Thread(target=relay_loop, args=(stop,), kwargs={"interval": 0.05})
+    chores = [relay_chore(interval=0.05)]
+    thread = threading.Thread(target=housekeeping_loop, args=(stop,), kwargs={"chores": chores})
     thread.start()
     try:
         waiting = stored(2)

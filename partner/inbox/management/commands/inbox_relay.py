@@ -1,4 +1,5 @@
-"""Run the inbox relay in the foreground, apart from any worker (stopped by Ctrl-C or SIGTERM)."""
+"""Run the inbox relay (and the lease hand-backs) in the foreground, apart from any worker (stopped by
+Ctrl-C or SIGTERM)."""
 
 import signal
 import threading
@@ -6,7 +7,8 @@ import threading
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from partner.inbox.relay import relay_loop
+from partner.core.housekeeping import housekeeping_loop
+from partner.inbox.relay import relay_chore
 
 
 class Command(BaseCommand):
@@ -29,4 +31,4 @@ class Command(BaseCommand):
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
         self.stdout.write(f"inbox relay: every {interval:g}s when idle (Ctrl-C to stop)")
-        relay_loop(stop, interval=interval)
+        housekeeping_loop(stop, chores=[relay_chore(interval=interval)])

@@ -1,10 +1,9 @@
 """The operations dashboard in the admin, at /admin/dashboard/: orders, turnarounds, failures, the inbox backlog.
 
-It lives in the inbox app because this is the one layer that sees both the orders (fulfillment) and
-the webhooks. The figures come from selectors (`partner.fulfillment.dashboard`,
-`partner.inbox.selectors`) and the charts' geometry from `partner.core.charts`; this module reads
-the request, checks the permission and lays the figures out, each with a link to the admin list
-it summarises. `dashboard_install` adds the page to an admin site's URLs (`partner/inbox/admin.py`).
+The figures come from selectors (`partner.fulfillment.orders.figures`, `partner.inbox.selectors`)
+and the charts' geometry from `partner.core.charts`; this module reads the request, checks the
+permission and lays the figures out, each with a link to the admin list it summarises.
+`dashboard_install` adds the page to an admin site's URLs (`partner/operations/admin.py`).
 """
 
 from datetime import date, datetime
@@ -17,7 +16,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 
 from partner.core.charts import Column, StackedBarChart, stacked_bar_chart
-from partner.fulfillment.dashboard import (
+from partner.fulfillment.orders.figures import (
     OPEN_TOO_LONG,
     OUTCOME_STATUSES,
     OUTCOMES,

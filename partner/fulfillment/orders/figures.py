@@ -1,4 +1,4 @@
-"""Reads behind the operations dashboard: the orders of a window of days, their turnarounds and failures.
+"""The orders' figures behind the operations dashboard: the orders of a window of days, their turnarounds and failures.
 
 Read-only, and a fixed number of queries whatever the number of orders: counts are grouped in SQL
 (TruncDate by the current time zone's day). An order belongs to the day it was opened (its webhook)
