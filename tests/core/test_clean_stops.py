@@ -20,9 +20,9 @@ import requests
 from partner.fulfillment.models import Order, OrderDocument, OrderStatus
 from partner.sandbox.faults import fault_set
 from partner.sandbox.transactions import transaction_create
-from tests.conftest import wait_for
-from tests.core.test_gunicorn_access_log import _free_port
-from tests.workers import database_url
+from tests.helpers.ports import free_port
+from tests.helpers.waiting import wait_for
+from tests.helpers.workers import database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,7 +78,7 @@ def test_a_stopped_worker_finishes_its_order_and_exits_cleanly(demo, service, tm
 
 
 def test_gunicorn_finishes_the_request_under_way_when_stopped(tmp_path):
-    port = _free_port()
+    port = free_port()
     app = tmp_path / "slow.py"
     app.write_text(
         "import time\n"

@@ -8,7 +8,6 @@ callback.
 
 import threading
 from collections import Counter
-from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -22,51 +21,14 @@ from partner.platform.signatures import signature_compute
 from partner.sandbox.faults import fault_set
 from partner.sandbox.models import Response, UploadSlot, WebhookDelivery
 from partner.sandbox.products import product_merge
-from partner.sandbox.transactions import event_create, transaction_create
+from partner.sandbox.transactions import event_create
 from partner.sandbox.webhooks import webhook_deliveries_wait
-from tests.conftest import wait_for
+from tests.helpers.orders import order_of
+from tests.helpers.sandbox import order_placed
+from tests.helpers.service_calls import call_kind, path_of
+from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def order_of(transaction_id, status, timeout=60):
-    def found():
-        return Order.objects.filter(transaction_id=transaction_id, status=status).first()
-
-    def state():
-        order = Order.objects.filter(transaction_id=transaction_id).first()
-        notes = list(Notification.objects.filter(resource_id=transaction_id).values_list("state", "last_error"))
-        deliveries = list(WebhookDelivery.objects.filter(resource_id=transaction_id).values_list("status", "url"))
-        if order is None:
-            return f"no order; notifications {notes}; deliveries {deliveries}"
-        return f"{order.status} {order.failure_reason!r} {order.last_error!r}; notifications {notes}"
-
-    return wait_for(found, timeout=timeout, message=lambda: f"order {transaction_id} in {status} (now: {state()})")
-
-
-def order_placed(seed, *, user="lender.demo", product="address-verification", loan=2, **kwargs):
-    return transaction_create(product=seed.products[product], user=seed.users[user], loan=seed.loans[loan], **kwargs)
-
-
-def path_of(call) -> str:
-    return urlsplit(call["url"]).path
-
-
-def call_kind(call):
-    method, path = call["method"], path_of(call)
-    if path.endswith("/response/resources"):
-        return "slots"
-    if path.endswith("/response"):
-        return "patch"
-    if "/events/" in path:
-        return "event"
-    if "/uploads/" in path or method == "PUT":
-        return "upload"
-    if path.endswith("/products"):
-        return "products"
-    if "/transactions/" in path:
-        return "transaction"
-    return path
 
 
 def test_typical_sequence_from_webhook_to_request_completed(demo, service_calls, celery_worker_live):

@@ -17,7 +17,8 @@ from partner.fulfillment.models import FailureCode, Order, OrderStatus, OrderSte
 from partner.fulfillment.orders.services import order_open
 from partner.fulfillment.runs import order_run
 from partner.platform.errors import ServiceUnavailableError, ServiceValidationError
-from tests.conftest import LENDER_CREDENTIALS, order_ran, product_create
+from tests.helpers.orders import order_ran
+from tests.helpers.products import LENDER_CREDENTIALS, product_create
 
 pytestmark = pytest.mark.django_db
 

@@ -27,8 +27,8 @@ from partner.fulfillment.recovery.sweeps import orders_sweep
 from partner.sandbox.faults import fault_set, faults_clear
 from partner.sandbox.models import Response, UploadSlot
 from partner.sandbox.transactions import transaction_create
-from tests.conftest import wait_for
-from tests.workers import worker_kill, worker_start
+from tests.helpers.waiting import wait_for
+from tests.helpers.workers import worker_kill, worker_start
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 

@@ -9,7 +9,7 @@ from django.db import connection
 from partner.inbox import outbox
 from partner.inbox.models import Notification, NotificationState
 from partner.inbox.relay import relay_loop
-from tests.conftest import wait_for
+from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

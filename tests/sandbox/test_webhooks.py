@@ -15,7 +15,7 @@ from partner.sandbox.models import WebhookAttempt, WebhookDelivery
 from partner.sandbox.products import product_signing_secret_set, product_webhooks_point
 from partner.sandbox.transactions import transaction_create
 from partner.sandbox.webhooks import webhook_deliveries_wait
-from tests.sandbox.conftest import host_transaction
+from tests.helpers.sandbox import host_transaction
 
 HEADER = "Svc-Signature"
 

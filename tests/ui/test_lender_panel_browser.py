@@ -11,9 +11,8 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from tests.conftest import result_of
-from tests.ui.conftest import ARTIFACTS
-from tests.ui.test_browser import WAIT_MS, Host, app_state
+from tests.helpers.browser import ARTIFACTS, WAIT_MS, Host, app_state
+from tests.helpers.orders import result_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -11,7 +11,7 @@ import pytest
 from partner.sandbox.faults import fault_set, faults_clear
 from partner.sandbox.models import Loan
 from partner.sandbox.origins import origin_create, origin_expire
-from tests.conftest import result_of
+from tests.helpers.orders import result_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
