@@ -80,9 +80,11 @@ def test_a_stopped_worker_finishes_its_order_and_exits_cleanly(demo, service, tm
 def test_gunicorn_finishes_the_request_under_way_when_stopped(tmp_path):
     port = free_port()
     app = tmp_path / "slow.py"
+    taken = tmp_path / "taken"  # the worker has the request
     app.write_text(
-        "import time\n"
+        "import pathlib, time\n"
         "def application(environ, start):\n"
+        f"    pathlib.Path({str(taken)!r}).touch()\n"
         "    time.sleep(1.5)\n"
         "    start('200 OK', [('Content-Type', 'text/plain')])\n"
         "    return [b'finished']\n"
@@ -116,7 +118,7 @@ def test_gunicorn_finishes_the_request_under_way_when_stopped(tmp_path):
 
         thread = threading.Thread(target=ask)
         thread.start()
-        time.sleep(0.5)  # the request is in the worker's hands
+        wait_for(taken.exists, timeout=30, message="the request in the worker's hands")
         os.killpg(server.pid, signal.SIGTERM)
         thread.join(timeout=30)
         assert server.wait(timeout=30) == 0

@@ -2,7 +2,8 @@
 
 `FakeServer` answers each (method, path) with a scripted sequence of `Reply`s and records what
 arrived (`Seen`): a redirect, a chosen status sequence, exactly which headers came. `Receiver`
-records every webhook POST the sandbox sends, with its exact bytes, and answers queued statuses.
+records every webhook POST the sandbox sends, with its exact bytes and when it came, and answers
+queued statuses.
 """
 
 import json
@@ -118,7 +119,9 @@ class Receiver:
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with receiver.lock:
-                    receiver.calls.append(SimpleNamespace(path=self.path, headers=dict(self.headers), body=body))
+                    receiver.calls.append(
+                        SimpleNamespace(path=self.path, headers=dict(self.headers), body=body, at=time.monotonic())
+                    )
                     status = receiver.statuses.pop(0) if receiver.statuses else receiver.default
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
