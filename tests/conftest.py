@@ -6,6 +6,11 @@
 - `fake_platform`: the service's client replaced by a recording fake (`tests/helpers/fakes.py`), for
   fast tests of the pipeline's rules; `tests/helpers/products.py` and `orders.py` give it an order to work.
 - `tasks_sent`: the Celery tasks published by name, recorded instead of sent.
+
+A test runs inside a transaction rolled back at its end (`django_db`) unless it needs real commits:
+pytest-django gives every test using `live_server` (so `service`, `demo`, `celery_worker_live`)
+real commits by itself; `django_db(transaction=True)` marks the others that need them (a thread or
+process reading the database, `on_commit` callbacks that must run).
 """
 
 import threading

@@ -7,7 +7,7 @@ from partner.catalog.tasks import pull
 from partner.sandbox.products import product_merge
 from partner.sandbox.seeding import sandbox_seed
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def test_periodic_pull_brings_service_changes(service):

@@ -14,7 +14,7 @@ from partner.catalog.models import Product
 from partner.catalog.selectors import product_get
 from partner.platform import urns
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 AV = "address-verification"
 DD = "disclosure-delivery"

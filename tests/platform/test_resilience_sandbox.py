@@ -12,7 +12,7 @@ from partner.sandbox.tokens import token_revoke_all
 from partner.sandbox.transactions import transaction_create
 from tests.helpers.processes import token_race_with_another_process
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def new_transaction(sandbox):

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from tests.helpers.browser import WAIT_MS, Host, app_state
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db]
 
 
 def order_placed(host: Host) -> str:

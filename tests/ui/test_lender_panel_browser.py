@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from tests.helpers.browser import ARTIFACTS, WAIT_MS, Host, app_state
 from tests.helpers.orders import result_of
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db]
 
 
 def no_overflow(page) -> bool:

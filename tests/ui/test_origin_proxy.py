@@ -13,7 +13,7 @@ from partner.sandbox.models import Loan
 from partner.sandbox.origins import origin_create, origin_expire
 from tests.helpers.orders import result_of
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 DEMO_SECRETS = ("demo-password-1", "not-the-password-9")
 

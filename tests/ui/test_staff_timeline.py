@@ -26,7 +26,7 @@ from tests.helpers.fakes import FakePlatform
 from tests.helpers.orders import result_of
 from tests.helpers.staff_orders import PDF, PNG, Worker, launched, origin_headers, staff_order, staff_product_name
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 TXN = "txn-timeline-1"
 _RUN = random.randrange(256)
