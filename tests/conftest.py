@@ -1,26 +1,26 @@
-"""Shared fixtures of the test suite.
+"""Shared fixtures of the test suite (the helpers they and the tests use are in `tests/helpers/`).
 
 - `service`: the application on a live server, talking to its own sandbox over real HTTP;
   `demo`: the sandbox's demo data there, our partner accounts and the products pulled.
 - `service_calls`: every exchange with the service (and with its token endpoint), from any thread.
-- `fake_platform`: the service's client replaced by a recording fake (`tests/fakes.py`), for fast
-  tests of the pipeline's rules; `product_create` and `LENDER_CREDENTIALS` give it an order to work.
+- `fake_platform`: the service's client replaced by a recording fake (`tests/helpers/fakes.py`), for
+  fast tests of the pipeline's rules; `tests/helpers/products.py` and `orders.py` give it an order to work.
 - `tasks_sent`: the Celery tasks published by name, recorded instead of sent.
+
+A test runs inside a transaction rolled back at its end (`django_db`) unless it needs real commits:
+pytest-django gives every test using `live_server` (so `service`, `demo`, `celery_worker_live`)
+real commits by itself; `django_db(transaction=True)` marks the others that need them (a thread or
+process reading the database, `on_commit` callbacks that must run).
 """
 
-import socket
 import threading
 
 import pytest
 
-from tests.browser import browser, page, shot  # noqa: F401  (the browser fixtures, shared by every browser test)
-
-# The demo lender's password, the one the sandbox's host holds for lender.demo (partner/sandbox/demo.py).
-DEMO_PASSWORD = "demo-password-1"
-# lender.wrong has a partner account, but the host holds another password for it ("not-the-password-9").
-WRONG_ACCOUNT_PASSWORD = "the-real-password-1"
-# What the host sends as `request.credentials` of lender.demo's orders.
-LENDER_CREDENTIALS = {"username": "lender.demo", "password": DEMO_PASSWORD, "companyCode": "DEMO01"}
+from tests.helpers.browser import browser, page, shot  # noqa: F401  (the browser fixtures, shared by every browser test)
+from tests.helpers.ports import port_answers
+from tests.helpers.products import DEMO_PASSWORD, WRONG_ACCOUNT_PASSWORD
+from tests.helpers.service_calls import ServiceCalls
 
 
 def pytest_configure(config):
@@ -33,14 +33,6 @@ def pytest_configure(config):
 
     settings.RUN_DIR.mkdir(parents=True, exist_ok=True)
     os.environ["TEST_RUN_ID"] = settings.RUN_ID
-
-
-def port_answers(port: int, host: str = "127.0.0.1") -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 @pytest.fixture
@@ -153,19 +145,6 @@ def celery_worker_live(service):
         task_postrun.disconnect(close_thread_connections)
 
 
-def wait_for(predicate, *, timeout=60.0, interval=0.2, message="condition"):
-    """Poll `predicate` until it returns something truthy; fail the test after `timeout` seconds."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    pytest.fail(f"timed out after {timeout:g}s waiting for {message() if callable(message) else message}")
-
-
 @pytest.fixture
 def signed_post(client, settings):
     """POST a body to /v1/webhooks signed with the first accepted secret (or `secret=`)."""
@@ -182,24 +161,11 @@ def signed_post(client, settings):
     return post
 
 
-def broker_point(url):
-    """Point the Celery app at `url`, dropping every pooled connection to the old broker."""
-    from kombu import pools
-
-    from config.celery import app
-
-    # Publishing uses the write URL; CELERY_BROKER_URL in the environment would win over broker_url.
-    app.conf.broker_write_url = url
-    if app._pool is not None:
-        app._pool.force_close_all()
-    app._pool = None
-    app.amqp._producer_pool = None
-    pools.reset()
-
-
 @pytest.fixture
 def broker_down(settings):
     """Point the Celery app at a broker nobody answers on; `broker_down()` (the fixture value) restores it."""
+    from tests.helpers.workers import broker_point
+
     broker_point("redis://127.0.0.1:1/0")
     restore = lambda: broker_point(settings.CELERY_BROKER_URL)  # noqa: E731
     yield restore
@@ -222,20 +188,6 @@ def demo(service):
     yield seed
     faults_clear()
     webhook_deliveries_wait(timeout=10)
-
-
-class ServiceCalls(list):
-    """Every exchange with the service's API and upload locations, as dicts of the keyword arguments
-    of `service_call_finished` (method, url, status, duration, attempt, error); `.tokens` holds the
-    exchanges with the token endpoint (`token_requested`) the same way."""
-
-    def __init__(self):
-        super().__init__()
-        self.tokens = []
-
-    def clear(self):
-        super().clear()
-        self.tokens.clear()
 
 
 @pytest.fixture
@@ -263,8 +215,8 @@ def service_calls():
 
 @pytest.fixture
 def fake_platform(monkeypatch):
-    """The service's client replaced by a fake that records every call (`tests/fakes.py`)."""
-    from tests.fakes import FakePlatform
+    """The service's client replaced by a fake that records every call (`tests/helpers/fakes.py`)."""
+    from tests.helpers.fakes import FakePlatform
 
     return FakePlatform().install(monkeypatch)
 
@@ -281,73 +233,6 @@ def tasks_sent(monkeypatch):
 
     monkeypatch.setattr(app, "send_task", send_task)
     return sent
-
-
-def result_of(order, state="pending"):
-    """The delivery of an automated order's result (its documents belong to it), in `state`."""
-    from partner.fulfillment.models import Delivery, DeliveryKind
-
-    return Delivery.objects.create(order=order, kind=DeliveryKind.RESULT, state=state)
-
-
-def order_delivered(transaction_id: str, **fields):
-    """An automated order whose result the service took (sent, its callback not come yet), as the
-    sender leaves it."""
-    from django.utils import timezone
-
-    from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order, OrderStatus
-
-    now = timezone.now()
-    fields = {"status": OrderStatus.RESPONSE_DELIVERED, "prepared_at": now, "delivered_at": now, **fields}
-    order = Order.objects.create(transaction_id=transaction_id, **fields)
-    Delivery.objects.create(
-        order=order, kind=DeliveryKind.RESULT, state=DeliveryState.SENT, sequence=1, sent_at=now, attempts=1
-    )
-    return order
-
-
-def order_ran(*, order_id: int):
-    """One run of the order, as its task makes it (`partner.fulfillment.runs.order_run`); the order as
-    the run left it. A run stopped by a transient error raises it (the task would retry it)."""
-    from partner.fulfillment.models import Order
-    from partner.fulfillment.runs import order_run
-
-    outcome = order_run(order_id=order_id)
-    if outcome.retry is not None:
-        raise outcome.error
-    return Order.objects.get(pk=order_id)
-
-
-def deliveries_sent(*, order_id: int) -> int:
-    """One run of the order, as its task makes it: how many deliveries it sent. A run stopped by a
-    transient error raises it (the task would retry it)."""
-    from partner.fulfillment.runs import order_run
-
-    outcome = order_run(order_id=order_id)
-    if outcome.retry is not None:
-        raise outcome.error
-    return outcome.sent
-
-
-def product_create(*, name="address-verification", fulfiller="address_verification", credentials=True, **fields):
-    """A product in our catalog as a pull stores it; with `credentials`, the demo product's user and
-    company credential definitions and lender.demo's partner account (LENDER_CREDENTIALS)."""
-    from partner.catalog.models import CredentialDefinition, Product
-    from partner.catalog.services import partner_account_set
-
-    product = Product.objects.create(
-        service_id=f"prod-{name}", name=name, request_types=["NEW_REQUEST"], fulfiller=fulfiller, **fields
-    )
-    if credentials:
-        definitions = [
-            {"key": "username", "scope": "user", "required": True},
-            {"key": "password", "scope": "user", "required": True, "secret": True},
-            {"key": "companyCode", "scope": "company"},
-        ]
-        for position, definition in enumerate(definitions):
-            CredentialDefinition.objects.create(product=product, position=position, **definition)
-        partner_account_set(username="lender.demo", password=DEMO_PASSWORD, company="DEMO01")
-    return product
 
 
 @pytest.fixture

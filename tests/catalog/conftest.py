@@ -2,25 +2,9 @@
 
 import pytest
 
-from partner.catalog.models import CompanyCredential, CredentialDefinition, Product
+from partner.catalog.models import CompanyCredential, CredentialDefinition
 from partner.catalog.services import partner_account_set
-
-USER_PASSWORD = "demo-password-1"
-COMPANY_SECRET = "company-api-key-7f3e9a"
-
-
-def product_make(name="address-verification", service_id="prod-av-1", **extra):
-    product = Product.objects.create(
-        service_id=service_id,
-        name=name,
-        listing_name="Address verification",
-        request_types=["NEW_REQUEST"],
-        environment="sandbox",
-        status="development",
-        integration_type="ASYNC",
-        **extra,
-    )
-    return product
+from tests.helpers.products import COMPANY_SECRET, USER_PASSWORD, product_make
 
 
 @pytest.fixture

@@ -8,9 +8,8 @@ from django.db import connection
 from django.urls import reverse
 
 from partner.catalog.models import CompanyCredential, PartnerAccount, PartnerCompany, Product
-
-from .conftest import COMPANY_SECRET, USER_PASSWORD
-from .product_page import change_url, product_post_data
+from tests.helpers.product_page import change_url, product_post_data
+from tests.helpers.products import COMPANY_SECRET, USER_PASSWORD
 
 pytestmark = pytest.mark.django_db
 
@@ -192,7 +191,7 @@ def test_new_company_credential_needs_a_value(staff_client):
 
 
 def test_products_list_search_and_filter(staff_client, product):
-    from .conftest import product_make
+    from tests.helpers.products import product_make
 
     product_make(name="disclosure-delivery", service_id="prod-dd-1", fulfiller="disclosure_status")
     url = reverse("admin:catalog_product_changelist")

@@ -8,10 +8,9 @@ from django.test import Client
 
 from partner.catalog.models import CredentialDefinition, Product
 from partner.platform import formats, urns
+from tests.helpers.product_page import change_url, listed_fields
 
-from .product_page import change_url, listed_fields
-
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db]
 
 
 @pytest.fixture

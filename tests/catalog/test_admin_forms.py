@@ -14,8 +14,7 @@ from django.urls import clear_url_caches, reverse
 
 from partner.catalog.models import Product
 from partner.platform import formats, urns
-
-from .product_page import (
+from tests.helpers.product_page import (
     WEBHOOK_URL,
     change_url,
     form_data,

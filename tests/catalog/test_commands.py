@@ -9,8 +9,7 @@ from django.core.management.base import CommandError
 
 from partner.catalog.checks import signing_secrets_check
 from partner.catalog.models import PartnerAccount
-
-from .conftest import USER_PASSWORD, product_make
+from tests.helpers.products import USER_PASSWORD, product_make
 
 pytestmark = pytest.mark.django_db
 

@@ -6,8 +6,7 @@ import pytest
 
 from partner.catalog.credentials import credentials_check
 from partner.catalog.models import CredentialDefinition
-
-from .conftest import COMPANY_SECRET, USER_PASSWORD
+from tests.helpers.products import COMPANY_SECRET, USER_PASSWORD
 
 pytestmark = pytest.mark.django_db
 
@@ -137,7 +136,7 @@ def test_secret_company_value_without_stored_value_is_refused(product, account):
 
 
 def test_company_scope_without_an_account_is_refused(db):
-    from .conftest import product_make
+    from tests.helpers.products import product_make
 
     product = product_make(name="company-only", service_id="prod-c-1")
     CredentialDefinition.objects.create(product=product, key="companyCode", scope="company", required=True)
@@ -147,7 +146,7 @@ def test_company_scope_without_an_account_is_refused(db):
 
 
 def test_product_without_definitions(db):
-    from .conftest import product_make
+    from tests.helpers.products import product_make
 
     product = product_make(name="open", service_id="prod-open")
     assert credentials_check(product=product, credentials={}).ok

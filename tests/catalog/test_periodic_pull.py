@@ -7,7 +7,7 @@ from partner.catalog.tasks import pull
 from partner.sandbox.products import product_merge
 from partner.sandbox.seeding import sandbox_seed
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def test_periodic_pull_brings_service_changes(service):
@@ -30,7 +30,7 @@ def staff(client, django_user_model):
 
 def edit(staff, product, **overrides):
     """Type `overrides` into the product's change page and save it."""
-    from tests.catalog.product_page import change_url, product_post_data
+    from tests.helpers.product_page import change_url, product_post_data
 
     response = staff.post(change_url(product), product_post_data(staff, product, **overrides))
     assert response.status_code == 302, response.content.decode()[:2000]

@@ -19,9 +19,8 @@ from partner.catalog.errors import ProductNotFound, ProductSyncError
 from partner.catalog.models import CredentialDefinition, Product
 from partner.catalog.product_cache import CATALOG_CACHE_KEY
 from partner.catalog.services import product_for_order
-
-from .conftest import USER_PASSWORD, product_make
-from .product_page import change_url, listed_fields, product_post_data
+from tests.helpers.product_page import change_url, listed_fields, product_post_data
+from tests.helpers.products import USER_PASSWORD, product_make
 
 pytestmark = pytest.mark.django_db
 

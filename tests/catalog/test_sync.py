@@ -14,7 +14,7 @@ from partner.catalog.models import Product
 from partner.catalog.selectors import product_get
 from partner.platform import urns
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 AV = "address-verification"
 DD = "disclosure-delivery"
@@ -256,7 +256,7 @@ def test_service_refusal_is_shown_not_raised(seeded, client, django_user_model):
 
 
 def test_pull_skips_a_product_whose_name_is_taken_locally(seeded):
-    from .conftest import product_make
+    from tests.helpers.products import product_make
 
     product_make(name=AV, service_id="a-local-only-id")
     result = services.products_pull()

@@ -20,9 +20,9 @@ import requests
 from partner.fulfillment.models import Order, OrderDocument, OrderStatus
 from partner.sandbox.faults import fault_set
 from partner.sandbox.transactions import transaction_create
-from tests.conftest import wait_for
-from tests.core.test_gunicorn_access_log import _free_port
-from tests.workers import database_url
+from tests.helpers.ports import free_port
+from tests.helpers.waiting import wait_for
+from tests.helpers.workers import database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,11 +78,13 @@ def test_a_stopped_worker_finishes_its_order_and_exits_cleanly(demo, service, tm
 
 
 def test_gunicorn_finishes_the_request_under_way_when_stopped(tmp_path):
-    port = _free_port()
+    port = free_port()
     app = tmp_path / "slow.py"
+    taken = tmp_path / "taken"  # the worker has the request
     app.write_text(
-        "import time\n"
+        "import pathlib, time\n"
         "def application(environ, start):\n"
+        f"    pathlib.Path({str(taken)!r}).touch()\n"
         "    time.sleep(1.5)\n"
         "    start('200 OK', [('Content-Type', 'text/plain')])\n"
         "    return [b'finished']\n"
@@ -116,7 +118,7 @@ def test_gunicorn_finishes_the_request_under_way_when_stopped(tmp_path):
 
         thread = threading.Thread(target=ask)
         thread.start()
-        time.sleep(0.5)  # the request is in the worker's hands
+        wait_for(taken.exists, timeout=30, message="the request in the worker's hands")
         os.killpg(server.pid, signal.SIGTERM)
         thread.join(timeout=30)
         assert server.wait(timeout=30) == 0

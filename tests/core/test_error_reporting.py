@@ -16,7 +16,7 @@ from sentry_sdk.transport import Transport
 
 from partner.core.error_reporting import error_reporting_init
 from partner.core.logging import MASK, secret_register, secrets_registered_clear
-from tests.core.test_settings import run_django
+from tests.helpers.processes import run_django
 
 SECRET = "registered-secret-for-sentry-31337"  # noqa: S105 - an access token learnt at run time
 PAT = "partner-access-token-in-the-query-8080"

@@ -9,22 +9,16 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.helpers.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.skipif(shutil.which("gunicorn", path=str(Path(sys.executable).parent)) is None, reason="needs gunicorn")
 def test_partner_access_token_in_the_query_is_not_logged(tmp_path):
     token = "query-token-never-logged-98765"  # noqa: S105
     log = tmp_path / "access.log"
-    port = _free_port()
+    port = free_port()
     # A bare WSGI application: the point is gunicorn's configuration, not Django's answer.
     app = tmp_path / "hello.py"
     app.write_text("def application(environ, start):\n    start('200 OK', [])\n    return [b'ok']\n")

@@ -4,7 +4,7 @@ import json
 
 from django.test import Client
 
-from tests.core.test_settings import PRODUCTION, run_django
+from tests.helpers.processes import PRODUCTION, run_django
 
 
 def test_healthz_up(db):
@@ -56,7 +56,8 @@ def test_the_broker_check_on_rabbitmq_matches_the_queue_celery_declares(settings
     from kombu import Connection, Exchange, Queue
 
     from partner.core.health import broker_check
-    from tests.conftest import broker_point, port_answers
+    from tests.helpers.ports import port_answers
+    from tests.helpers.workers import broker_point
 
     if not port_answers(5672):
         pytest.skip("RabbitMQ does not answer on 127.0.0.1:5672")

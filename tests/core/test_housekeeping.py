@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from partner.core.housekeeping import Chore, housekeeping_loop
 from partner.fulfillment.models import Order, OrderStatus
-from tests.conftest import wait_for
+from tests.helpers.waiting import wait_for
 
 
 def loop_running(chores):

@@ -26,7 +26,7 @@ from partner.core.logging import (
     secrets_registered_clear,
 )
 from partner.core.middleware import RequestIdMiddleware
-from tests.core.test_settings import run_django
+from tests.helpers.processes import run_django
 
 ROOT = Path(__file__).resolve().parents[2]
 # Every control character: C0, DEL, C1 and the Unicode line and paragraph separators.
@@ -244,7 +244,7 @@ LOCAL = {"DJANGO_DEBUG": "true", "CELERY_BROKER_URL": "memory://", "SENTRY_DSN":
 LOG_A_LINE = """import django, logging
 django.setup()
 from partner.core.logging import log_context, secret_register
-from tests.conftest import order_ran
+from tests.helpers.orders import order_ran
 secret_register("subprocess-secret-777")
 with log_context(transaction_id="txn-sub"):
     logging.getLogger("partner.sub").warning("value subprocess-secret-777" + chr(27))

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from partner.core.leases import LeaseLost, lease_kept, lease_seconds, lease_take
 from partner.fulfillment.models import Order
-from tests.conftest import wait_for
+from tests.helpers.waiting import wait_for
 
 
 @pytest.mark.django_db

@@ -11,8 +11,8 @@ from partner.fulfillment.models import Order, OrderStatus
 from partner.inbox.models import Notification, NotificationState
 from partner.platform.metrics import endpoint_name
 from partner.sandbox.transactions import transaction_create
-from tests.conftest import wait_for
-from tests.workers import worker_kill, worker_start
+from tests.helpers.waiting import wait_for
+from tests.helpers.workers import worker_kill, worker_start
 
 
 def samples(text: str) -> dict:

@@ -12,9 +12,15 @@ from django.core.checks import Error, run_checks
 
 from partner.catalog.checks import signing_secrets_demo_check
 from partner.core import checks
-from tests.conftest import product_create
-
-from .test_settings import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, DEMO_SIGNING_SECRET, PRODUCTION, ROOT, django_env
+from tests.helpers.processes import (
+    DEMO_CLIENT_ID,
+    DEMO_CLIENT_SECRET,
+    DEMO_SIGNING_SECRET,
+    PRODUCTION,
+    ROOT,
+    django_env,
+)
+from tests.helpers.products import product_create
 
 # Everything a real deployment sets: PostgreSQL, a Redis broker and cache, HTTPS addresses, its own
 # client and signing secret.

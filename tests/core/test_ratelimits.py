@@ -9,7 +9,7 @@ from django.http import HttpResponse
 from django.test import RequestFactory
 
 from partner.core.ratelimits import address_rate_limited, client_address
-from tests.core.test_settings import run_django
+from tests.helpers.processes import run_django
 
 
 def address_key(remote_addr: str) -> str:

@@ -13,7 +13,7 @@ from partner.catalog.models import Product
 from partner.core.encryption import Undecryptable, decrypt
 from partner.inbox.intake import signing_secrets_forget
 from partner.inbox.models import Notification
-from tests.conftest import product_create
+from tests.helpers.products import product_create
 
 pytestmark = pytest.mark.django_db
 

@@ -5,56 +5,19 @@ Each case starts Python in a subprocess with a controlled environment (no `.env`
 writes one): `config.settings.local` unless the case names another (PRODUCTION names production).
 """
 
-import os
 import sqlite3
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def django_env(env_overrides):
-    """The process environment of a Django subprocess: ours without any of the application's variables."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(
-            ("DJANGO_", "DATABASE_URL", "SVC_", "FIELD_", "SANDBOX_", "CELERY_", "CACHE_URL", "HOST_ORIGINS")
-        )
-        and k not in ("PUBLIC_BASE_URL", "LOG_LEVEL")
-    }
-    # A local .env must not fill in what the test leaves out.
-    env.update(
-        {"DJANGO_SETTINGS_MODULE": "config.settings.local", "DJANGO_READ_DOT_ENV_FILE": "false", **env_overrides}
-    )
-    return env
-
-
-def run_django(env_overrides, code="import django; django.setup(); print('started')"):
-    return subprocess.run(
-        [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); {code}"],
-        env=django_env(env_overrides),
-        cwd="/",
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
-PRODUCTION = {
-    "DJANGO_SETTINGS_MODULE": "config.settings.production",
-    "DJANGO_SECRET_KEY": "x" * 50,
-    "DJANGO_ALLOWED_HOSTS": "partner.example.com",
-    # Not the local runs' key (config/settings/local.py), which production refuses.
-    "FIELD_ENCRYPTION_KEYS": "dGVzdHMtZmllbGQta2V5LW5vdC1hLXJlYWwtb25lLTA=",
-    "SVC_CLIENT_SECRET": "a-real-secret",
-    # A broker server: one that needs none is refused in production (settings do not connect).
-    "CELERY_BROKER_URL": "redis://redis.partner.example:6379/0",
-}
-SETTINGS = "import django; django.setup(); from django.conf import settings as s; "
+from tests.helpers.processes import (
+    DEMO_CLIENT_ID,
+    DEMO_CLIENT_SECRET,
+    DEMO_SIGNING_SECRET,
+    PRODUCTION,
+    ROOT,
+    SETTINGS,
+    run_django,
+)
 
 
 def test_production_settings_start():
@@ -116,9 +79,6 @@ def test_debug_mode_runs_without_secrets():
 
 # The sandbox's public demo values (config/settings/local.py, partner/sandbox/tokens.py): the defaults of
 # local runs, known to anyone who has read the code.
-DEMO_CLIENT_ID = "sandbox-partner-client"
-DEMO_CLIENT_SECRET = "sandbox-partner-client-secret"  # noqa: S105
-DEMO_SIGNING_SECRET = "sandbox-webhook-signing-secret"  # noqa: S105
 
 
 def test_debug_mode_keeps_the_sandbox_demo_values():

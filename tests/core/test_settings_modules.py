@@ -7,7 +7,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from .test_settings import PRODUCTION, ROOT, django_env, run_django
+from tests.helpers.processes import PRODUCTION, ROOT, django_env, run_django
 
 SANDBOX_ABSENT = (
     "import django; django.setup(); from django.apps import apps; from django.conf import settings; "

@@ -20,8 +20,10 @@ from partner.fulfillment.models import Order, OrderStatus
 from partner.inbox.models import Notification, NotificationState
 from partner.sandbox.models import WebhookDelivery
 from partner.sandbox.webhooks import webhook_deliveries_wait
-from tests.conftest import broker_point, port_answers, wait_for
-from tests.drills.conftest import order
+from tests.helpers.ports import port_answers
+from tests.helpers.sandbox import orders_placed
+from tests.helpers.waiting import wait_for
+from tests.helpers.workers import broker_point
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -102,11 +104,11 @@ def test_every_order_accepted_while_redis_was_stopped_is_fulfilled_after_it_retu
     with start_worker(
         app, pool="threads", concurrency=4, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30
     ):
-        before = order(demo, 3)  # Redis up, the worker and its relay running
+        before = orders_placed(demo, 3)  # Redis up, the worker and its relay running
         wait_for(lambda: completed(before), timeout=60, message="the first orders completed")
 
         own_redis.stop()
-        during = order(demo, 3)  # Redis down: stored, answered 202, waiting for the relay
+        during = orders_placed(demo, 3)  # Redis down: stored, answered 202, waiting for the relay
         assert webhook_deliveries_wait(timeout=60)
         delivered = WebhookDelivery.objects.filter(resource_id__in=during, status=WebhookDelivery.Status.DELIVERED)
         assert delivered.count() == len(during)  # every one answered 2xx

@@ -15,8 +15,8 @@ from partner.platform.tokens import early_renewal
 from partner.sandbox.faults import fault_set
 from partner.sandbox.models import AccessToken, FaultRule, Response, UploadSlot
 from partner.sandbox.tokens import token_revoke_all
-from tests.conftest import wait_for
-from tests.drills.conftest import order
+from tests.helpers.sandbox import orders_placed
+from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -59,7 +59,7 @@ def test_429_5xx_slow_answers_and_a_timeout_still_complete_every_order_once(
         fault_set(endpoint="upload", latency=0.3, count=3),  # slow, within the timeout
         fault_set(endpoint="event", latency=1.5, count=1),  # slower than the read timeout
     ]
-    ids = order(demo, 5)
+    ids = orders_placed(demo, 5)
     all_completed(ids)
     once_each(ids)
 
@@ -79,13 +79,13 @@ def test_access_token_expiring_mid_run_costs_one_token_request_per_expiry(
     service_calls, demo, celery_worker_live, settings
 ):
     settings.SANDBOX_TOKEN_LIFETIME = 3600
-    first = order(demo, 3)
+    first = orders_placed(demo, 3)
     all_completed(first)
     tokens_before = tokens_granted(service_calls)
 
     # The service ends every token early (as after a key rotation): the next call gets a 401.
     revoked = token_revoke_all()
-    second = order(demo, 3)
+    second = orders_placed(demo, 3)
     all_completed(second)
     after_revoke = tokens_granted(service_calls) - tokens_before
 
@@ -93,12 +93,12 @@ def test_access_token_expiring_mid_run_costs_one_token_request_per_expiry(
     lifetime = 5
     settings.SANDBOX_TOKEN_LIFETIME = lifetime
     token_revoke_all()
-    third = order(demo, 2)
+    third = orders_placed(demo, 2)
     all_completed(third)
     before_pause = tokens_granted(service_calls)
     time.sleep(lifetime + 0.5)  # the cached token is past its lifetime now
     started = time.monotonic()
-    fourth = order(demo, 2)
+    fourth = orders_placed(demo, 2)
     all_completed(fourth)
     duration = time.monotonic() - started
     after_expiry = tokens_granted(service_calls) - before_pause

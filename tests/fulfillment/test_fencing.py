@@ -18,7 +18,7 @@ from partner.fulfillment.models import DeliveryState, Order, OrderStatus
 from partner.fulfillment.orders.services import order_open
 from partner.fulfillment.runs import order_run
 from partner.platform import client
-from tests.conftest import LENDER_CREDENTIALS, product_create
+from tests.helpers.products import LENDER_CREDENTIALS, product_create
 
 pytestmark = pytest.mark.django_db
 

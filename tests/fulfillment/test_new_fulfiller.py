@@ -16,8 +16,9 @@ from partner.fulfillment.automated.fulfillers import FULFILLERS
 from partner.fulfillment.models import OrderStatus
 from partner.fulfillment.orders.services import order_open
 from partner.ui.forms import order_options_schema
-from tests.conftest import LENDER_CREDENTIALS, order_ran, product_create
-from tests.fulfillment.stamp_fulfiller import StampFulfiller
+from tests.helpers.orders import order_ran
+from tests.helpers.products import LENDER_CREDENTIALS, product_create
+from tests.helpers.stamp_fulfiller import StampFulfiller
 
 pytestmark = pytest.mark.django_db
 

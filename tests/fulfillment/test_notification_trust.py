@@ -11,7 +11,8 @@ from django.conf import settings
 from partner.fulfillment.models import FailureCode, OrderStatus
 from partner.fulfillment.orders.services import order_open
 from partner.platform.formats import DISCLOSURE_ACTION, DISCLOSURE_FORMAT
-from tests.conftest import LENDER_CREDENTIALS, order_ran, product_create
+from tests.helpers.orders import order_ran
+from tests.helpers.products import LENDER_CREDENTIALS, product_create
 
 pytestmark = pytest.mark.django_db
 

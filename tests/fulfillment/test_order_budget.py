@@ -22,7 +22,8 @@ from partner.inbox.models import Notification, NotificationState
 from partner.inbox.outbox import notifications_relay
 from partner.platform.signatures import signature_compute
 from partner.platform.urns import event_resource_type, response_processed_event_type, transaction_resource_type
-from tests.conftest import LENDER_CREDENTIALS, order_ran, product_create
+from tests.helpers.orders import order_ran
+from tests.helpers.products import LENDER_CREDENTIALS, product_create
 
 pytestmark = pytest.mark.django_db
 

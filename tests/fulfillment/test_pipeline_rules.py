@@ -17,7 +17,8 @@ from partner.fulfillment.models import FailureCode, Order, OrderStatus, OrderSte
 from partner.fulfillment.orders.services import order_open
 from partner.fulfillment.runs import order_run
 from partner.platform.errors import ServiceUnavailableError, ServiceValidationError
-from tests.conftest import LENDER_CREDENTIALS, order_ran, product_create
+from tests.helpers.orders import order_ran
+from tests.helpers.products import LENDER_CREDENTIALS, product_create
 
 pytestmark = pytest.mark.django_db
 
@@ -222,6 +223,30 @@ def test_invalid_credentials_fail_the_order_and_tell_the_lender(fake_platform):
     assert transaction_id == TXN
     assert payload == {"partnerStatus": f"Order not fulfilled: {done.failure_reason}"}
     assert "lender_told" in steps(order)
+
+
+def test_missing_credentials_fail_the_order(fake_platform):
+    product_create()
+    order = order_placed(fake_platform, credentials={})
+
+    done = order_ran(order_id=order.pk)
+
+    assert done.status == OrderStatus.FAILED
+    assert done.failure_code == FailureCode.CREDENTIALS_INVALID
+    assert fake_platform.names() == ["get_transaction", "patch_response"]  # no slot, no upload
+
+
+def test_a_transaction_gone_from_the_service_fails_the_order_at_once(fake_platform):
+    """A 4xx is the service's answer, not an outage: the order fails with the reason, no retry."""
+    product_create()
+    order, _, _ = order_open(transaction_id="txn-gone", product_name="address-verification")  # the fake has none
+
+    done = order_ran(order_id=order.pk)  # not raised: nothing to retry
+
+    assert done.status == OrderStatus.FAILED
+    assert done.failure_code == FailureCode.SERVICE_REJECTED
+    assert "404" in done.failure_reason
+    assert fake_platform.called("get_transaction") == [("txn-gone",)]  # asked once, not again
 
 
 # An upload whose outcome is unknown -------------------------------------------------------------

@@ -20,7 +20,7 @@ from partner.platform.errors import ServiceUnavailableError
 from partner.sandbox.models import Transaction
 from partner.sandbox.transactions import transaction_create
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def history(seed, count: int) -> None:

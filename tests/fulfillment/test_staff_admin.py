@@ -22,7 +22,8 @@ from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Or
 from partner.fulfillment.orders.services import order_open
 from partner.platform import formats
 from partner.platform.errors import ServiceValidationError
-from tests.conftest import LENDER_CREDENTIALS, deliveries_sent, order_ran, product_create
+from tests.helpers.orders import deliveries_sent, order_ran
+from tests.helpers.products import LENDER_CREDENTIALS, product_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

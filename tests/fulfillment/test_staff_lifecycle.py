@@ -13,8 +13,9 @@ from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Or
 from partner.fulfillment.staff import services as staff
 from partner.sandbox.faults import fault_set, faults_clear
 from partner.sandbox.models import Response, UploadSlot
-from tests.conftest import wait_for
-from tests.fulfillment.test_pipeline import order_of, order_placed
+from tests.helpers.orders import order_of
+from tests.helpers.sandbox import order_placed
+from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 

@@ -22,7 +22,8 @@ from partner.fulfillment.sending.callbacks import order_event_handle
 from partner.fulfillment.staff import notices
 from partner.fulfillment.staff import services as staff
 from partner.platform.errors import ServiceUnavailableError, ServiceValidationError
-from tests.conftest import LENDER_CREDENTIALS, deliveries_sent, product_create
+from tests.helpers.orders import deliveries_sent
+from tests.helpers.products import LENDER_CREDENTIALS, product_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

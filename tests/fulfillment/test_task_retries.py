@@ -17,8 +17,9 @@ from partner.inbox.outbox import PROCESS_TASK
 from partner.inbox.tasks import process_notification
 from partner.sandbox.faults import fault_set
 from partner.sandbox.models import FaultRule
-from tests.conftest import wait_for
-from tests.fulfillment.test_pipeline import call_kind, order_placed
+from tests.helpers.sandbox import order_placed
+from tests.helpers.service_calls import call_kind
+from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 

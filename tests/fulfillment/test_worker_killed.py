@@ -3,10 +3,10 @@
 Two drills, run on every broker `make test` finds (Redis, RabbitMQ, the local default):
 
 Killed during a slow upload (the sandbox's latency fault holds the PUT): the outcome of the upload
-is unknown, so the order is delivered with a fresh slot and one PATCH, within 30 s of the kill.
-The dead worker's lease runs out (LEASE_SECONDS, 15 s) and the new worker's housekeeping loop
-hands the order back at once; nothing waits for the broker's redelivery (Redis's comes after
-its visibility timeout, an hour).
+is unknown, so the order is delivered with a fresh slot and one PATCH. The dead worker's lease runs
+out (LEASE_SECONDS, 15 s) and the new worker's housekeeping loop hands the order back at once;
+nothing waits for the broker's redelivery (Redis's comes after its visibility timeout, an hour), so
+the order completes within the test's wait (60 s), which an hour's redelivery never would.
 
 Killed between attempts: the sandbox answers the response PATCH with 503 until the test clears
 the fault, so the worker has uploaded the report and waits to retry the PATCH (the 503's
@@ -18,17 +18,16 @@ The workers are real `celery -A config worker` processes.
 """
 
 import signal
-import time
 
 import pytest
 
 from partner.fulfillment.models import Order, OrderDocument, OrderStatus
 from partner.fulfillment.recovery.sweeps import orders_sweep
 from partner.sandbox.faults import fault_set, faults_clear
-from partner.sandbox.models import Response, UploadSlot
+from partner.sandbox.models import FaultRule, Response, UploadSlot
 from partner.sandbox.transactions import transaction_create
-from tests.conftest import wait_for
-from tests.workers import worker_kill, worker_start
+from tests.helpers.waiting import wait_for
+from tests.helpers.workers import worker_kill, worker_start
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -86,11 +85,11 @@ def test_worker_killed_mid_fulfillment_resumes_without_a_second_upload_or_patch(
     assert Response.objects.get(transaction_id=txn.id).patch_count == 1  # one PATCH that landed
 
 
-def test_worker_killed_during_a_slow_upload_completes_with_one_patch_within_30_s(demo, service, tmp_path):
+def test_worker_killed_during_a_slow_upload_is_handed_back_and_completes_with_one_patch(demo, service, tmp_path):
     from config.celery import app
 
     app.control.purge()
-    fault_set(endpoint="upload", latency=20, count=1)  # the first PUT is held long enough to be killed in
+    held = fault_set(endpoint="upload", latency=20, count=1)  # the first PUT is held long enough to be killed in
     log = tmp_path / "worker.log"
 
     first = worker_start(service, log)
@@ -98,33 +97,29 @@ def test_worker_killed_during_a_slow_upload_completes_with_one_patch_within_30_s
         txn = transaction_create(
             product=demo.products["address-verification"], user=demo.users["lender.demo"], loan=demo.loans[2]
         )
+        # The service took the rule's one call: the PUT has arrived and is held there.
         wait_for(
-            lambda: OrderDocument.objects.filter(
-                order__transaction_id=txn.id, upload_started_at__isnull=False
-            ).exists(),
+            lambda: FaultRule.objects.filter(pk=held.pk, remaining=0).exists(),
             timeout=90,
-            message=lambda: f"the upload to start; worker log:\n{log.read_text()[-3000:]}",
+            message=lambda: f"the upload held by the service; worker log:\n{log.read_text()[-3000:]}",
         )
-        time.sleep(1.0)  # the PUT is on its way and held by the service
+        assert OrderDocument.objects.filter(order__transaction_id=txn.id, upload_started_at__isnull=False).exists()
     finally:
         worker_kill(first)
-    killed_at = time.monotonic()
     assert first.returncode == -signal.SIGKILL
     assert Order.objects.get(transaction_id=txn.id).claimed_until is not None  # held by a dead worker
 
     second = worker_start(service, log)
     try:
+        # Handed back when the lease runs out, not when the broker redelivers (an hour on Redis).
         wait_for(
             lambda: Order.objects.filter(transaction_id=txn.id, status=OrderStatus.REQUEST_COMPLETED).exists(),
             timeout=60,
             message=lambda: f"completion; worker log:\n{log.read_text()[-3000:]}",
         )
-        took = time.monotonic() - killed_at
     finally:
         worker_kill(second)
 
-    print(f"\nkilled during the upload: completed {took:.1f} s after the kill")
-    assert took <= 30
     response = Response.objects.get(transaction_id=txn.id)
     assert response.patch_count == 1  # one PATCH that landed
     referenced = {resource["id"] for resource in response.data["resources"]}

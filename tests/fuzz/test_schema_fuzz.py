@@ -21,7 +21,7 @@ from schemathesis.generation import GenerationMode
 from partner.inbox.models import Notification
 from partner.sandbox.seeding import sandbox_seed
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def secrets_all() -> list[str]:

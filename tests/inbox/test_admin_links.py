@@ -56,7 +56,7 @@ def test_times_are_shown_to_the_second(staff, order_and_notifications):
 
 
 def test_a_product_without_its_own_secret_says_which_secrets_apply(staff, settings):
-    from tests.conftest import product_create
+    from tests.helpers.products import product_create
 
     product = product_create(credentials=False)
     settings.SVC_SIGNING_SECRETS = ["deployment-secret"]

@@ -20,7 +20,8 @@ from partner.inbox.outbox import notification_replay
 from partner.platform.errors import ServiceUnavailableError
 from partner.platform.signatures import signature_compute
 from partner.platform.urns import event_resource_type, response_processed_event_type, transaction_resource_type
-from tests.conftest import LENDER_CREDENTIALS, order_delivered, product_create
+from tests.helpers.orders import order_delivered
+from tests.helpers.products import LENDER_CREDENTIALS, product_create
 
 pytestmark = pytest.mark.django_db
 

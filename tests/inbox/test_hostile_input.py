@@ -17,7 +17,7 @@ import requests
 
 from partner.inbox.models import Notification
 from partner.platform.signatures import signature_compute
-from tests.inbox.test_receive import notification, raw
+from tests.helpers.webhooks import notification, raw
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,7 +10,7 @@ from partner.core.housekeeping import housekeeping_loop
 from partner.inbox import outbox
 from partner.inbox.models import Notification, NotificationState
 from partner.inbox.relay import relay_chore
-from tests.conftest import wait_for
+from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

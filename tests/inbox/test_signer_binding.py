@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from partner.inbox.intake import signing_secrets_forget
 from partner.inbox.models import Notification, NotificationState
 from partner.inbox.outbox import notification_replay
-from tests.conftest import product_create
+from tests.helpers.products import product_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

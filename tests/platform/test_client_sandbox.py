@@ -18,7 +18,7 @@ from partner.sandbox.origins import origin_create, origin_expire
 from partner.sandbox.transactions import transaction_create
 from partner.sandbox.webhooks import webhook_deliveries_wait
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 ADDRESS = "address-verification"
 DISCLOSURE = "disclosure-delivery"

@@ -15,8 +15,7 @@ from partner.platform.errors import (
     ServiceValidationError,
 )
 from partner.platform.types import UploadSlot
-
-from .conftest import Reply
+from tests.helpers.servers import Reply
 
 TX = "/svc/partner/v2/transactions/t1"
 

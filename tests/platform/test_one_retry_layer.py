@@ -5,8 +5,7 @@ from celery.signals import task_postrun, task_prerun
 
 from partner.platform import client, http
 from partner.platform.errors import ServiceRateLimitError, ServiceUnavailableError
-
-from .conftest import Reply
+from tests.helpers.servers import Reply
 
 TX = "/svc/partner/v2/transactions/t1"
 

@@ -11,7 +11,7 @@ from partner.platform.http import response_json
 from partner.platform.tokens import authorized_send
 from partner.sandbox.transactions import transaction_create
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def transactions_create(sandbox, count):

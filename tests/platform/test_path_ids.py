@@ -11,7 +11,7 @@ import pytest
 from partner.platform import client
 from partner.platform.errors import ServiceError
 from partner.platform.types import UploadSlot
-from tests.platform.conftest import Reply
+from tests.helpers.servers import Reply
 
 UNSAFE_IDS = [
     "..",

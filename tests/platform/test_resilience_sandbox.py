@@ -10,10 +10,9 @@ from partner.sandbox.models import AccessToken, Response
 from partner.sandbox.origins import origin_create, origin_expire, origin_refresh
 from partner.sandbox.tokens import token_revoke_all
 from partner.sandbox.transactions import transaction_create
+from tests.helpers.processes import token_race_with_another_process
 
-from .conftest import token_race_with_another_process
-
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def new_transaction(sandbox):

@@ -10,8 +10,8 @@ from django.core.cache import cache
 from partner.core.logging import redact
 from partner.platform import client, tokens
 from partner.platform.errors import ServiceAuthenticationError, ServiceUnavailableError
-
-from .conftest import TOKEN_PATH, Reply, token_race_with_another_process
+from tests.helpers.processes import token_race_with_another_process
+from tests.helpers.servers import TOKEN_PATH, Reply
 
 TX = "/svc/partner/v2/transactions/t1"
 

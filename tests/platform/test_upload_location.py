@@ -16,10 +16,10 @@ from partner.platform import client
 from partner.platform.errors import ServiceError, ServiceUnavailableError
 from partner.platform.locations import UploadLocationRefusedError, upload_location_check
 from partner.platform.types import UploadSlot
-from tests.conftest import LENDER_CREDENTIALS, order_ran, product_create
-from tests.core.test_settings import PRODUCTION, SETTINGS, run_django
-
-from .conftest import Reply
+from tests.helpers.orders import order_ran
+from tests.helpers.processes import PRODUCTION, SETTINGS, run_django
+from tests.helpers.products import LENDER_CREDENTIALS, product_create
+from tests.helpers.servers import Reply
 
 REAL_UPLOAD_RESOURCE = client.upload_resource  # before any fake of the client replaces it
 PUBLIC_V4, PUBLIC_V6 = "93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"

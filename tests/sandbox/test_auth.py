@@ -7,7 +7,7 @@ import requests
 from django.conf import settings as django_settings
 
 from partner.sandbox.models import AccessToken
-from tests.sandbox.conftest import token_get
+from tests.helpers.sandbox import token_get
 
 
 def _form(client_id=None, client_secret=None, **extra):

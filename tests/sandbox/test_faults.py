@@ -8,7 +8,7 @@ from partner.core.errors import ApplicationError
 from partner.sandbox.faults import fault_set, faults_clear
 from partner.sandbox.models import FaultRule, WebhookDelivery
 from partner.sandbox.webhooks import webhook_deliveries_wait
-from tests.sandbox.conftest import host_transaction
+from tests.helpers.sandbox import host_transaction
 
 
 def test_next_n_calls_of_one_endpoint_fail(api, sandbox):

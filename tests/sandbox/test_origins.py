@@ -7,7 +7,7 @@ from django.conf import settings as django_settings
 
 from partner.platform import formats, urns
 from partner.sandbox.models import Origin
-from tests.sandbox.conftest import host_origin, host_transaction
+from tests.helpers.sandbox import host_origin, host_transaction
 
 
 def _get_origin(api, origin_id, pat):

@@ -5,7 +5,7 @@ import requests
 
 from partner.platform import formats, urns
 from partner.sandbox.models import Event, Response, Transaction
-from tests.sandbox.conftest import host_transaction
+from tests.helpers.sandbox import host_transaction
 
 LOAN = {
     "property": {
@@ -57,7 +57,7 @@ def test_transaction_of_a_user_without_credentials(api, sandbox):
 
 
 def test_host_refuses_a_request_type_the_product_does_not_take(sandbox):
-    from tests.sandbox.conftest import host_origin
+    from tests.helpers.sandbox import host_origin
 
     origin = host_origin(sandbox, product="disclosure-delivery")
     answer = requests.post(

@@ -40,7 +40,7 @@ from partner.sandbox.seeding import sandbox_seed
 from partner.sandbox.transactions import response_patch, transaction_create
 from partner.sandbox.uploads import upload_accept, upload_slots_request
 from partner.sandbox.webhooks import webhook_deliveries_wait
-from tests.sandbox.conftest import host_transaction
+from tests.helpers.sandbox import host_transaction
 
 ROOT = Path(__file__).resolve().parents[2]
 APPRAISAL = "appraisal"

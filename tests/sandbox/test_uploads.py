@@ -4,7 +4,7 @@ Content-Type equal to the slot's mimeType, bytes kept."""
 import requests
 
 from partner.sandbox.models import UploadSlot
-from tests.sandbox.conftest import host_transaction
+from tests.helpers.sandbox import host_transaction
 
 ITEMS = [
     {"name": "report.pdf", "mimeType": "application/pdf"},

@@ -9,51 +9,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+from tests.helpers.browser import WAIT_MS, Host, app_state
 
-WAIT_MS = 30_000  # how long a state may take to appear (a wait, not a timing assertion)
-
-
-class Host:
-    """The sandbox host page, driven like a person would."""
-
-    def __init__(self, page, base_url):
-        self.page = page
-        self.base_url = base_url
-
-    def open(self):
-        self.page.goto(f"{self.base_url}/sandbox/host/")
-        expect(self.page.locator("#host-status")).to_contain_text("Ready", timeout=WAIT_MS)
-        return self
-
-    def choose(self, select_id: str, text: str):
-        value = self.page.eval_on_selector(
-            f"#{select_id}",
-            "(select, text) => {"
-            " const o = [...select.options].find(o => o.textContent.includes(text)); return o && o.value; }",
-            text,
-        )
-        assert value, f"no {select_id} option mentions {text!r}"
-        self.page.select_option(f"#{select_id}", value)
-
-    def launch_new(self, *, user="lender.demo", loan=None, product="Address"):
-        self.choose("user", user)
-        if loan:
-            self.choose("loan", loan)
-        self.choose("product", product)
-        self.page.click("#open-new")
-        return self.ui
-
-    @property
-    def ui(self):
-        return self.page.frame_locator("iframe[name=partner-panel]")
-
-    def log_text(self) -> str:
-        return self.page.locator("#log").inner_text()
-
-
-def app_state(ui, state):
-    expect(ui.locator("#app")).to_have_attribute("data-state", state, timeout=WAIT_MS)
+pytestmark = [pytest.mark.browser, pytest.mark.django_db]
 
 
 def order_placed(host: Host) -> str:
@@ -327,8 +285,8 @@ def test_staff_worked_order_shows_its_timeline_and_downloads_a_document(
     from pathlib import Path
 
     from partner.sandbox.transactions import transaction_create
-    from tests.fakes import FakePlatform
-    from tests.ui.staff_orders import PDF, Worker, staff_order, staff_product_name
+    from tests.helpers.fakes import FakePlatform
+    from tests.helpers.staff_orders import PDF, Worker, staff_order, staff_product_name
 
     settings.UI_STAFF_POLL_SECONDS = 1  # the page asks every second while the order is with staff
     fake = FakePlatform().install(monkeypatch)  # the order's own calls; the origin still goes to the sandbox

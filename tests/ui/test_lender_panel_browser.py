@@ -11,16 +11,20 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from tests.conftest import result_of
-from tests.ui.conftest import ARTIFACTS
-from tests.ui.test_browser import WAIT_MS, Host, app_state
+from tests.helpers.browser import ARTIFACTS, WAIT_MS, Host, app_state
+from tests.helpers.orders import result_of
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db]
 
 
 def no_overflow(page) -> bool:
     frame = page.frame(name="partner-panel")
     return frame.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0
+
+
+def polls_of(page) -> int:
+    """How many times the panel has asked for its order's progress so far."""
+    return sum("/ui/transactions/" in url for url in page.requested_urls)
 
 
 def existing(demo, *, loan=0, **order_fields):
@@ -74,7 +78,12 @@ def test_a_corrected_address_shows_before_and_after_the_reference_and_each_steps
     panel_shot("01-form-with-terms")
     ui.locator("#order-submit").click()
     app_state(ui, "transaction")
+    service_calls.clear()
+    polls_before = polls_of(page)
     expect(ui.locator("#app")).to_have_attribute("data-step", "completed", timeout=90_000)
+    # The panel followed the order by polling, and its polls never showed the origin to the service.
+    assert polls_of(page) > polls_before
+    assert not [call for call in service_calls if "/origins/" in call["url"]]
 
     # What the partner found and changed, in the lender's words, with the report beside it.
     findings = ui.locator("#findings tbody tr")
@@ -90,11 +99,6 @@ def test_a_corrected_address_shows_before_and_after_the_reference_and_each_steps
     # Each step with the time it was reached, even on an order done in seconds.
     expect(ui.locator("li.step.done time.step-time")).to_have_count(4)
     panel_shot("02-completed-with-findings")
-
-    # The open panel keeps polling without showing the origin to the service.
-    service_calls.clear()
-    page.wait_for_timeout(3500)
-    assert not [call for call in service_calls if "/origins/" in call["url"]]
 
 
 def test_a_failed_order_says_what_happened_in_plain_words_and_follows_a_staff_retry(
@@ -213,7 +217,11 @@ def test_an_expired_panel_session_is_renewed_with_the_origin(demo, service, page
     transaction, _ = existing(demo, status=OrderStatus.IN_PROGRESS)
     host = open_existing(page, service, transaction.id)
     expect(page.locator("#log")).to_contain_text("refreshOrigin", timeout=WAIT_MS)
-    page.wait_for_timeout(3500)
+    # A poll after the session ran out is answered (the panel renewed its session with the origin).
+    with page.expect_response(
+        lambda response: "/ui/transactions/" in response.url and response.status == 200, timeout=WAIT_MS
+    ):
+        pass
     expect(host.ui.locator("#progress-note")).to_be_hidden()
     expect(host.ui.locator("#problem")).to_be_hidden()
     expect(host.ui.locator("#app")).to_have_attribute("data-step", "in_progress")

@@ -14,7 +14,7 @@ from partner.fulfillment.models import FailureCode, Order, OrderStatus
 from partner.ui.outcomes import failure_explained
 from partner.ui.progress import transaction_progress_get
 from partner.ui.selectors import earlier_orders_list
-from tests.conftest import result_of
+from tests.helpers.orders import result_of
 
 PRODUCT = "address-verification"
 FINDINGS = [

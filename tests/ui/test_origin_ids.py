@@ -7,7 +7,7 @@ server (the `service` fixture), so a call that went out would be recorded by `se
 
 import pytest
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 TOKEN = "partner-access-token-123"  # noqa: S105 - a test value
 

@@ -11,9 +11,9 @@ import pytest
 from partner.sandbox.faults import fault_set, faults_clear
 from partner.sandbox.models import Loan
 from partner.sandbox.origins import origin_create, origin_expire
-from tests.conftest import result_of
+from tests.helpers.orders import result_of
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 DEMO_SECRETS = ("demo-password-1", "not-the-password-9")
 

@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from partner.sandbox.origins import origin_create
 from partner.ui.panel_sessions import PanelSession, PanelSessionInvalid, panel_session_issue, panel_session_read
-from tests.conftest import result_of
+from tests.helpers.orders import result_of
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def panel_of(client, seed, *, username="lender.demo", loan=None) -> dict:

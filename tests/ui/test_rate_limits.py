@@ -17,7 +17,7 @@ import pytest
 
 from partner.sandbox.origins import origin_create
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 # Addresses no other test (nor another run sharing a Redis cache) uses.
 _RUN = random.randrange(256)

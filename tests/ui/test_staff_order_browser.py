@@ -12,9 +12,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.conftest import wait_for
-from tests.ui.conftest import ARTIFACTS
-from tests.ui.test_browser import WAIT_MS, Host, app_state
+from tests.helpers.browser import ARTIFACTS, WAIT_MS, Host, app_state
+from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

@@ -3,7 +3,7 @@
 The page's progress poll (GET /ui/transactions/{id}) at each stage of the staff's work, and the
 download of a delivered document (GET /ui/transactions/{id}/documents/{document id}), checked like
 the poll: the origin against the sandbox on the live server, the order the lender's, the same rate
-limit. The orders are made as the pipeline and the staff make them (`tests/ui/staff_orders.py`).
+limit. The orders are made as the pipeline and the staff make them (`tests/helpers/staff_orders.py`).
 """
 
 import itertools
@@ -22,11 +22,11 @@ from django.utils import timezone
 from partner.fulfillment.models import DeliveryState, Order, OrderDocument, OrderStatus
 from partner.platform.errors import ServiceValidationError
 from partner.ui.progress import transaction_progress_get
-from tests.conftest import result_of
-from tests.fakes import FakePlatform
-from tests.ui.staff_orders import PDF, PNG, Worker, launched, origin_headers, staff_order, staff_product_name
+from tests.helpers.fakes import FakePlatform
+from tests.helpers.orders import result_of
+from tests.helpers.staff_orders import PDF, PNG, Worker, launched, origin_headers, staff_order, staff_product_name
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 TXN = "txn-timeline-1"
 _RUN = random.randrange(256)

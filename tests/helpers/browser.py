@@ -1,8 +1,9 @@
-"""Browser fixtures shared by every browser test (the UI's and the admin's): Chromium via Playwright.
+"""Chromium via Playwright for every browser test (the UI's and the admin's): the fixtures, and the
+sandbox's host page driven like a person would.
 
 One Playwright session for the whole test session (one thread cannot hold two), opened when the
-first browser test needs it; each test gets its own context and page. Registered in
-`tests/conftest.py`.
+first browser test needs it; each test gets its own context and page. The fixtures are registered
+in `tests/conftest.py`.
 """
 
 import os
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "ui"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "ui"
 
 # Playwright's sync API runs an event loop in this thread; Django's ORM calls from
 # the test body (fixtures, assertions) are still synchronous and safe here.
@@ -70,3 +71,53 @@ def shot(page):
         return path
 
     return save
+
+
+WAIT_MS = 30_000  # how long a state may take to appear (a wait, not a timing assertion)
+
+
+class Host:
+    """The sandbox host page, driven like a person would."""
+
+    def __init__(self, page, base_url):
+        self.page = page
+        self.base_url = base_url
+
+    def open(self):
+        from playwright.sync_api import expect
+
+        self.page.goto(f"{self.base_url}/sandbox/host/")
+        expect(self.page.locator("#host-status")).to_contain_text("Ready", timeout=WAIT_MS)
+        return self
+
+    def choose(self, select_id: str, text: str):
+        value = self.page.eval_on_selector(
+            f"#{select_id}",
+            "(select, text) => {"
+            " const o = [...select.options].find(o => o.textContent.includes(text)); return o && o.value; }",
+            text,
+        )
+        assert value, f"no {select_id} option mentions {text!r}"
+        self.page.select_option(f"#{select_id}", value)
+
+    def launch_new(self, *, user="lender.demo", loan=None, product="Address"):
+        self.choose("user", user)
+        if loan:
+            self.choose("loan", loan)
+        self.choose("product", product)
+        self.page.click("#open-new")
+        return self.ui
+
+    @property
+    def ui(self):
+        return self.page.frame_locator("iframe[name=partner-panel]")
+
+    def log_text(self) -> str:
+        return self.page.locator("#log").inner_text()
+
+
+def app_state(ui, state):
+    """Wait until the panel's app shows `state` (its `data-state`)."""
+    from playwright.sync_api import expect
+
+    expect(ui.locator("#app")).to_have_attribute("data-state", state, timeout=WAIT_MS)

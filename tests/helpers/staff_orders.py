@@ -2,7 +2,7 @@
 
 The lender's page talks to the sandbox on the live server (the `demo` fixture) for the origin; the
 order's own calls to the service (the transaction read, the acknowledgement and each delivery's
-PATCH, slots and uploads) go to the recording fake of `tests/fakes.py`, as in
+PATCH, slots and uploads) go to the recording fake of `tests/helpers/fakes.py`, as in
 `tests/fulfillment/test_staff_work.py`. Install the fake after `demo` (which pulls the products
 from the sandbox).
 """
@@ -13,7 +13,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from partner.fulfillment.orders.services import order_open
 from partner.fulfillment.staff import services as staff
 from partner.sandbox.origins import origin_create
-from tests.conftest import LENDER_CREDENTIALS, deliveries_sent, order_ran
+from tests.helpers.orders import deliveries_sent, order_ran
+from tests.helpers.products import LENDER_CREDENTIALS
 
 PDF = b"%PDF-1.7\n% an appraisal report\n"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32

@@ -1,4 +1,5 @@
-"""Real Celery workers for the tests whose behaviour is about the queue: started, killed, pointed at the sandbox."""
+"""Celery for the tests whose behaviour is about the queue: real workers started, killed and pointed at the
+sandbox, and the app pointed at another broker."""
 
 import os
 import signal
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from django.db import connection
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def database_url() -> str:
@@ -44,3 +45,18 @@ def worker_start(service, log_path: Path, **environ) -> subprocess.Popen:
 def worker_kill(process: subprocess.Popen) -> None:
     os.killpg(process.pid, signal.SIGKILL)  # the whole worker: main process and its children
     process.wait(timeout=30)
+
+
+def broker_point(url):
+    """Point the Celery app at `url`, dropping every pooled connection to the old broker."""
+    from kombu import pools
+
+    from config.celery import app
+
+    # Publishing uses the write URL; CELERY_BROKER_URL in the environment would win over broker_url.
+    app.conf.broker_write_url = url
+    if app._pool is not None:
+        app._pool.force_close_all()
+    app._pool = None
+    app.amqp._producer_pool = None
+    pools.reset()

@@ -1,0 +1,72 @@
+"""Our orders as the tests make and read them: one run of an order as its task makes it
+(`order_ran`, `deliveries_sent`), an order left as the sender leaves it (`order_delivered`,
+`result_of`), and waiting for an order to reach a status (`order_of`)."""
+
+from tests.helpers.waiting import wait_for
+
+
+def order_of(transaction_id, status, timeout=60):
+    """The order of `transaction_id` once it is in `status` (a worker moves it); fails the test after
+    `timeout` seconds, saying where the order, its notifications and the sandbox's webhooks are."""
+    from partner.fulfillment.models import Order
+    from partner.inbox.models import Notification
+    from partner.sandbox.models import WebhookDelivery
+
+    def found():
+        return Order.objects.filter(transaction_id=transaction_id, status=status).first()
+
+    def state():
+        order = Order.objects.filter(transaction_id=transaction_id).first()
+        notes = list(Notification.objects.filter(resource_id=transaction_id).values_list("state", "last_error"))
+        deliveries = list(WebhookDelivery.objects.filter(resource_id=transaction_id).values_list("status", "url"))
+        if order is None:
+            return f"no order; notifications {notes}; deliveries {deliveries}"
+        return f"{order.status} {order.failure_reason!r} {order.last_error!r}; notifications {notes}"
+
+    return wait_for(found, timeout=timeout, message=lambda: f"order {transaction_id} in {status} (now: {state()})")
+
+
+def result_of(order, state="pending"):
+    """The delivery of an automated order's result (its documents belong to it), in `state`."""
+    from partner.fulfillment.models import Delivery, DeliveryKind
+
+    return Delivery.objects.create(order=order, kind=DeliveryKind.RESULT, state=state)
+
+
+def order_delivered(transaction_id: str, **fields):
+    """An automated order whose result the service took (sent, its callback not come yet), as the
+    sender leaves it."""
+    from django.utils import timezone
+
+    from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order, OrderStatus
+
+    now = timezone.now()
+    fields = {"status": OrderStatus.RESPONSE_DELIVERED, "prepared_at": now, "delivered_at": now, **fields}
+    order = Order.objects.create(transaction_id=transaction_id, **fields)
+    Delivery.objects.create(
+        order=order, kind=DeliveryKind.RESULT, state=DeliveryState.SENT, sequence=1, sent_at=now, attempts=1
+    )
+    return order
+
+
+def order_ran(*, order_id: int):
+    """One run of the order, as its task makes it (`partner.fulfillment.runs.order_run`); the order as
+    the run left it. A run stopped by a transient error raises it (the task would retry it)."""
+    from partner.fulfillment.models import Order
+    from partner.fulfillment.runs import order_run
+
+    outcome = order_run(order_id=order_id)
+    if outcome.retry is not None:
+        raise outcome.error
+    return Order.objects.get(pk=order_id)
+
+
+def deliveries_sent(*, order_id: int) -> int:
+    """One run of the order, as its task makes it: how many deliveries it sent. A run stopped by a
+    transient error raises it (the task would retry it)."""
+    from partner.fulfillment.runs import order_run
+
+    outcome = order_run(order_id=order_id)
+    if outcome.retry is not None:
+        raise outcome.error
+    return outcome.sent
