@@ -8,7 +8,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from partner.catalog.checks import signing_secrets_check
-from partner.catalog.models import PartnerAccount
+from partner.catalog.models import PartnerAccount, Product
+from partner.fulfillment.automated.fulfillers.staff_worked import StaffWorkedFulfiller
+from partner.sandbox.seeding import sandbox_seed
 from tests.helpers.products import USER_PASSWORD, product_make
 
 pytestmark = pytest.mark.django_db
@@ -116,3 +118,15 @@ def test_partner_account_reads_the_process_stdin(monkeypatch):
     monkeypatch.setattr("sys.stdin", Stdin("piped-password-77\nignored second line\n"))
     call_command("partner_account", "lender.piped", stdout=io.StringIO())
     assert PartnerAccount.objects.get(username="lender.piped").check_password("piped-password-77")
+
+
+def test_product_settings_refuse_what_is_not_valid(db):
+    sandbox_seed(public_base_url="http://127.0.0.1:8000")
+    with pytest.raises(CommandError, match="no product"):
+        call_command("product_settings", "appraisal", "--turnaround-hours", "48", stdout=io.StringIO())
+    Product.objects.create(service_id="svc-appraisal", name="appraisal", fulfiller=StaffWorkedFulfiller.key)
+    with pytest.raises(CommandError, match="e-mail"):
+        call_command("product_settings", "appraisal", "--staff-email", "not an address", stdout=io.StringIO())
+    with pytest.raises(CommandError, match="whole number"):
+        call_command("product_settings", "appraisal", "--turnaround-hours", "-4", stdout=io.StringIO())
+    assert Product.objects.get(name="appraisal").staff_email == ""
