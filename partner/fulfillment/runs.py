@@ -92,7 +92,7 @@ def _steps(order: Order, lease: Lease) -> int:
         try:
             waiting = [order_prepare(order)]  # the delivery it made, and its documents
         except OrderFailed as failure:
-            order_fail(order=order, code=failure.code, reason=failure.reason, tell_lender=failure.tell_lender)
+            order_fail(order=order, code=failure.code, reason=failure.message, tell_lender=failure.tell_lender)
             waiting = None  # its notice, if the lender is told
         except ServiceError as exc:
             if exc.transient:

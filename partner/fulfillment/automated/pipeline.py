@@ -114,7 +114,7 @@ def order_prepare(order: Order) -> tuple[Delivery, list[OrderDocument]]:
     except FulfillmentRefused as refusal:
         # Refused for the lender's data (theirs to correct), or for the product's setup (ours).
         code = FailureCode.ORDER_REFUSED if refusal.tell_lender else FailureCode.SETUP_INCOMPLETE
-        raise OrderFailed(code, refusal.reason, tell_lender=refusal.tell_lender) from None
+        raise OrderFailed(code, refusal.message, tell_lender=refusal.tell_lender) from None
 
     order.ordered_by = check.account
     with transaction.atomic():

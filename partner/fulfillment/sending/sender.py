@@ -232,7 +232,7 @@ def deliveries_send(order: Order, lease: Lease, *, waiting: list[Waiting] | None
             _send(order, delivery, documents, lease, last=number == len(waiting) or delivery.final)
             sent += 1
         except OrderFailed as failure:
-            _refused(order, delivery, failure.reason, code=failure.code)
+            _refused(order, delivery, failure.message, code=failure.code)
         except ServiceError as exc:
             if exc.transient:
                 Delivery.objects.filter(pk=delivery.pk).update(last_error=str(exc)[:2000])
