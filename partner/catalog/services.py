@@ -27,7 +27,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from partner.core.errors import ApplicationError
-from partner.platform.errors import ServiceError
+from partner.platform.errors import RequestRefused, ServiceError
 
 from . import validation
 from .errors import ProductNotFound, ProductSyncError
@@ -96,8 +96,8 @@ def _client():
 def _service_call(what: str, call, *args):
     try:
         return call(*args)
-    except ServiceError as exc:
-        # ServiceError texts are safe by contract (no token, short excerpt).
+    except (ServiceError, RequestRefused) as exc:
+        # Their texts are safe by contract (no token, short excerpt).
         logger.warning("catalog: %s failed: %s", what, exc)
         raise ProductSyncError(f"{what} failed: {exc}") from exc
 

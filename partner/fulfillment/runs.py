@@ -44,7 +44,7 @@ from partner.fulfillment.orders.selectors import work_left
 from partner.fulfillment.orders.services import OrderFailed, order_fail
 from partner.fulfillment.orders.states import delivery_move
 from partner.fulfillment.sending.sender import deliveries_send, deliveries_waiting
-from partner.platform.errors import ServiceError
+from partner.platform.errors import RequestRefused, ServiceError
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ def _steps(order: Order, lease: Lease) -> int:
         try:
             waiting = [order_prepare(order)]  # the delivery it made, and its documents
         except OrderFailed as failure:
-            order_fail(order=order, code=failure.code, reason=failure.reason, tell_lender=failure.tell_lender)
+            order_fail(order=order, code=failure.code, reason=failure.message, tell_lender=failure.tell_lender)
             waiting = None  # its notice, if the lender is told
         except ServiceError as exc:
             if exc.transient:
@@ -100,6 +100,12 @@ def _steps(order: Order, lease: Lease) -> int:
             Order.objects.filter(pk=order.pk).update(last_error=str(exc)[:2000])
             reason = f"The service refused {exc.method} {_path(exc.url)} with status {exc.status}"
             order_fail(order=order, code=FailureCode.SERVICE_REJECTED, reason=reason)
+            return 0
+        except RequestRefused as exc:
+            # Refused before any request (an id that may not go into the service's path): refused
+            # again on every run, so failed as a call the service refused, with no status to name.
+            Order.objects.filter(pk=order.pk).update(last_error=str(exc)[:2000])
+            order_fail(order=order, code=FailureCode.SERVICE_REJECTED, reason=f"The request was not sent: {exc}")
             return 0
     return deliveries_send(order, lease, waiting=waiting if waiting is not None else deliveries_waiting(order))
 

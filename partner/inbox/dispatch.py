@@ -21,7 +21,7 @@ from partner.core.leases import Lease, lease_kept, lease_take_one
 from partner.core.logging import log_context
 from partner.fulfillment import handlers
 from partner.inbox.models import Notification, NotificationState
-from partner.platform.errors import ServiceError
+from partner.platform.errors import RequestRefused, ServiceError
 from partner.platform.formats import WEBHOOK_EVENT_CREATED
 from partner.platform.urns import event_resource_type, transaction_resource_type
 
@@ -101,6 +101,9 @@ def notification_process(*, notification_id: int) -> str | None:
                 updated_at=timezone.now(),
             )
             raise
+        _finish(lease, NotificationState.FAILED, str(exc))
+        return NotificationState.FAILED
+    except RequestRefused as exc:  # nothing reached the service, and the same request is refused every time
         _finish(lease, NotificationState.FAILED, str(exc))
         return NotificationState.FAILED
     except Exception as exc:

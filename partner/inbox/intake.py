@@ -31,26 +31,15 @@ from django.utils import timezone
 from partner.catalog.selectors import product_signing_secrets
 from partner.core.logging import control_characters_escape
 from partner.inbox.dispatch import handler_for
+from partner.inbox.errors import WebhookSignatureInvalid, WebhookSignerMismatch
 from partner.inbox.models import Notification, NotificationState
-from partner.inbox.notifications import NotANotification, ParsedNotification, notification_parse
+from partner.inbox.notifications import ParsedNotification, notification_parse
 from partner.platform.signatures import signature_matches
 
 logger = logging.getLogger(__name__)
 
 # Headers never stored: they carry credentials, or the signature itself.
 _UNSTORED_HEADERS = {"authorization", "cookie", "proxy-authorization", "x-svc-pat"}
-
-
-class WebhookSignatureInvalid(Exception):
-    """The signature header is missing or does not match any accepted secret."""
-
-
-class WebhookSignerMismatch(WebhookSignatureInvalid):
-    """Signed with a product's own secret, but the notification names another product."""
-
-
-class WebhookNotANotification(Exception):
-    """Signed correctly, but not a webhook notification."""
 
 
 @dataclass(frozen=True)
@@ -236,17 +225,17 @@ def _reread(body: bytes, signature: str | None, secrets: SigningSecrets, matched
 
 
 def webhook_receive(*, body: bytes, signature: str | None, headers, remote_addr: str | None) -> int:
-    """Verify and store one webhook; the id of its notification (the first copy's, for a duplicate)."""
+    """Verify and store one webhook; the id of its notification (the first copy's, for a duplicate).
+
+    Refused (`partner.inbox.errors`): WebhookSignatureInvalid, WebhookSignerMismatch, NotANotification.
+    """
     secrets = signing_secrets()
     matched = signature_matches(body, signature, secrets.all())  # once per webhook, however it ends
     if not matched:
         secrets, matched = _reread(body, signature, secrets, matched)
         if not matched:
             raise WebhookSignatureInvalid
-    try:
-        parsed = notification_parse(body)
-    except NotANotification as exc:
-        raise WebhookNotANotification(str(exc)) from None
+    parsed = notification_parse(body)  # NotANotification when it is none
     if not secrets.signs_for(matched, parsed.product_name):
         secrets, matched = _reread(body, signature, secrets, matched)
     if not secrets.signs_for(matched, parsed.product_name):

@@ -16,10 +16,7 @@ from datetime import datetime
 
 from django.utils.dateparse import parse_datetime
 
-
-class NotANotification(Exception):
-    """The body was signed correctly but is not a webhook notification."""
-
+from partner.inbox.errors import NotANotification
 
 # C0, DEL and C1 controls, and the Unicode line and paragraph separators.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")

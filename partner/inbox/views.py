@@ -25,7 +25,8 @@ from rest_framework import serializers
 from rest_framework.parsers import BaseParser
 from rest_framework.views import APIView
 
-from partner.inbox.intake import WebhookNotANotification, WebhookSignatureInvalid, webhook_receive
+from partner.inbox.errors import WebhookBodyRefused, WebhookRefused
+from partner.inbox.intake import webhook_receive
 from partner.inbox.metrics import WEBHOOKS
 
 logger = logging.getLogger(__name__)
@@ -64,15 +65,6 @@ class MessageSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
-class WebhookBodyRefused(Exception):
-    """The body cannot be read: `status` (411, 413) and `message` are the answer."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
 def _read_at_most(stream, size: int) -> bytes:
     """Up to `size` bytes of `stream`, fewer only at its end."""
     parts, left = [], size
@@ -101,12 +93,12 @@ def _body_stream(request):
         except ValueError:
             too_large = True
         if too_large:
-            raise WebhookBodyRefused(413, "Request body too large")
+            raise WebhookBodyRefused("Request body too large", status_code=413)
         return request
     if environ.get("wsgi.input_terminated"):
         return environ["wsgi.input"]
     if request.META.get("HTTP_TRANSFER_ENCODING"):
-        raise WebhookBodyRefused(411, "A Content-Length is required")
+        raise WebhookBodyRefused("A Content-Length is required", status_code=411)
     return request  # no body at all
 
 
@@ -114,7 +106,7 @@ def _read_body(request) -> bytes:
     """The raw body, read no further than WEBHOOK_MAX_BYTES and one byte (to tell a larger one: 413)."""
     body = _read_at_most(_body_stream(request), settings.WEBHOOK_MAX_BYTES + 1)
     if len(body) > settings.WEBHOOK_MAX_BYTES:
-        raise WebhookBodyRefused(413, "Request body too large")
+        raise WebhookBodyRefused("Request body too large", status_code=413)
     return body
 
 
@@ -135,22 +127,17 @@ def _answer(status: int, message: str | None = None, **headers: str) -> HttpResp
 
 
 def _webhook_answer(request) -> HttpResponse:
-    """Read, verify and store one webhook (`webhook_receive`); its answer: 202, 400, 401, 411, 413 or 503."""
-    try:
-        body = _read_body(request)
-    except WebhookBodyRefused as refused:
-        return _answer(refused.status, refused.message)
+    """Read, verify and store one webhook (`webhook_receive`); its answer: 202, 503, or a refusal's
+    (`partner.inbox.errors`: 400, 401, 411, 413)."""
     try:
         notification_id = webhook_receive(
-            body=body,
+            body=_read_body(request),
             signature=request.headers.get(settings.SVC_SIGNATURE_HEADER),
             headers=request.headers,
             remote_addr=request.META.get("REMOTE_ADDR"),
         )
-    except WebhookSignatureInvalid:
-        return _answer(401, "Invalid or missing signature")
-    except WebhookNotANotification as exc:
-        return _answer(400, f"Not a webhook notification: {exc}")
+    except WebhookRefused as refused:
+        return _answer(refused.status_code, refused.message)
     except DatabaseError as exc:
         # The database is away (restart, failover): nothing was stored, so say "retry later"
         # (the service redelivers on any non-2xx) rather than an unhandled 500.

@@ -3,9 +3,11 @@
 Module-level functions on this process's pooled session (partner.platform.http)
 with the shared access token (partner.platform.tokens). Every function raises
 a partner.platform.errors.ServiceError subclass when the service does not answer
-200 (the spec: anything else is a failure). Whether a failed call is sent again
-by the transport is stated in each docstring: GET and PUT are; PATCH and POST
-only where repeating them is harmless.
+200 (the spec: anything else is a failure), and a RequestRefused subclass when we
+refuse to send the request at all (an id that may not go into a path, an upload
+location we do not send to): nothing reached the service then. Whether a failed
+call is sent again by the transport is stated in each docstring: GET and PUT are;
+PATCH and POST only where repeating them is harmless.
 
 Names: the client's functions are verb first, like the HTTP calls they make
 (`get_transaction`, `patch_response`, `request_upload_slots`, `upload_resource`);
@@ -21,7 +23,7 @@ from urllib.parse import quote, urlsplit
 from django.conf import settings
 
 from partner.core.logging import secret_register
-from partner.platform.errors import ResourceOutsideServiceError, ServiceError
+from partner.platform.errors import RequestRefused, ResourceOutsideServiceError, ServiceError
 from partner.platform.http import response_json, retry_allowed, send, session_upload
 from partner.platform.locations import upload_location_check
 from partner.platform.tokens import authorized_send, bearer_refused
@@ -33,11 +35,11 @@ JSON = "application/json"
 UPLOAD_BLOCK = 64 * 1024
 
 
-class ServicePathIdError(ServiceError, ValueError):
-    """An id that cannot be placed in a service path (raised before any request is made).
+class ServicePathIdError(RequestRefused, ValueError):
+    """An id that cannot be placed in a service path: refused before any request is made.
 
-    Not transient: the same id is refused every time. Both a ServiceError (what the callers of
-    the client handle) and a ValueError (what it is: a bad argument).
+    Not transient: the same id is refused every time. A RequestRefused (nothing reached the
+    service) and a ValueError (what it is: a bad argument).
     """
 
 
@@ -155,10 +157,11 @@ def upload_resource(slot: UploadSlot, data) -> None:
     ~/.netrc. Retried (PUT) when the body can be sent again: bytes, or a
     seekable file (rewound to where it started); a non-seekable stream is sent once.
     The location must pass `upload_location_check` (partner.platform.locations: https and a
-    public address in production) or UploadLocationRefusedError is raised before any connection.
+    public address in production) or UploadLocationRefusedError is raised before any connection;
+    a slot without its Authorization value is refused (RequestRefused) before any connection too.
     """
     if not slot.authorization:
-        raise ServiceError("upload slot carries no authorization value", method="PUT", url=slot.location)
+        raise RequestRefused("upload slot carries no authorization value", method="PUT", url=slot.location)
     upload_location_check(slot.location)
     rewind = None
     if isinstance(data, bytes | bytearray | memoryview):

@@ -1,10 +1,16 @@
-"""Errors of calls to the service: one hierarchy that carries the HTTP context.
+"""Errors of calls to the service: two kinds, told apart by whether a request was made.
 
-Every error says which call failed (method, URL), what the service answered
-(status, a short excerpt of the body) and whether trying again later makes
-sense (`transient`), so a Celery task can decide between retry and give up
-without parsing texts. The excerpt is cut short and passed through the log
-redaction, so it never carries a token, a password or a signature.
+`ServiceError` and its subclasses: a request was made and failed. Each says which call failed
+(method, URL), what the service answered (status, a short excerpt of the body; no status when no
+answer came: a connection error or a timeout) and whether trying again later makes sense
+(`transient`), so a Celery task can decide between retry and give up without parsing texts. The
+excerpt is cut short and passed through the log redaction, so it never carries a token, a
+password or a signature.
+
+`RequestRefused` and its subclasses: we refused to send the request, so nothing reached the
+service and there is no status to tell (an id that may not be placed in a path, an upload
+location we do not send documents to). Never transient: the same request is refused every time.
+It is not a ServiceError: a caller that handles the service's failures handles these on purpose.
 """
 
 import json
@@ -68,6 +74,32 @@ def retry_after_parse(value: str | None) -> float | None:
     return max(0.0, (when - timezone.now()).total_seconds())
 
 
+def _described(message: str, method: str | None, url: str | None) -> str:
+    """The message, and the call it is about when known: `message — METHOD URL`."""
+    if method or url:
+        return f"{message} — {method or '?'} {url or '?'}"
+    return message
+
+
+class RequestRefused(Exception):
+    """We refused to send a request: nothing reached the service. Subclasses say why.
+
+    `method` and `url` (without user info, query or fragment) name the call when known, as in a
+    ServiceError; there is no status, since the service was never asked.
+    """
+
+    transient = False
+
+    def __init__(self, message: str, *, method: str | None = None, url: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.method = method
+        self.url = url_display(url) if url else url
+
+    def __str__(self):
+        return _described(self.message, self.method, self.url)
+
+
 class ServiceError(Exception):
     """A call to the service failed. Subclasses say how."""
 
@@ -90,12 +122,9 @@ class ServiceError(Exception):
         self.excerpt = excerpt
 
     def __str__(self):
-        parts = [self.message]
-        if self.method or self.url:
-            parts.append(f"{self.method or '?'} {self.url or '?'}")
+        text = _described(self.message, self.method, self.url)
         if self.status is not None:
-            parts.append(f"HTTP {self.status}")
-        text = " — ".join(parts)
+            text += f" — HTTP {self.status}"
         if self.excerpt:
             text += f": {self.excerpt}"
         return text

@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from partner.platform.errors import ServiceError, ServiceUnavailableError
+from partner.platform.errors import RequestRefused, ServiceUnavailableError
 
 # Cloud metadata and host-agent endpoints. Most are link-local or private anyway; some are not
 # (Azure's WireServer, Oracle's legacy metadata), and naming them all makes the refusal say what it is.
@@ -56,8 +56,8 @@ METADATA_ADDRESSES = frozenset(
 NOT_PUBLIC_NETWORKS = tuple(ip_network(network) for network in ("100.64.0.0/10", "192.0.0.0/24"))
 
 
-class UploadLocationRefusedError(ServiceError):
-    """An upload location we do not send a document to; raised before any connection is opened.
+class UploadLocationRefusedError(RequestRefused):
+    """An upload location we do not send a document to; refused before any connection is opened.
 
     Not transient: the slot's location is refused every time. The message names the reason and
     the location without its query (where a signature may be), never the Authorization value.

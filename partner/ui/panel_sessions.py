@@ -17,14 +17,12 @@ from dataclasses import asdict, dataclass
 from django.conf import settings
 from django.core import signing
 
+from partner.ui.errors import PanelSessionInvalid
+
 PANEL_SESSION_HEADER = "HTTP_X_PANEL_SESSION"
 _SALT = "partner.ui.panel-session"
 # A signed token of our own is a few hundred characters; anything far longer is not one.
 _MAX_TOKEN_LENGTH = 2048
-
-
-class PanelSessionInvalid(Exception):
-    """The token is missing, forged, made for something else or expired: renew the origin."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +50,8 @@ def panel_session_issue(session: PanelSession) -> str:
 
 
 def panel_session_read(token: str) -> PanelSession:
-    """The session a token holds, when it is ours and younger than UI_PANEL_SESSION_SECONDS."""
+    """The session a token holds, when it is ours and younger than UI_PANEL_SESSION_SECONDS;
+    PanelSessionInvalid otherwise."""
     if not token or len(token) > _MAX_TOKEN_LENGTH:
         raise PanelSessionInvalid("no panel session")
     try:

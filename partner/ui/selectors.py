@@ -8,18 +8,11 @@ from django.db.models import Q
 from partner.fulfillment.models import Order, OrderDocument
 from partner.fulfillment.orders.selectors import UI_STEPS
 from partner.fulfillment.sending.delivered import document_delivered_get
+from partner.ui.errors import DocumentNotShown, TransactionNotShown
 
 _DOCUMENT_ID = re.compile(r"[0-9]{1,18}")
 # The loan's earlier orders the form lists before a new one: the latest few.
 EARLIER_ORDERS_SHOWN = 5
-
-
-class TransactionNotShown(Exception):
-    """The transaction is another product's, lender's or loan's: not for this lender's page."""
-
-
-class DocumentNotShown(TransactionNotShown):
-    """No such document of this order for the lender: another order's, not delivered, or purged."""
 
 
 def lender_may_see(*, order, account_id: int | None, company_id: int | None) -> bool:
@@ -58,11 +51,11 @@ def order_for_lender(
     if order is None:
         return None
     if order.product_name and order.product_name != product_name:
-        raise TransactionNotShown(transaction_id)
+        raise TransactionNotShown
     if loan_number and order.loan_number and order.loan_number != loan_number:
-        raise TransactionNotShown(transaction_id)
+        raise TransactionNotShown
     if not lender_may_see(order=order, account_id=account_id, company_id=company_id):
-        raise TransactionNotShown(transaction_id)
+        raise TransactionNotShown
     return order
 
 
@@ -75,20 +68,23 @@ def transaction_document_get(
     company_id: int | None = None,
     loan_number: str = "",
 ) -> OrderDocument:
-    """A delivered document of the lender's order, with its file; DocumentNotShown (or
-    TransactionNotShown) otherwise, so that every refusal answers the same."""
-    order = order_for_lender(
-        transaction_id=transaction_id,
-        product_name=product_name,
-        account_id=account_id,
-        company_id=company_id,
-        loan_number=loan_number,
-    )
+    """A delivered document of the lender's order, with its file; DocumentNotShown otherwise, whichever
+    the reason (the order not theirs included), so that every refusal answers the same."""
+    try:
+        order = order_for_lender(
+            transaction_id=transaction_id,
+            product_name=product_name,
+            account_id=account_id,
+            company_id=company_id,
+            loan_number=loan_number,
+        )
+    except TransactionNotShown:
+        raise DocumentNotShown from None
     if order is None or not _DOCUMENT_ID.fullmatch(document_id or ""):
-        raise DocumentNotShown(document_id)
+        raise DocumentNotShown
     document = document_delivered_get(order=order, document_id=int(document_id))
     if document is None or not document.file:
-        raise DocumentNotShown(document_id)
+        raise DocumentNotShown
     return document
 
 

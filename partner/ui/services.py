@@ -16,6 +16,7 @@ from partner.catalog.errors import ProductNotFound, ProductSyncError
 from partner.catalog.services import product_ensure
 from partner.platform import client as platform
 from partner.platform.errors import ServiceError
+from partner.ui.errors import OriginProblem
 from partner.ui.forms import order_options_schema
 from partner.ui.loans import loan_summary, text
 
@@ -27,15 +28,6 @@ _ORIGIN_GONE = {401, 403, 404, 410}
 
 
 _TOKEN_SHAPE = re.compile(r"[\x21-\x7e]{1,4096}")
-
-
-class OriginProblem(Exception):
-    """The origin cannot be shown; `http_status` and `body` are what the proxy answers."""
-
-    def __init__(self, http_status: int, body: dict):
-        super().__init__(str(body))
-        self.http_status = http_status
-        self.body = body
 
 
 @dataclass(frozen=True)
@@ -53,11 +45,8 @@ class OriginContext:
     loan_number: str = ""
 
 
-def _errors(code: str, message: str, status: int | None = None) -> dict:
-    return {"errors": [{"status": status, "code": code, "message": message}]}
-
-
-def _service_error_body(exc) -> dict:
+def _service_problem(exc, status_code: int) -> OriginProblem:
+    """The origin proxy's answer to a failed call (`exc`: a ServiceError, or the catalog's error around one)."""
     status = getattr(exc, "status", None)
     if status in _ORIGIN_GONE:
         message = "The lender's session with the host has ended or was not recognised."
@@ -68,7 +57,7 @@ def _service_error_body(exc) -> dict:
     else:
         message = "The service refused to give the origin."
         code = "service_refused"
-    return _errors(code, message, status)
+    return OriginProblem.coded(status_code, code, message, status=status)
 
 
 def _summary(origin, product, *, loan: dict) -> dict:
@@ -94,38 +83,38 @@ def _summary(origin, product, *, loan: dict) -> dict:
 def origin_context_fetch(*, origin_id: str, partner_access_token: str) -> OriginContext:
     """Read and check the origin; raise OriginProblem with the proxy's answer when it cannot be shown."""
     if not origin_id or not partner_access_token:
-        raise OriginProblem(400, _errors("origin_missing", "An origin id and partner access token are required."))
+        message = "An origin id and partner access token are required."
+        raise OriginProblem.coded(400, "origin_missing", message)
     if not _TOKEN_SHAPE.fullmatch(partner_access_token) or not platform.path_id_valid(origin_id):
         # The token travels on as an HTTP header: only visible ASCII can be one. The id goes into the
         # service's path: only a plain id (never "..", "/" or "%") may, or our tokens go to another address.
-        raise OriginProblem(400, _errors("origin_malformed", "The origin id or partner access token is malformed."))
+        raise OriginProblem.coded(400, "origin_malformed", "The origin id or partner access token is malformed.")
     try:
         origin = platform.get_origin(origin_id, partner_access_token)
     except ServiceError as exc:
-        status = getattr(exc, "status", None)
-        http_status = 401 if status in _ORIGIN_GONE else 502
-        raise OriginProblem(http_status, _service_error_body(exc)) from exc
+        raise _service_problem(exc, 401 if exc.status in _ORIGIN_GONE else 502) from exc
 
     if origin.errors:
+        # The service's own errors, passed on as it gave them.
         errors = origin.errors if isinstance(origin.errors, list) else [origin.errors]
-        raise OriginProblem(502, {"errors": errors})
+        raise OriginProblem("The service answered the origin with errors.", extra={"errors": errors}, status_code=502)
     if not origin.loan:
-        raise OriginProblem(404, _errors("loan_missing", LOAN_NOT_FOUND))
+        raise OriginProblem.coded(404, "loan_missing", LOAN_NOT_FOUND)
 
     product_ref = origin.product or {}
     try:
         product = product_ensure(service_id=product_ref.get("id"))
     except ProductNotFound as exc:
         message = "This product is not set up with the partner. Contact the partner's support."
-        raise OriginProblem(404, _errors("product_unknown", message)) from exc
+        raise OriginProblem.coded(404, "product_unknown", message) from exc
     except (ServiceError, ProductSyncError) as exc:
-        raise OriginProblem(502, _service_error_body(exc)) from exc
+        raise _service_problem(exc, 502) from exc
 
     check = credentials_check(product=product, credentials=origin.credentials or {})
     if not check.ok:
         # The product's name lets the page say whose credentials to fix; nothing of the values.
         listing = product.listing_name or product.name
-        raise OriginProblem(401, {"status": check.message, "product": listing})
+        raise OriginProblem(check.message, extra={"status": check.message, "product": listing}, status_code=401)
 
     loan = loan_summary(origin.loan)
     summary = _summary(origin, product, loan=loan)

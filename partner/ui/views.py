@@ -28,18 +28,18 @@ from rest_framework.views import APIView
 
 from partner.core.framing import embeddable
 from partner.core.ratelimits import address_rate_limited
+from partner.ui.errors import DocumentNotShown, UiRefused
 from partner.ui.forms import order_options_form_class
 from partner.ui.panel_sessions import (
     PANEL_SESSION_HEADER,
     PanelSession,
-    PanelSessionInvalid,
     panel_session_issue,
     panel_session_read,
     panel_session_seconds,
 )
 from partner.ui.progress import transaction_progress_get
-from partner.ui.selectors import TransactionNotShown, earlier_orders_list, transaction_document_get
-from partner.ui.services import OriginProblem, origin_context_fetch
+from partner.ui.selectors import earlier_orders_list, transaction_document_get
+from partner.ui.services import origin_context_fetch
 
 logger = logging.getLogger(__name__)
 
@@ -103,6 +103,11 @@ def _origin_from_headers(request) -> tuple[str, str]:
     return request.META.get(ORIGIN_ID_HEADER, "").strip(), request.META.get(PAT_HEADER, "").strip()
 
 
+def _refusal(refused: UiRefused, response_class=Response):
+    """What the page reads when it is refused: the refusal's body (`extra`) with its status."""
+    return response_class(refused.extra, status=refused.status_code)
+
+
 def _origin_context(request):
     """The origin the page's headers name, checked with the service (OriginProblem when refused)."""
     origin_id, token = _origin_from_headers(request)
@@ -122,21 +127,10 @@ def _session_of(context) -> PanelSession:
 
 def _panel_lender(request) -> dict:
     """Whose orders the page may see: from its panel session (no call to the service), or from the
-    origin in its headers, checked with the service. OriginProblem when neither holds."""
+    origin in its headers, checked with the service. PanelSessionInvalid or OriginProblem when neither holds."""
     token = request.META.get(PANEL_SESSION_HEADER, "").strip()
-    if token:
-        try:
-            session = panel_session_read(token)
-        except PanelSessionInvalid as exc:
-            message = "The page's session has ended: renew the origin and ask again."
-            raise OriginProblem(401, _not_shown("panel_session_expired", message)) from exc
-    else:
-        session = _session_of(_origin_context(request))
+    session = panel_session_read(token) if token else _session_of(_origin_context(request))
     return {**session.lender(), "loan_number": session.loan_number}
-
-
-def _not_shown(code: str, message: str) -> dict:
-    return {"errors": [{"status": None, "code": code, "message": message}]}
 
 
 class ErrorsSerializer(serializers.Serializer):
@@ -197,8 +191,8 @@ class OriginProxyApi(APIView):
         token = (request.META.get(PAT_HEADER) or request.query_params.get("partnerAccessToken", "")).strip()
         try:
             context = origin_context_fetch(origin_id=origin_id, partner_access_token=token)
-        except OriginProblem as problem:
-            return Response(problem.body, status=problem.http_status)
+        except UiRefused as refused:
+            return _refusal(refused)
         session = _session_of(context)
         earlier = earlier_orders_list(loan_number=context.loan_number, **session.lender())
         panel = {"token": panel_session_issue(session), "expiresIn": panel_session_seconds()}
@@ -286,13 +280,9 @@ class TransactionProgressApi(APIView):
     )
     def get(self, request, transaction_id):
         try:
-            lender = _panel_lender(request)
-        except OriginProblem as problem:
-            return Response(problem.body, status=problem.http_status)
-        try:
-            progress = transaction_progress_get(transaction_id=transaction_id, **lender)
-        except TransactionNotShown:
-            return Response(_not_shown("transaction_unknown", "No such order for this product."), status=404)
+            progress = transaction_progress_get(transaction_id=transaction_id, **_panel_lender(request))
+        except UiRefused as refused:
+            return _refusal(refused)
         return Response(self.ProgressOutputSerializer(progress).data)
 
 
@@ -310,18 +300,23 @@ def transaction_document(request, transaction_id, document_id):
     """
     try:
         lender = _panel_lender(request)
-    except OriginProblem as problem:
-        return JsonResponse(problem.body, status=problem.http_status)
-    try:
         document = transaction_document_get(transaction_id=transaction_id, document_id=document_id, **lender)
-        handle = document.file.open("rb")
-    except (TransactionNotShown, FileNotFoundError):
-        return JsonResponse(_not_shown("document_unknown", "No such document for this order."), status=404)
+        handle = _file_open(document)
+    except UiRefused as refused:
+        return _refusal(refused, JsonResponse)
     logger.info("document %s of transaction %s downloaded by the lender", document.pk, transaction_id)
     response = FileResponse(handle, as_attachment=True, filename=document.name, content_type=document.mime_type)
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = DOCUMENT_CSP
     return response
+
+
+def _file_open(document):
+    """The document's file, opened; DocumentNotShown when it is gone (purged since its row was read)."""
+    try:
+        return document.file.open("rb")
+    except FileNotFoundError:
+        raise DocumentNotShown from None
 
 
 @_origin_rate_limited
@@ -338,8 +333,8 @@ def order_check(request):
     """
     try:
         context = _origin_context(request)
-    except OriginProblem as problem:
-        return JsonResponse(problem.body, status=problem.http_status)
+    except UiRefused as refused:
+        return _refusal(refused, JsonResponse)
     try:
         body = json.loads(request.body or b"{}")
     except ValueError:

@@ -130,8 +130,8 @@ def test_unknown_zip_is_refused():
         fulfill(dict(SF, postalCode="00000"))
     # Bad loan data: the lender should read why in partnerStatus.
     assert refused.value.tell_lender is True
-    assert "00000" in refused.value.reason
-    assert "not a known US ZIP code" in refused.value.reason
+    assert "00000" in refused.value.message
+    assert "not a known US ZIP code" in refused.value.message
 
 
 @pytest.mark.parametrize("postal_code", ["ABCDE", "9410", "94103-12", "94103-123456", "SW1A 1AA"])

@@ -98,7 +98,7 @@ def test_product_without_the_entitlement_is_refused():
     product = {"id": "prod-av", "name": "address-verification", "entitlements": {"data": {"transaction": []}}}
     with pytest.raises(FulfillmentRefused) as refused:
         fulfill(product=product)
-    reason = refused.value.reason
+    reason = refused.value.message
     # Our configuration, not the lender's data: nothing at all is sent for it.
     assert refused.value.tell_lender is False
     assert "address-verification" in reason

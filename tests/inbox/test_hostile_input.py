@@ -149,7 +149,7 @@ def test_chunked_read_is_bounded_by_the_limit(settings):
     request.META["HTTP_TRANSFER_ENCODING"] = "chunked"
     with pytest.raises(WebhookBodyRefused) as refused:
         _read_body(request)
-    assert refused.value.status == 413
+    assert refused.value.status_code == 413
 
     request.environ["wsgi.input"] = Counting(b"z" * 100)
     assert _read_body(request) == b"z" * 100

@@ -8,6 +8,7 @@ import requests
 
 from partner.platform import client, http
 from partner.platform.errors import (
+    RequestRefused,
     ServiceError,
     ServiceNotFoundError,
     ServiceRateLimitError,
@@ -230,10 +231,10 @@ def test_upload_of_a_non_seekable_stream_is_chunked_and_sent_once(fake_service):
 
 
 def test_upload_refuses_a_slot_without_authorization_or_http_location(fake_service):
-    with pytest.raises(ServiceError):
+    with pytest.raises(RequestRefused):
         client.upload_resource(slot(fake_service, authorization=""), b"x")
     bad = UploadSlot(id="r", name="n", mime_type="a/b", location="file:///etc/passwd", authorization="x", raw={})
-    with pytest.raises(ServiceError):
+    with pytest.raises(RequestRefused):
         client.upload_resource(bad, b"x")
     with pytest.raises(TypeError):
         client.upload_resource(slot(fake_service), "text is not bytes")

@@ -9,7 +9,7 @@ request included, so "nothing reached it" means no HTTP call at all.
 import pytest
 
 from partner.platform import client
-from partner.platform.errors import ServiceError
+from partner.platform.errors import RequestRefused, ServiceError
 from partner.platform.types import UploadSlot
 from tests.helpers.servers import Reply
 
@@ -56,7 +56,8 @@ def test_url_refuses_an_unsafe_id(settings, bad):
     settings.SVC_BASE_URL = "https://svc.example/base"
     with pytest.raises(client.ServicePathIdError) as refused:
         client._url("partner", "v2", "origins", bad)
-    assert isinstance(refused.value, ServiceError) and isinstance(refused.value, ValueError)
+    assert isinstance(refused.value, RequestRefused) and isinstance(refused.value, ValueError)
+    assert not isinstance(refused.value, ServiceError) and not hasattr(refused.value, "status")
     assert not refused.value.transient
 
 

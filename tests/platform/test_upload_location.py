@@ -13,7 +13,7 @@ import pytest
 from partner.fulfillment.models import FailureCode, OrderStatus
 from partner.fulfillment.orders.services import order_open
 from partner.platform import client
-from partner.platform.errors import ServiceError, ServiceUnavailableError
+from partner.platform.errors import RequestRefused, ServiceError, ServiceUnavailableError
 from partner.platform.locations import UploadLocationRefusedError, upload_location_check
 from partner.platform.types import UploadSlot
 from tests.helpers.orders import order_ran
@@ -155,7 +155,7 @@ def test_the_refusal_is_permanent_and_shows_no_query(strict):
     with pytest.raises(UploadLocationRefusedError) as caught:
         upload_location_check("https://10.0.0.7/r1?X-Signature=secret-signature-value")
     error = caught.value
-    assert isinstance(error, ServiceError) and not error.transient
+    assert isinstance(error, RequestRefused) and not isinstance(error, ServiceError) and not error.transient
     assert error.method == "PUT" and error.url == "https://10.0.0.7/r1"
     assert "secret-signature-value" not in str(error)
 

@@ -29,7 +29,7 @@ from partner.fulfillment.orders.services import PARTNER_STATUS_MAX, OrderFailed,
 from partner.fulfillment.orders.states import MoveNotAllowed, order_move, order_move_check
 from partner.fulfillment.staff.notices import due_at
 from partner.platform import client
-from partner.platform.errors import ResourceOutsideServiceError, ServiceError
+from partner.platform.errors import RequestRefused, ResourceOutsideServiceError, ServiceError
 from partner.platform.types import Transaction
 
 logger = logging.getLogger(__name__)
@@ -70,8 +70,9 @@ def _product(order: Order, txn: Transaction) -> Product:
     except (ProductNotFound, ValueError):
         raise OrderFailed(FailureCode.PRODUCT_UNKNOWN, f"Product {product_name!r} is not configured") from None
     except ProductSyncError as exc:
-        # Pulling the product hit the service: retry what is transient, fail what is not.
-        if isinstance(exc.__cause__, ServiceError):
+        # Pulling the product hit the service (or was refused before it): retry what is transient, fail
+        # what is not, as the run does for any call.
+        if isinstance(exc.__cause__, ServiceError | RequestRefused):
             raise exc.__cause__ from None
         raise
 
@@ -113,7 +114,7 @@ def order_prepare(order: Order) -> tuple[Delivery, list[OrderDocument]]:
     except FulfillmentRefused as refusal:
         # Refused for the lender's data (theirs to correct), or for the product's setup (ours).
         code = FailureCode.ORDER_REFUSED if refusal.tell_lender else FailureCode.SETUP_INCOMPLETE
-        raise OrderFailed(code, refusal.reason, tell_lender=refusal.tell_lender) from None
+        raise OrderFailed(code, refusal.message, tell_lender=refusal.tell_lender) from None
 
     order.ordered_by = check.account
     with transaction.atomic():

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from partner.core.errors import ApplicationError
 from partner.core.leases import Lease, lease_of_created, lease_until
 from partner.fulfillment.enqueue import order_run_enqueue
 from partner.fulfillment.models import (
@@ -35,14 +36,23 @@ PARTNER_STATUS_MAX = 500  # partnerStatus, what the lender reads: the spec's lim
 FAILURE_NOTICE_PREFIX = "Order not fulfilled: "  # what the lender reads before the reason
 
 
-class OrderFailed(Exception):
-    """A permanent failure: the order is failed with `reason` and not retried."""
+class OrderFailed(ApplicationError):
+    """A permanent failure: the order is failed and not retried.
 
-    def __init__(self, code, reason, *, tell_lender=False):
-        super().__init__(reason)
-        self.code = code
-        self.reason = reason
-        self.tell_lender = tell_lender
+    `message` is the reason, written for a person (staff read it; the lender too when
+    `tell_lender`); `extra` holds the `FailureCode` (`code`) and `tell_lender`.
+    """
+
+    def __init__(self, code: str, reason: str, *, tell_lender: bool = False):
+        super().__init__(reason, extra={"code": code, "tell_lender": tell_lender})
+
+    @property
+    def code(self) -> str:
+        return self.extra["code"]
+
+    @property
+    def tell_lender(self) -> bool:
+        return self.extra["tell_lender"]
 
 
 def transaction_ref(transaction_id: str) -> str:

@@ -31,6 +31,7 @@ PATCH returns): so every open state may complete. A completed or declined order 
 
 from django.db.models import Case, F, QuerySet, Value, When
 
+from partner.core.errors import ApplicationError
 from partner.core.returning import update_returning
 from partner.fulfillment.models import DeliveryState, OrderStatus
 
@@ -65,12 +66,16 @@ DELIVERY_MOVES: dict[str, frozenset[str]] = {
 }
 
 
-class MoveNotAllowed(Exception):
-    """A move the table does not allow (a programming error, or a row another worker moved first)."""
+class MoveNotAllowed(ApplicationError):
+    """A move the table does not allow (a programming error, or a row another worker moved first).
+
+    `message` names both states; `extra` holds them (`current`, `to`).
+    """
+
+    status_code = 409
 
     def __init__(self, what: str, current: str, to: str):
-        super().__init__(f"{what} cannot move from {current} to {to}")
-        self.current, self.to = current, to
+        super().__init__(f"{what} cannot move from {current} to {to}", extra={"current": current, "to": to})
 
 
 def order_move_check(current: str, to: str) -> None:

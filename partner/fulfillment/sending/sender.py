@@ -48,7 +48,7 @@ from partner.fulfillment.orders.states import (
 from partner.fulfillment.sending import uploads
 from partner.fulfillment.staff.notices import staff_tell
 from partner.platform import client
-from partner.platform.errors import ServiceError
+from partner.platform.errors import RequestRefused, ServiceError
 from partner.platform.formats import LOAN_FORMAT, RESPONSE_COMPLETED, RESPONSE_PROCESSING
 
 logger = logging.getLogger(__name__)
@@ -232,7 +232,7 @@ def deliveries_send(order: Order, lease: Lease, *, waiting: list[Waiting] | None
             _send(order, delivery, documents, lease, last=number == len(waiting) or delivery.final)
             sent += 1
         except OrderFailed as failure:
-            _refused(order, delivery, failure.reason, code=failure.code)
+            _refused(order, delivery, failure.message, code=failure.code)
         except ServiceError as exc:
             if exc.transient:
                 Delivery.objects.filter(pk=delivery.pk).update(last_error=str(exc)[:2000])
@@ -243,6 +243,13 @@ def deliveries_send(order: Order, lease: Lease, *, waiting: list[Waiting] | None
                 _refused(order, delivery, f"The service refused {exc.method} {_path(exc.url)} with status {exc.status}")
             else:
                 _refused(order, delivery, f"The service refused it: {exc}")
+        except RequestRefused as exc:
+            # Refused before any request (an id that may not go into a path, a slot without its
+            # Authorization value): refused again every time, so the delivery fails as a refused one does.
+            Delivery.objects.filter(pk=delivery.pk).update(last_error=str(exc)[:2000])
+            if delivery.kind in PIPELINE_KINDS:
+                Order.objects.filter(pk=order.pk).update(last_error=str(exc)[:2000])
+            _refused(order, delivery, f"The request was not sent: {exc}")
         if delivery.final:
             break  # nothing is sent after the final delivery, the decline or the result
     return sent

@@ -26,6 +26,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from partner.catalog.selectors import product_get
+from partner.core.errors import ApplicationError
 from partner.fulfillment.enqueue import order_run_enqueue
 from partner.fulfillment.models import (
     Delivery,
@@ -54,12 +55,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._ -]+")
 
 
-class StaffActionRefused(Exception):
+class StaffActionRefused(ApplicationError):
     """A staff action that breaks a rule: `message` says which, for the person who tried it."""
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
 
 
 def _actor(user) -> str:

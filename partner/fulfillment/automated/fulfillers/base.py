@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from django import forms
 from django.conf import settings
 
+from partner.core.errors import ApplicationError
+
 
 @dataclass(frozen=True)
 class Attachment:
@@ -41,18 +43,21 @@ class Fulfillment:
     findings: list[dict] = field(default_factory=list)
 
 
-class FulfillmentRefused(Exception):
+class FulfillmentRefused(ApplicationError):
     """A permanent refusal (bad loan data, missing entitlement): nothing is sent to the service.
 
-    `reason` is written for a person and never holds a credential value. `tell_lender` says
-    whether the lender should read it in `partnerStatus`: true for problems in the lender's data,
-    false for our own configuration (a missing entitlement), where nothing may be sent at all.
+    `message` is the reason, written for a person; it never holds a credential value.
+    `extra["tell_lender"]` (`tell_lender`) says whether the lender should read it in
+    `partnerStatus`: true for problems in the lender's data, false for our own configuration (a
+    missing entitlement), where nothing may be sent at all.
     """
 
     def __init__(self, reason: str, *, tell_lender: bool = True):
-        super().__init__(reason)
-        self.reason = reason
-        self.tell_lender = tell_lender
+        super().__init__(reason, extra={"tell_lender": tell_lender})
+
+    @property
+    def tell_lender(self) -> bool:
+        return self.extra["tell_lender"]
 
 
 @dataclass(frozen=True)
