@@ -10,7 +10,7 @@ from partner.fulfillment.orders.selectors import order_get
 from partner.inbox.models import Notification
 from partner.inbox.outbox import notification_replay
 from partner.platform import client
-from partner.platform.errors import ServiceError
+from partner.platform.errors import RequestRefused, ServiceError
 
 
 @admin.register(Notification)
@@ -75,7 +75,7 @@ class NotificationAdmin(admin.ModelAdmin):
         """The order this notification is about: by the transaction its reference names."""
         try:
             transaction_id = client.resource_ref_parse(obj.resource_ref).transaction_id if obj.resource_ref else ""
-        except ServiceError:
+        except (ServiceError, RequestRefused):
             transaction_id = ""
         order = order_get(transaction_id=transaction_id or obj.resource_id)
         if order is None:

@@ -169,8 +169,9 @@ class ServiceUnavailableError(ServiceError):
         self.retry_after = retry_after
 
 
-class ResourceOutsideServiceError(ServiceError):
-    """A URL (e.g. a webhook's `meta.resourceRef`) that is not a resource of the configured service."""
+class ResourceOutsideServiceError(RequestRefused):
+    """A URL (e.g. a webhook's `meta.resourceRef`) that is not a resource of the configured service:
+    nothing is sent to it."""
 
 
 def error_from_response(response, *, method: str, url: str | None = None, what: str = "service call") -> ServiceError:

@@ -40,6 +40,7 @@ from requests.adapters import HTTPAdapter
 from partner.core.retries import backoff
 from partner.platform import metrics as _metrics  # noqa: F401 - counts every exchange (it connects to the signals)
 from partner.platform.errors import (
+    RequestRefused,
     ServiceError,
     ServiceUnavailableError,
     error_from_response,
@@ -163,7 +164,7 @@ def send(
     """Send one request (plus retries when `retry`), and return the last response, whatever its status.
 
     Raises ServiceUnavailableError when no answer came (connection error or
-    timeout, after the retries) and ServiceError for a request that cannot be
+    timeout, after the retries) and RequestRefused for a request that cannot be
     sent at all (bad URL). `rewind` is called before each resend (to seek a
     streamed body back to its start).
 
@@ -196,7 +197,9 @@ def send(
                 error=type(err).__name__,
             )
             if not _transport_retryable(err):
-                raise ServiceError(f"request could not be sent ({type(err).__name__})", method=method, url=url) from err
+                raise RequestRefused(
+                    f"request could not be sent ({type(err).__name__})", method=method, url=url
+                ) from err
             if attempt < attempts:
                 delay = backoff_delay(attempt)
                 logger.warning(

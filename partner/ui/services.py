@@ -15,7 +15,7 @@ from partner.catalog.credentials import credentials_check
 from partner.catalog.errors import ProductNotFound, ProductSyncError
 from partner.catalog.services import product_ensure
 from partner.platform import client as platform
-from partner.platform.errors import ServiceError
+from partner.platform.errors import RequestRefused, ServiceError
 from partner.ui.errors import OriginProblem
 from partner.ui.forms import order_options_schema
 from partner.ui.loans import loan_summary, text
@@ -91,7 +91,7 @@ def origin_context_fetch(*, origin_id: str, partner_access_token: str) -> Origin
         raise OriginProblem.coded(400, "origin_malformed", "The origin id or partner access token is malformed.")
     try:
         origin = platform.get_origin(origin_id, partner_access_token)
-    except ServiceError as exc:
+    except (ServiceError, RequestRefused) as exc:  # RequestRefused: a misconfigured address, nothing sent
         raise _service_problem(exc, 401 if exc.status in _ORIGIN_GONE else 502) from exc
 
     if origin.errors:

@@ -5,6 +5,7 @@ import requests
 
 from partner.core.logging import secret_register
 from partner.platform.errors import (
+    RequestRefused,
     ResourceOutsideServiceError,
     ServiceAuthenticationError,
     ServiceError,
@@ -112,6 +113,7 @@ def test_transport_errors_chain_their_cause():
         assert error.__cause__ is cause and error.transient
 
 
-def test_outside_error_is_a_service_error():
-    assert issubclass(ResourceOutsideServiceError, ServiceError)
+def test_an_address_outside_the_service_is_refused_before_any_request():
+    assert issubclass(ResourceOutsideServiceError, RequestRefused)
+    assert not issubclass(ResourceOutsideServiceError, ServiceError)
     assert excerpt_of("") == ""
