@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from partner.inbox.models import Notification
 from partner.platform.signatures import signature_compute
-from tests.inbox.front_door import wsgi_call
+from tests.helpers.front_door import wsgi_call
 
 # Through config.wsgi, as production runs it: Django's handler closes a connection left in a transaction.
 pytestmark = pytest.mark.django_db(transaction=True)

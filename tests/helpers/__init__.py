@@ -4,6 +4,7 @@ conftest.py files, which may import from here; no test module imports another).
 - `browser`: Chromium via Playwright (its fixtures, registered in tests/conftest.py) and the
   sandbox's host page driven like a person would.
 - `fakes`: `FakePlatform`, the service's client replaced by a recording fake.
+- `front_door`: a request to `config.wsgi` as gunicorn makes it (the webhook's one front door).
 - `orders`: one run of an order as its task makes it, orders as the sender leaves them, waiting
   for an order to reach a status.
 - `ports`: whether a service answers on a port, and a free one.

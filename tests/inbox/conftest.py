@@ -1,6 +1,6 @@
 import pytest
 
-from tests.inbox.front_door import wsgi_call
+from tests.helpers.front_door import wsgi_call
 
 
 @pytest.fixture

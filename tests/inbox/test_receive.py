@@ -22,28 +22,10 @@ from partner.inbox.outbox import notifications_relay
 from partner.inbox.views import webhook_receive_view
 from partner.inbox.webhook_wsgi import SKIPPED_MIDDLEWARE, WEBHOOK_PATH, WebhookHandler, webhook_middleware
 from partner.platform.signatures import signature_compute
-from tests.inbox.front_door import wsgi_call
+from tests.helpers.front_door import wsgi_call
+from tests.helpers.webhooks import notification, raw
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def notification(resource_id="txn-1", *, resource_type="urn:svc:platform:transaction", event_type="created", **extra):
-    body = {
-        "eventTime": "2026-11-22T10:00:00Z",
-        "eventType": event_type,
-        "meta": {
-            "resourceType": resource_type,
-            "resourceId": resource_id,
-            "instanceId": "address-verification",
-            "resourceRef": f"http://127.0.0.1:8000/sandbox/partner/v2/transactions/{resource_id}",
-        },
-    }
-    body.update(extra)
-    return body
-
-
-def raw(body) -> bytes:
-    return json.dumps(body).encode()
 
 
 # ---- one front door ------------------------------------------------------------------------------------------------
