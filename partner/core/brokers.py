@@ -5,7 +5,7 @@ on one SQLite file: no server to install, and a message is a row written in one 
 worker never reads half of one. The filesystem transport, the earlier default, creates a message's
 file and only then writes it: a worker that lists the folder in between reads it empty or half
 written, kombu raises JSONDecodeError, the worker logs "Unrecoverable error" and stops (and the
-message is gone). `bench/broker_local.py` measures both.
+message is gone) (docs/performance.md says what was measured).
 
 A broker that needs no server lives in one process or on one machine's disk, so production refuses
 it: at start (`config/settings/production.py`) and in the preflight (partner.E003,

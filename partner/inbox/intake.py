@@ -9,10 +9,10 @@ broker outage never slows or fails an answer, and what was answered 202 is commi
 The INSERT is written once per database from the model's own fields (`NotificationInsert`):
 `ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`, so a duplicate, even a concurrent one, is told
 by the unique key without an error (and without a savepoint inside a caller's transaction). On
-PostgreSQL its values are bound server-side: no query text is built in Python per webhook. The
-ORM's `create` cost 0.37 ms of CPU per webhook, this 0.12 ms (bench/README.md). It is not a
-prepared statement unless the database OPTIONS set psycopg's `prepare_threshold` (Django leaves it
-off, for connection poolers): measured, preparing it saves nothing on either side.
+PostgreSQL its values are bound server-side: no query text is built in Python per webhook (what
+that saves against the ORM's `create` is in docs/performance.md). It is not a prepared statement
+unless the database OPTIONS set psycopg's `prepare_threshold` (Django leaves it off, for
+connection poolers).
 
 A notification no handler takes (`dispatch.handler_for`) is stored as `ignored`. One signed with
 a product's own secret but naming another product is refused (401) and kept as `refused`.
