@@ -349,3 +349,21 @@ def test_staff_are_told_once_of_an_order_past_its_due_time(order):
     assert notices.overdue_tell() == 0
     [message] = mail.outbox
     assert message.subject.startswith("Order past due")
+
+
+def test_the_callback_of_a_failure_notice_confirms_it_and_writes_no_history(fake_platform):
+    """The lender told why an order failed: the service's "processed" event confirms that notice,
+    and the failed order's history says what happened (failed, lender told), not the event."""
+    product_create(name="appraisal", fulfiller="staff_worked")
+    fake_platform.transaction_add(
+        TXN, request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": {"username": "x", "password": "y"}},
+        product_name="appraisal",
+    )  # fmt: skip
+    order, _, _ = order_open(transaction_id=TXN, product_name="appraisal")
+    order_run(order_id=order.pk)
+    processed(fake_platform, "ev-notice", version=1)
+
+    notice = Delivery.objects.get(order=order)
+    assert (notice.kind, notice.state) == (DeliveryKind.FAILURE_NOTICE, DeliveryState.CONFIRMED)
+    assert list(order.steps.values_list("name", flat=True)) == ["opened", "failed", "lender_told"]
+    assert Order.objects.get(pk=order.pk).status == OrderStatus.FAILED

@@ -17,6 +17,9 @@ from partner.platform.urns import response_processed_event_type
 
 # The deliveries whose confirmation completes the order (a decline ends it when it is sent).
 COMPLETING_KINDS = (DeliveryKind.RESULT, DeliveryKind.FINAL)
+# Confirmed without a line in the order's history: an automated order's says "completed" (its
+# result's confirmation), a failed order's "lender_told" (its notice's sending).
+SILENT_KINDS = (DeliveryKind.RESULT, DeliveryKind.FAILURE_NOTICE)
 
 
 def _response_version(raw: dict):
@@ -44,7 +47,7 @@ def delivery_confirm(*, transaction_id: str, event_id: str, version=None) -> Del
     now (the service may call back before our PATCH returns). The order completes when the confirmed
     delivery ends it. A callback that finds nothing to confirm (a replay) changes nothing."""
     now = timezone.now()
-    deliveries = Delivery.objects.filter(order__transaction_id=transaction_id).exclude(kind=DeliveryKind.FAILURE_NOTICE)
+    deliveries = Delivery.objects.filter(order__transaction_id=transaction_id)
     delivery = None
     if version is not None:
         delivery = _confirm(deliveries.filter(sequence=version), now=now)
@@ -64,7 +67,7 @@ def delivery_confirm(*, transaction_id: str, event_id: str, version=None) -> Del
             if order is not None:
                 step_record(order, "event", f"processed ({event_id}), no delivery waiting for it")
         return None
-    if delivery.kind != DeliveryKind.RESULT:  # an automated order's history says "completed" only
+    if delivery.kind not in SILENT_KINDS:
         step_record(Order(pk=delivery.order_id), "confirmed", f"{delivery.get_kind_display()} ({event_id})")
     if delivery.kind in COMPLETING_KINDS:
         order_complete(transaction_id=transaction_id, event_id=event_id)
