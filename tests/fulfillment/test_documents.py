@@ -46,11 +46,16 @@ def shown_texts(pdf: bytes) -> list[str]:
 
 
 def decompressed(pdf: bytes) -> bytes:
-    """The PDF with its Flate streams inflated, so shown_texts can read a compressed report."""
+    """The PDF with its Flate streams inflated, so shown_texts can read a compressed report.
+
+    A stream's data is taken with the end-of-line before `endstream` and inflated with a
+    decompressor that leaves what follows the compressed data aside: cutting the end-of-line off
+    with the pattern would also cut a compressed stream whose last byte happens to be a CR (it
+    then failed to inflate, and the report read as empty about once in a hundred runs)."""
     parts = []
-    for match in re.finditer(rb"stream\r?\n(.*?)\r?\nendstream", pdf, re.S):
+    for match in re.finditer(rb"stream\r?\n(.*?)endstream", pdf, re.S):
         try:
-            parts.append(zlib.decompress(match.group(1)))
+            parts.append(zlib.decompressobj().decompress(match.group(1)))
         except zlib.error:
             parts.append(match.group(1))
     return b"\n".join(parts)
