@@ -42,10 +42,10 @@ class Chore:
 _chores: dict[str, Chore] = {}
 
 
-def housekeeping_chore_register(name: str, run: Callable[[], bool], *, interval: float) -> None:
-    """Run `run` in every worker's housekeeping loop every `interval` seconds (at once again while it
-    returns True). Registered by each app in its ready(): this layer knows no app."""
-    _chores[name] = Chore(name=name, run=run, interval=interval)
+def housekeeping_chore_register(chore: Chore) -> None:
+    """Run `chore` in every worker's housekeeping loop every `chore.interval` seconds (at once again
+    while it returns True). Registered by each app in its ready(): this layer knows no app."""
+    _chores[chore.name] = chore
 
 
 # A prefork worker forks pool processes from the main process, where the loop's thread runs. A

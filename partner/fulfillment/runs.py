@@ -143,21 +143,16 @@ def order_give_up(*, order_id: int, error: str) -> None:
     order = Order.objects.filter(pk=order_id).first()
     if order is None:
         return
+    reason = f"Gave up after retries: {error}"
     waiting = order.deliveries.filter(state=DeliveryState.PENDING).order_by("created_at", "id").first()
-    if order.status in ACTIVE_STATUSES and (waiting is None or waiting.kind in PIPELINE_KINDS):
-        if waiting is not None:
-            delivery_move(
-                Delivery.objects.filter(pk=waiting.pk),
-                DeliveryState.FAILED,
-                failed_at=timezone.now(),
-                failure_reason=f"Gave up after retries: {error}"[:2000],
-            )
-        order_fail(order=order, code=FailureCode.RETRIES_EXHAUSTED, reason=f"Gave up after retries: {error}")
-    elif waiting is not None:
+    if waiting is not None:
         delivery_move(
             Delivery.objects.filter(pk=waiting.pk),
             DeliveryState.FAILED,
             failed_at=timezone.now(),
-            failure_reason=f"Gave up after retries: {error}"[:2000],
+            failure_reason=reason[:2000],
         )
+    if order.status in ACTIVE_STATUSES and (waiting is None or waiting.kind in PIPELINE_KINDS):
+        order_fail(order=order, code=FailureCode.RETRIES_EXHAUSTED, reason=reason)
+    elif waiting is not None:
         step_record(order, "delivery_failed", f"{waiting.get_kind_display()}: gave up after retries")

@@ -29,7 +29,7 @@ class InboxConfig(AppConfig):
         from django.conf import settings
 
         from partner.core.housekeeping import housekeeping_chore_register
-        from partner.inbox.relay import relay_round
+        from partner.inbox.relay import relay_chore
 
         if settings.INBOX_RELAY_INTERVAL > 0:  # 0: the relay runs as a process of its own
-            housekeeping_chore_register("inbox relay", relay_round, interval=settings.INBOX_RELAY_INTERVAL)
+            housekeeping_chore_register(relay_chore(interval=settings.INBOX_RELAY_INTERVAL))

@@ -123,7 +123,8 @@ def test_staff_are_told_of_a_new_order_without_borrowers_data(order):
     assert "LN-2026-0042" not in message.body + message.subject and "Howard" not in message.body
 
 
-def test_an_order_with_refused_credentials_is_answered_as_today(fake_platform):
+def refused_order(fake_platform) -> Order:
+    """A staff-worked order whose lender's credentials are refused, after its one run."""
     product_create(name="appraisal", fulfiller="staff_worked")
     fake_platform.transaction_add(
         TXN, request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": {"username": "x", "password": "y"}},
@@ -131,6 +132,11 @@ def test_an_order_with_refused_credentials_is_answered_as_today(fake_platform):
     )  # fmt: skip
     order, _, _ = order_open(transaction_id=TXN, product_name="appraisal")
     order_run(order_id=order.pk)
+    return order
+
+
+def test_an_order_with_refused_credentials_is_answered_as_today(fake_platform):
+    order = refused_order(fake_platform)
     done = Order.objects.get(pk=order.pk)
     assert done.status == OrderStatus.FAILED
     # No acknowledgement: the lender is told why, as for an automated order.
@@ -354,13 +360,7 @@ def test_staff_are_told_once_of_an_order_past_its_due_time(order):
 def test_the_callback_of_a_failure_notice_confirms_it_and_writes_no_history(fake_platform):
     """The lender told why an order failed: the service's "processed" event confirms that notice,
     and the failed order's history says what happened (failed, lender told), not the event."""
-    product_create(name="appraisal", fulfiller="staff_worked")
-    fake_platform.transaction_add(
-        TXN, request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": {"username": "x", "password": "y"}},
-        product_name="appraisal",
-    )  # fmt: skip
-    order, _, _ = order_open(transaction_id=TXN, product_name="appraisal")
-    order_run(order_id=order.pk)
+    order = refused_order(fake_platform)
     processed(fake_platform, "ev-notice", version=1)
 
     notice = Delivery.objects.get(order=order)

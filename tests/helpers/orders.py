@@ -49,24 +49,25 @@ def order_delivered(transaction_id: str, **fields):
     return order
 
 
-def order_ran(*, order_id: int):
-    """One run of the order, as its task makes it (`partner.fulfillment.runs.order_run`); the order as
-    the run left it. A run stopped by a transient error raises it (the task would retry it)."""
-    from partner.fulfillment.models import Order
+def _run(order_id: int):
+    """One run of the order, as its task makes it (`partner.fulfillment.runs.order_run`); a run
+    stopped by a transient error raises it (the task would retry it)."""
     from partner.fulfillment.runs import order_run
 
     outcome = order_run(order_id=order_id)
     if outcome.retry is not None:
         raise outcome.error
+    return outcome
+
+
+def order_ran(*, order_id: int):
+    """One run of the order (`_run`); the order as the run left it."""
+    from partner.fulfillment.models import Order
+
+    _run(order_id)
     return Order.objects.get(pk=order_id)
 
 
 def deliveries_sent(*, order_id: int) -> int:
-    """One run of the order, as its task makes it: how many deliveries it sent. A run stopped by a
-    transient error raises it (the task would retry it)."""
-    from partner.fulfillment.runs import order_run
-
-    outcome = order_run(order_id=order_id)
-    if outcome.retry is not None:
-        raise outcome.error
-    return outcome.sent
+    """One run of the order (`_run`): how many deliveries it sent."""
+    return _run(order_id).sent

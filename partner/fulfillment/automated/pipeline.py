@@ -26,7 +26,7 @@ from partner.fulfillment.automated.fulfillers import Fulfillment, FulfillmentRef
 from partner.fulfillment.models import Delivery, DeliveryKind, FailureCode, Order, OrderDocument, OrderStatus
 from partner.fulfillment.orders.history import step_record
 from partner.fulfillment.orders.services import PARTNER_STATUS_MAX, OrderFailed, transaction_ref
-from partner.fulfillment.orders.states import MoveNotAllowed, order_move, order_move_check
+from partner.fulfillment.orders.states import MoveNotAllowed, order_move
 from partner.fulfillment.staff.notices import due_at
 from partner.platform import client
 from partner.platform.errors import RequestRefused, ResourceOutsideServiceError, ServiceError
@@ -129,7 +129,6 @@ def order_prepare(order: Order) -> tuple[Delivery, list[OrderDocument]]:
 def _prepared_store(
     order: Order, fulfillment: Fulfillment, *, product: Product, request: dict
 ) -> tuple[Delivery, list[OrderDocument]]:
-    order_move_check(order.status, OrderStatus.IN_PROGRESS)
     order.response = fulfillment.response
     order.findings = fulfillment.findings
     order.reference_number = str(fulfillment.response.get("referenceNumber", ""))[:100]

@@ -88,17 +88,19 @@ def _response_version_next(order: Order):
     return Coalesce(Subquery(highest), 0) + 1
 
 
-# What a sent delivery means for its order, by kind: each writes the order in the UPDATE it makes
-# anyway, with the lease's release when the run has nothing more to send (`release`).
+# What a sent delivery means for its order, by kind. One that writes the order writes the lease's
+# release with it (`release`, when the run has nothing more to send) and says so by returning True;
+# for the others `_sent` writes the release alone.
 
 
-def _acknowledged(order: Order, delivery: Delivery, now, release: dict) -> None:
+def _acknowledged(order: Order, delivery: Delivery, now, release: dict) -> bool:
     order_move_where_allowed(Order.objects.filter(pk=order.pk), OrderStatus.WITH_STAFF, updated_at=now, **release)
     step_record(order, "acknowledged", delivery.partner_status)
     transaction.on_commit(lambda: staff_tell(order, "New order"))
+    return True
 
 
-def _result_delivered(order: Order, delivery: Delivery, now, release: dict) -> None:
+def _result_delivered(order: Order, delivery: Delivery, now, release: dict) -> bool:
     documents = delivery.documents
     resource_id = documents[0].resource_id if documents else ""
     # The processed callback may have completed the order already (and set delivered_at): never
@@ -115,9 +117,10 @@ def _result_delivered(order: Order, delivery: Delivery, now, release: dict) -> N
     order.resource_id, order.updated_at = resource_id, now
     order_delivered(order, now)
     step_record(order, "delivered", f"{len(documents)} resource(s)")
+    return True
 
 
-def _final_delivered(order: Order, delivery: Delivery, now, release: dict) -> None:
+def _final_delivered(order: Order, delivery: Delivery, now, release: dict) -> bool:
     order_move_where_allowed(
         Order.objects.filter(pk=order.pk),
         OrderStatus.RESPONSE_DELIVERED,
@@ -125,24 +128,23 @@ def _final_delivered(order: Order, delivery: Delivery, now, release: dict) -> No
         updated_at=now,
         **release,
     )
+    return True
 
 
-def _declined(order: Order, delivery: Delivery, now, release: dict) -> None:
-    if order_move(Order.objects.filter(pk=order.pk), OrderStatus.DECLINED, updated_at=now, **release):
+def _declined(order: Order, delivery: Delivery, now, release: dict) -> bool:
+    declined = order_move(Order.objects.filter(pk=order.pk), OrderStatus.DECLINED, updated_at=now, **release)
+    if declined:
         order_declined(order)
-    elif release:
-        Order.objects.filter(pk=order.pk).update(**release)
+    return bool(declined)
 
 
-def _lender_told(order: Order, delivery: Delivery, now, release: dict) -> None:
+def _lender_told(order: Order, delivery: Delivery, now, release: dict) -> bool:
     step_record(order, "lender_told", delivery.partner_status)
-    if release:
-        Order.objects.filter(pk=order.pk).update(**release)
+    return False
 
 
-def _nothing_more(order: Order, delivery: Delivery, now, release: dict) -> None:
-    if release:
-        Order.objects.filter(pk=order.pk).update(**release)
+def _nothing_more(order: Order, delivery: Delivery, now, release: dict) -> bool:
+    return False
 
 
 SENT_EFFECTS: dict[str, Callable] = {
@@ -169,7 +171,9 @@ def _sent(order: Order, delivery: Delivery, *, release: dict) -> None:
             updated_at=now,
         )
         sequence = recorded.sequence
-        SENT_EFFECTS[delivery.kind](order, delivery, now, release)
+        wrote_order = SENT_EFFECTS[delivery.kind](order, delivery, now, release)
+        if release and not wrote_order:
+            Order.objects.filter(pk=order.pk).update(**release)
         if delivery.kind not in (DeliveryKind.RESULT, DeliveryKind.ACKNOWLEDGEMENT, DeliveryKind.FAILURE_NOTICE):
             step_record(order, "sent", f"{delivery.get_kind_display()} (response version {sequence})")
     logger.info("transaction %s: %s sent", order.transaction_id, delivery.get_kind_display().lower())
