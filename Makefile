@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PYTHON ?= python3
 
-.PHONY: setup run demo test lint bench drill migrate static clean browser
+.PHONY: setup run demo test lint bench drill migrate static clean browser image
 
 setup: $(VENV)/.installed .env node_modules/.installed browser migrate static
 
@@ -92,6 +92,12 @@ bench: setup
 
 drill: setup
 	$(PY) bench/run.py --drills $(ARGS)
+
+# The application's image (Containerfile), with podman: IMAGE names it, BASE_IMAGE its base (on a
+# machine that reaches no registry: BASE_IMAGE=$$(bin/image-base), a local stand-in).
+IMAGE ?= localhost/partner:latest
+image: node_modules/.installed
+	podman build --format docker $(if $(BASE_IMAGE),--build-arg BASE_IMAGE=$(BASE_IMAGE)) -t $(IMAGE) .
 
 clean:
 	rm -rf var db.sqlite3 staticfiles

@@ -1,0 +1,261 @@
+"""The image (Containerfile), built with podman and run from its own file system.
+
+Built on a local stand-in for its base (bin/image-base: Debian 12 with its Python 3.11, as
+python:3.11-slim-bookworm), then, from the image's root file system mounted read-only with only
+its declared folders writable (tests/helpers/image.py), as the image's non-root user with its
+ENV and entry point:
+- `migrate` creates the schema in a PostgreSQL database of this test's own;
+- `web` (gunicorn, gunicorn.conf.py) and `worker` (Celery, prefork) run against a Redis of the
+  test's own, the sandbox mounted in the web process by its environment (this test only);
+- an order placed through the sandbox's host API is completed: its one PATCH accepted;
+- every process of theirs runs as the image's user, none as root; and the image's own
+  HEALTHCHECK passes against the web server.
+
+One test, because building and starting the stack is most of its time (about a minute once the
+base is cached; the first run also makes the base, about a minute more).
+"""
+
+import os
+import secrets
+import shutil
+import subprocess
+from pathlib import Path
+
+import psycopg
+import pytest
+import requests
+
+from tests.helpers.image import (
+    ImageRoot,
+    image_build,
+    image_config,
+    image_mount,
+    image_unmount,
+    podman_missing_reason,
+    process_group_stop,
+    process_tree_uids,
+)
+from tests.helpers.ports import port_answers
+from tests.helpers.products import DEMO_PASSWORD
+from tests.helpers.waiting import wait_for
+
+WEB_PORT = 8120
+REDIS_PORT = 8121
+PG_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
+SIGNING_SECRET = "image-test-signing-secret"  # noqa: S105 - this test's own, not a real secret
+
+_missing = podman_missing_reason()
+pytestmark = [
+    pytest.mark.image,
+    pytest.mark.timeout(1800),
+    pytest.mark.skipif(_missing is not None, reason=f"the image test needs podman: {_missing}"),
+    pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed"),
+]
+
+
+@pytest.fixture(scope="module")
+def image():
+    tag = image_build()
+    yield image_config(tag), tag
+
+
+@pytest.fixture
+def database():
+    """A PostgreSQL database of this test's own, dropped after."""
+    if not port_answers(5432):
+        pytest.skip("PostgreSQL does not answer on 127.0.0.1:5432")
+    name = f"partner_image_{os.environ.get('TEST_RUN_ID', os.getpid())}"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield f"postgres://postgres@127.0.0.1:5432/{name}"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    """A Redis of this test's own (broker and cache), on one of its ports."""
+    if port_answers(REDIS_PORT):
+        pytest.fail(f"port {REDIS_PORT} is taken: the image test's Redis cannot start")
+    process = subprocess.Popen(
+        ["redis-server", "--port", str(REDIS_PORT), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: port_answers(REDIS_PORT), timeout=20, message="the test's redis-server")
+        yield f"redis://127.0.0.1:{REDIS_PORT}"
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+@pytest.fixture
+def image_root(image, tmp_path):
+    config, tag = image
+    root = image_mount(tag)
+    try:
+        yield ImageRoot(root, config, tmp_path / "image")
+    finally:
+        image_unmount(tag)
+
+
+def production_env(database: str, redis: str) -> dict:
+    """What a deployment sets (docs/deployment.md), with values of this test's own, over plain HTTP."""
+    base = f"http://127.0.0.1:{WEB_PORT}"
+    from cryptography.fernet import Fernet
+
+    return {
+        "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DJANGO_SECURE_SSL_REDIRECT": "false",
+        "FIELD_ENCRYPTION_KEYS": Fernet.generate_key().decode(),
+        "DATABASE_URL": database,
+        "CELERY_BROKER_URL": f"{redis}/0",
+        "CELERY_RESULT_BACKEND": f"{redis}/0",
+        "CACHE_URL": f"{redis}/1",
+        "PUBLIC_BASE_URL": base,
+        "HOST_ORIGINS": base,
+        "SVC_BASE_URL": f"{base}/sandbox",
+        "SVC_TOKEN_URL": f"{base}/sandbox/oauth2/v1/token",
+        "SVC_CLIENT_SECRET": "image-test-client-secret",  # the sandbox accepts the configured client
+        "SVC_SIGNING_SECRETS": SIGNING_SECRET,
+        "PORT": str(WEB_PORT),
+        "WEB_CONCURRENCY": "2",
+        "WORKER_CONCURRENCY": "2",
+        "LOG_LEVEL": "INFO",
+    }
+
+
+def test_the_image_migrates_serves_and_completes_an_order_as_its_own_user(image, image_root, database, redis_server):
+    config, _tag = image
+    uid, gid = config.uid_gid
+    assert uid != 0 and gid != 0, f"the image runs as {config.user!r}: root"
+    assert config.env["DJANGO_SETTINGS_MODULE"] == "config.settings.production"
+    assert config.volumes == ["/app/var", "/tmp"]
+    assert config.healthcheck[-2:] == ["/app/bin/entrypoint", "healthcheck"]
+
+    env = production_env(database, redis_server)
+    # The sandbox in the processes that need it, for this test only (never in the image's ENV).
+    sandbox = {"SANDBOX_ENABLED": "true"}
+    assert "SANDBOX_ENABLED" not in config.env
+
+    # The one-off commands, each with folders of its own as a container's would be.
+    code, log = image_root.run("migrate", ["migrate"], {**env, **sandbox})
+    assert code == 0, log
+    with psycopg.connect(database) as conn:
+        applied = conn.execute("SELECT count(*) FROM django_migrations WHERE app = 'fulfillment'").fetchone()[0]
+    assert applied > 0, log
+    seed_volumes = image_root.volume_dirs("seed")
+    for argv, stdin in (
+        (["manage", "sandbox_seed", "--listing", "/app/var/sandbox-products.json"], None),
+        (["manage", "products_import", "/app/var/sandbox-products.json"], None),
+        # The lender's partner account, its password on standard input (as `make demo` does).
+        (["manage", "partner_account", "lender.demo", "--company", "DEMO01"], f"{DEMO_PASSWORD}\n"),
+    ):
+        code, log = image_root.run("seed", argv, {**env, **sandbox}, volumes=seed_volumes, input=stdin)
+        assert code == 0, log
+
+    web = image_root.popen("web", ["web"], {**env, **sandbox}, log=image_root.work / "web.log")
+    worker = None
+    try:
+        base = f"http://127.0.0.1:{WEB_PORT}"
+        wait_for(
+            lambda: web.poll() is None and _answers(f"{base}/healthz/live"),
+            timeout=90,
+            message=f"the image's web server ({(image_root.work / 'web.log')})",
+        )
+        assert web.poll() is None, (image_root.work / "web.log").read_text()
+        # The image's HEALTHCHECK, run as the image would run it.
+        code, log = image_root.run("healthcheck", [*config.healthcheck[1:]], env)
+        assert code == 0, log
+        # The guest library is inside, served by the application (WhiteNoise): nothing fetched.
+        files = sorted((image_root.image_root / "app/staticfiles/vendor/em-ssf-guest").rglob("*.js"))
+        assert files, "the guest library is not in the image's static files"
+        script = requests.get(f"{base}/static/vendor/em-ssf-guest/{files[0].name}", timeout=5)
+        assert script.status_code == 200, f"/static/vendor/em-ssf-guest/{files[0].name}: {script.status_code}"
+
+        # The worker: production settings but for the sandbox's upload slots on the loopback.
+        worker = image_root.popen(
+            "worker",
+            ["worker"],
+            {**env, "PYTHONPATH": "/mnt", "DJANGO_SETTINGS_MODULE": "image_loopback"},
+            log=image_root.work / "worker.log",
+            extra_mounts={"/mnt": Path(__file__).parent / "image_settings"},
+        )
+
+        transaction_id = _order_placed(base)
+        wait_for(
+            lambda: _order_status(database, transaction_id) in ("REQUEST_COMPLETED", "FAILED"),
+            timeout=120,
+            message=f"the order completed (worker log: {image_root.work / 'worker.log'})",
+        )
+        assert _order_status(database, transaction_id) == "REQUEST_COMPLETED", (
+            image_root.work / "worker.log"
+        ).read_text()[-4000:]
+        platform_view = _platform_transaction(base, transaction_id)
+        assert len(platform_view["patches"]) == 1, platform_view
+
+        # Every process of the web server and the worker (gunicorn's master and workers, Celery's
+        # main process and its pool) runs as the image's user.
+        for process in (web, worker):
+            uids = process_tree_uids(process.pid)
+            assert len(uids) >= 3, uids  # a master and its 2 workers, a main process and its 2 pool processes
+            assert all(set(ids) == {uid} for ids in uids.values()), uids
+    finally:
+        for process in (worker, web):
+            if process is not None:
+                process_group_stop(process, timeout=40)
+    # A clean stop on SIGTERM (a container's stop): gunicorn and Celery's warm shutdown exit 0.
+    assert web.returncode == 0, (image_root.work / "web.log").read_text()[-3000:]
+    assert worker.returncode == 0, (image_root.work / "worker.log").read_text()[-3000:]
+
+    # Nothing was written outside the declared folders: everything else was mounted read-only, as
+    # even root finds, and what they wrote is in their own /app/var and /tmp.
+    code, log = image_root.run("readonly", ["/bin/touch", "/app/written"], {}, as_root=True)
+    assert code != 0 and "Read-only file system" in log, log
+    written = sorted(
+        str(path.relative_to(image_root.work)) for path in image_root.work.glob("*/app-var/**/*") if path.is_file()
+    )
+    assert any("web/app-var/metrics/" in path for path in written), written
+
+
+def _answers(url: str) -> bool:
+    try:
+        return requests.get(url, timeout=2).status_code == 200
+    except requests.RequestException:
+        return False
+
+
+def _order_placed(base: str) -> str:
+    """As the host does (the sandbox's host API, over HTTP): an origin, then a transaction on it;
+    the sandbox sends its signed webhook to the web server."""
+    context = requests.get(f"{base}/sandbox/host-api/context", timeout=10).json()
+    user = next(user for user in context["users"] if user["username"] == "lender.demo")
+    product = next(product for product in context["products"] if product["name"] == "address-verification")
+    loan = context["loans"][2]
+    origin = requests.post(
+        f"{base}/sandbox/host-api/origins",
+        json={"user_id": user["id"], "loan_id": loan["id"], "product_id": product["id"]},
+        timeout=10,
+    )
+    assert origin.status_code == 200, origin.text
+    created = requests.post(
+        f"{base}/sandbox/host-api/transactions", json={"origin_id": origin.json()["id"], "request": {}}, timeout=10
+    )
+    assert created.status_code == 200, created.text
+    return created.json()["transactionId"]
+
+
+def _order_status(database: str, transaction_id: str) -> str | None:
+    with psycopg.connect(database) as conn:
+        query = "SELECT status FROM fulfillment_order WHERE transaction_id = %s"
+        row = conn.execute(query, [transaction_id]).fetchone()
+    return row[0] if row else None
+
+
+def _platform_transaction(base: str, transaction_id: str) -> dict:
+    context = requests.get(f"{base}/sandbox/host-api/context", timeout=10).json()
+    return next(row for row in context["transactions"] if row["id"] == transaction_id)
