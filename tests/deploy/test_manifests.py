@@ -193,7 +193,6 @@ def test_what_is_written_is_in_the_folders_the_image_declares():
 # Stopping, sizes, secrets ----------------------------------------------------------------------
 
 
-@pytest.mark.django_db
 def test_a_stopping_worker_is_given_its_longest_task():
     longest = longest_task_seconds()
     assert longest > 150  # the full reconciliation's own limit, past the default

@@ -66,10 +66,20 @@ def image_build(tag: str = IMAGE_TAG) -> str:
     for path in _BUILD_MOUNTS:
         if os.path.exists(path):
             argv += ["--volume", f"{path}:{path}:ro"]
+    previous = _image_id(tag)
     done = subprocess.run([*argv, str(ROOT)], capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"podman build failed:\n{(done.stdout + done.stderr)[-6000:]}")
+    if previous and previous != _image_id(tag):
+        # The earlier build of this tag, now untagged: removed, so that runs do not pile up images
+        # (the layers the new one shares stay, and the build stage's: the build cache).
+        subprocess.run(["podman", "image", "rm", previous], capture_output=True, check=False)
     return tag
+
+
+def _image_id(tag: str) -> str | None:
+    done = subprocess.run(["podman", "image", "inspect", "--format", "{{.Id}}", tag], capture_output=True, text=True)
+    return (done.stdout.strip() or None) if done.returncode == 0 else None
 
 
 @dataclass
@@ -85,7 +95,9 @@ class ImageConfig:
 
     @property
     def uid_gid(self) -> tuple[int, int]:
-        """USER as numbers (the Containerfile gives them so: no passwd lookup needed)."""
+        """USER as numbers (the Containerfile gives them so: no passwd lookup needed); none is root."""
+        if not self.user:
+            return 0, 0
         uid, _, gid = self.user.partition(":")
         return int(uid), int(gid or uid)
 
