@@ -253,8 +253,14 @@ def verdicts(results: dict) -> dict:
                 "{1: every order}",
                 bool(figures.get("ok")),
             )
-        ratio = (hosts.get("throughput") or {}).get("two_over_one")
-        found["hosts_two_over_one"] = verdict("orders/s with 2 worker hosts / with 1", ratio, "close to 2", True)
+        for series, pair in (hosts.get("throughput") or {}).items():
+            if isinstance(pair, dict) and "two_over_one" in pair:
+                found[f"hosts_two_over_one_{series}"] = verdict(
+                    f"orders/s with 2 worker hosts / with 1 ({series.replace('_', ' ')})",
+                    pair["two_over_one"],
+                    "close to 2",
+                    True,
+                )
     both, e2e = results.get("intake"), results.get("end_to_end")
     intake, bare = (both["ours"], both["bare"]) if both else (None, None)
     if intake:
