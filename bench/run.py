@@ -121,6 +121,14 @@ BENCHMARKS = (
         lambda args, database: {"database": database},
         drill=True,
     ),
+    Entry(
+        "hosts",
+        "bench.drill_hosts:drill",
+        "drill: 2 web + 2 worker hosts (network namespaces) behind haproxy: a worker host cut off, a web host "
+        "killed, RabbitMQ restarted; 1 vs 2 worker hosts (~15 min, root)",
+        lambda args, database: _sized(args, database, orders=args.transactions),
+        drill=True,
+    ),
 )
 BY_NAME = {entry.name: entry for entry in BENCHMARKS}
 
@@ -232,6 +240,27 @@ def verdicts(results: dict) -> dict:
     if drill:
         lost = drill["answers"].get("202 WITHOUT its row", 0)
         found["postgres_restart"] = verdict("202s without their row (PostgreSQL restarted)", lost, 0, drill["ok"])
+    hosts = results.get("hosts")
+    if hosts and "skipped" in hosts:
+        print(f"  SKIPPED hosts drill: {hosts['skipped']}")
+    elif hosts:
+        for scenario in ("worker_cut", "web_stop", "broker_restart"):
+            figures = hosts.get(scenario) or {}
+            patches = figures.get("accepted_patches_per_order")
+            found[f"hosts_{scenario}"] = verdict(
+                f"hosts drill, {scenario.replace('_', ' ')}: accepted PATCHes per order {{patches: orders}}",
+                patches,
+                "{1: every order}",
+                bool(figures.get("ok")),
+            )
+        for series, pair in (hosts.get("throughput") or {}).items():
+            if isinstance(pair, dict) and "two_over_one" in pair:
+                found[f"hosts_two_over_one_{series}"] = verdict(
+                    f"orders/s with 2 worker hosts / with 1 ({series.replace('_', ' ')})",
+                    pair["two_over_one"],
+                    "≥ 1.6 (close to 2)",
+                    pair["two_over_one"] is not None and pair["two_over_one"] >= 1.6,
+                )
     both, e2e = results.get("intake"), results.get("end_to_end")
     intake, bare = (both["ours"], both["bare"]) if both else (None, None)
     if intake:

@@ -240,7 +240,7 @@ def cpu_seconds_of_command(command: str) -> float:
     return total
 
 
-def _spawn(name: str, argv: list[str], env: dict) -> tuple[subprocess.Popen, Path]:
+def spawn(name: str, argv: list[str], env: dict) -> tuple[subprocess.Popen, Path]:
     LOGS.mkdir(parents=True, exist_ok=True)
     log = LOGS / f"{name}.log"
     handle = log.open("wb")
@@ -290,7 +290,7 @@ def gunicorn_start(
         argv += ["--worker-class", "gthread", "--threads", str(threads)]
     if access_log is not None:
         argv += ["--access-logfile", str(access_log), "--access-logformat", "%(m)s %(U)s %(s)s"]
-    popen, log = _spawn(name, argv, env)
+    popen, log = spawn(name, argv, env)
     process = Process(name=name, popen=popen, log=log, port=port, extra={"workers": workers, "threads": threads})
     wait_port(process)
     return process
@@ -318,13 +318,13 @@ def celery_start(name: str, env: dict, *, concurrency: int, beat: bool = False) 
     ]
     if beat:
         argv.append("-B")
-    popen, log = _spawn(name, argv, env)
+    popen, log = spawn(name, argv, env)
     return Process(name=name, popen=popen, log=log, extra={"concurrency": concurrency})
 
 
 def relay_start(name: str, env: dict) -> Process:
     """The inbox relay on its own (`manage.py inbox_relay`), as the intake bench runs no worker."""
-    popen, log = _spawn(name, [PYTHON, "manage.py", "inbox_relay"], env)
+    popen, log = spawn(name, [PYTHON, "manage.py", "inbox_relay"], env)
     return Process(name=name, popen=popen, log=log)
 
 

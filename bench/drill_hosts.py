@@ -1,0 +1,515 @@
+"""Drill: more than one machine (`make drill`, or `bench/run.py --only hosts`).
+
+Network namespaces are the hosts (bench/hosts.py): two web hosts (gunicorn with the repository's
+gunicorn.conf.py) behind haproxy, two worker hosts (Celery, the beat on the second), and PostgreSQL,
+Redis and RabbitMQ on a host of their own. The platform is the sandbox under gunicorn on the
+bridge; this process plays the platform's users, creating transactions whose webhooks the sandbox
+sends to the load balancer, and retries as the service does. Under a steady stream of orders:
+
+- worker_cut: while a worker host is in the middle of an order (its upload running: the sandbox
+  holds every upload UPLOAD_PAUSE seconds until then), its link goes down; it comes back after the
+  order's lease ended and the other host completed it. It must send nothing for that order.
+- web_stop: during a burst of webhooks one web host is killed (SIGKILL); the platform's retries land
+  on the other, and every webhook is stored once.
+- broker_restart: the broker host's RabbitMQ is stopped and started; nothing lost, nothing sent twice.
+- throughput: orders/s with one worker host, then two; the ratio.
+
+Every scenario reports its orders, the accepted PATCHes per order counted in the sandbox's records
+(1 for every automated order) and its time to recover; "ok" is the drill's verdict. The platform's
+access log (gunicorn's format, with the caller's address) says which host sent which call.
+"""
+
+import json
+import os
+import re
+import signal
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+from bench import stack
+from bench.hosts import PLATFORM_ADDRESS, PORT_PLATFORM, PORT_WEB, Hosts, address, missing
+
+# Shorter than production's (15 s, 120 s, 30 s), so a cut-off host's order is taken over within
+# seconds; not so short that a renewal every third of it is missed on a busy shared machine.
+LEASE_SECONDS = 10
+STALL_SECONDS = 20
+SWEEP_INTERVAL = 5
+UPLOAD_PAUSE = 3.0  # seconds the sandbox holds each upload until the worker host is cut off
+WEB_WORKERS = 2
+WORKER_CONCURRENCY = 2
+ACCESS_LINE = re.compile(r'^(?P<client>\S+) "(?P<method>[A-Z]+) (?P<path>\S+) [^"]*" (?P<status>\d{3})')
+
+
+class Drill:
+    """The hosts and their processes, and what this process (the platform's side) needs to drive them."""
+
+    def __init__(self, hosts: Hosts):
+        self.hosts = hosts
+        self.platform_log = stack.LOGS / "hosts-platform-access.log"
+        self.seed = None
+        self.restarts: Counter = Counter()
+        self.exits: list[dict] = []  # why each restarted worker had stopped (its log is started again)
+        self._closing = threading.Event()
+        self._supervisor = threading.Thread(target=self._supervise, name="worker-supervisor", daemon=True)
+
+    # Environment and processes ------------------------------------------------------------------
+
+    def env(self, *, sandbox: bool) -> dict:
+        urls = self.hosts.urls
+        return stack.app_env(
+            database=urls.database,
+            public_base_url=urls.balancer,
+            sandbox=sandbox,
+            settings="bench.settings_loopback",  # the sandbox's upload slots are http on a private address
+            DJANGO_ALLOWED_HOSTS="*",
+            CELERY_BROKER_URL=urls.broker,
+            CELERY_RESULT_BACKEND=f"{urls.cache[:-2]}/1",
+            CACHE_URL=urls.cache,
+            SVC_BASE_URL=f"{urls.platform}/sandbox",
+            SVC_TOKEN_URL=f"{urls.platform}/sandbox/oauth2/v1/token",
+            SANDBOX_BASE_URL=f"{urls.platform}/sandbox",
+            LEASE_SECONDS=LEASE_SECONDS,
+            STALL_SECONDS=STALL_SECONDS,
+            SWEEP_INTERVAL=SWEEP_INTERVAL,
+            SANDBOX_WEBHOOK_BACKOFF=0.5,
+            SANDBOX_WEBHOOK_BACKOFF_MAX=4,
+            SANDBOX_WEBHOOK_MAX_ATTEMPTS=10,
+            SANDBOX_WEBHOOK_CONNECT_TIMEOUT=2,
+            PROMETHEUS_MULTIPROC_DIR=str(self.hosts.scratch / "metrics"),
+        )
+
+    def gunicorn(self, name: str, host: str | None, bind: str, *, sandbox: bool, workers: int) -> None:
+        log = stack.LOGS / f"hosts-{name}-access.log"
+        argv = [str(stack.VENV_BIN / "gunicorn"), "config.wsgi", "--bind", bind, "--workers", str(workers)]
+        self.hosts.spawn(name, host, [*argv, "--access-logfile", str(log)], self.env(sandbox=sandbox))
+        ip, port = bind.split(":")
+        self.hosts.wait_port(name, ip, int(port))
+
+    def web_start(self, host: str) -> None:
+        self.gunicorn(host, host, f"{address(host)}:{PORT_WEB}", sandbox=False, workers=WEB_WORKERS)
+
+    def worker_start(self, host: str) -> None:
+        argv = [stack.PYTHON, "-m", "celery", "-A", "config", "worker", "--pool=prefork"]
+        argv += [f"--concurrency={WORKER_CONCURRENCY}", "--loglevel=WARNING", "--without-gossip", "--without-mingle"]
+        self.hosts.spawn(host, host, [*argv, f"--hostname={host}@%h"], self.env(sandbox=False))
+
+    def start(self) -> None:
+        (self.hosts.scratch / "metrics").mkdir()
+        self.hosts.create()
+        self.hosts.postgres_start()
+        self.hosts.redis_start()
+        self.hosts.rabbitmq_start()
+        stack.manage("migrate", "--no-input", "-v", "0", env=self.env(sandbox=True))
+        self.platform_log.write_text("")
+        self.gunicorn("platform", None, f"{PLATFORM_ADDRESS}:{PORT_PLATFORM}", sandbox=True, workers=4)
+        for host in ("web1", "web2"):
+            self.web_start(host)
+        self.hosts.balancer_start()
+        self.django_setup()
+        from partner.catalog.services import partner_account_set, products_pull
+        from partner.sandbox.seeding import sandbox_seed
+
+        self.seed = sandbox_seed(public_base_url=self.hosts.urls.balancer)  # webhooks to the load balancer
+        partner_account_set(username="lender.demo", password="demo-password-1", company="DEMO01")
+        products_pull()
+        for host in ("wk1", "wk2"):
+            self.worker_start(host)
+        beat = [stack.PYTHON, "-m", "celery", "-A", "config", "beat", "--loglevel=WARNING"]
+        self.hosts.spawn("beat", "wk2", [*beat, "-s", str(self.hosts.scratch / "beat")], self.env(sandbox=False))
+        self.workers_ready(["wk1", "wk2"])
+        self._supervisor.start()
+
+    def _supervise(self) -> None:
+        """What a worker host's service manager does (systemd's Restart=always, a pod's restart
+        policy): a Celery worker that exited is started again, and counted."""
+        while not self._closing.wait(1.0):
+            for host in ("wk1", "wk2"):
+                process = self.hosts.processes.get(host)
+                if process is not None and process.popen.poll() is not None:
+                    self.restarts[host] += 1
+                    reason = [line for line in process.log_tail(20000).splitlines() if "CRITICAL" in line]
+                    code = process.popen.returncode
+                    self.exits.append({"host": host, "exit": code, "why": reason[-1][:300] if reason else ""})
+                    self.worker_start(host)
+
+    def close(self) -> None:
+        self._closing.set()
+        if self._supervisor.is_alive():
+            self._supervisor.join(timeout=5)
+
+    def django_setup(self) -> None:
+        """This process configured as the platform (the sandbox, on the drill's database)."""
+        from django.apps import apps
+
+        if apps.ready:
+            raise RuntimeError("the hosts drill configures Django itself: run it alone (bench/run.py --only hosts)")
+        os.environ.update(self.env(sandbox=True))
+        import django
+
+        django.setup()
+
+    def workers_ready(self, hosts: list[str], timeout: float = 90) -> None:
+        from config.celery import app
+
+        deadline = time.monotonic() + timeout
+        wanted = {f"{host}@" for host in hosts}
+        while time.monotonic() < deadline:
+            # A connection of its own each time: one kept from before a broker restart is dead.
+            with app.connection_for_write() as connection:
+                replies = app.control.ping(timeout=1, connection=connection)
+            answered = {name.split("@")[0] + "@" for reply in replies for name in reply}
+            if wanted <= answered:
+                return
+        raise RuntimeError(f"worker hosts {hosts} did not answer a ping within {timeout:g}s")
+
+    # The platform's side ------------------------------------------------------------------------
+
+    def order_create(self) -> str:
+        from partner.sandbox.transactions import transaction_create
+
+        seed = self.seed
+        user, loan = seed.users["lender.demo"], seed.loans[2]
+        return transaction_create(product=seed.products["address-verification"], user=user, loan=loan).id
+
+    def calls(self, offset: int = 0) -> list[dict]:
+        """The platform's access log after `offset`: who called what, and its answer."""
+        with self.platform_log.open() as handle:
+            handle.seek(offset)
+            lines = handle.read().splitlines()
+        return [match.groupdict() for line in lines if (match := ACCESS_LINE.match(line))]
+
+
+class Stream:
+    """Orders created at `rate` per second from a thread of their own, until stopped."""
+
+    def __init__(self, drill: Drill, rate: float):
+        self.drill, self.rate = drill, rate
+        self.ids: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="order-stream", daemon=True)
+
+    def start(self) -> "Stream":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        from django.db import connection
+
+        try:
+            following = time.monotonic()
+            while not self._stop.is_set():
+                self.ids.append(self.drill.order_create())
+                following += 1 / self.rate
+                self._stop.wait(max(0.0, following - time.monotonic()))
+        finally:
+            connection.close()
+
+    def stop(self) -> list[str]:
+        self._stop.set()
+        self._thread.join()
+        return list(self.ids)
+
+
+# Figures ------------------------------------------------------------------------------------------
+
+FINISHED = ("REQUEST_COMPLETED", "FAILED", "DECLINED")
+DELIVERED = ("RESPONSE_DELIVERED", "REQUEST_COMPLETED")  # PATCHed (and perhaps confirmed already)
+
+
+def orders_wait(ids: list[str], *, timeout: float) -> float | None:
+    """Wait until every order of `ids` is finished; the monotonic time it was seen so (None: timeout)."""
+    from partner.fulfillment.models import Order
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if Order.objects.filter(transaction_id__in=ids, status__in=FINISHED).count() >= len(ids):
+            return time.monotonic()
+        time.sleep(0.25)
+    return None
+
+
+def patches_per_order(ids: list[str]) -> dict:
+    """Accepted PATCHes per order, from the sandbox's records: {patches: how many orders}."""
+    from django.db.models import Count
+
+    from partner.sandbox.models import Transaction
+
+    counts = Transaction.objects.filter(id__in=ids).annotate(accepted=Count("patches"))
+    counts = counts.values_list("accepted", flat=True)
+    return dict(sorted(Counter(counts).items()))
+
+
+def statuses(ids: list[str]) -> dict:
+    from partner.fulfillment.models import Order
+
+    found = Counter(Order.objects.filter(transaction_id__in=ids).values_list("status", flat=True))
+    missing_orders = len(ids) - sum(found.values())
+    if missing_orders:
+        found["NO ORDER"] = missing_orders
+    return dict(found)
+
+
+def orders_report(ids: list[str]) -> dict:
+    patches = patches_per_order(ids)
+    return {
+        "orders": len(ids),
+        "statuses": statuses(ids),
+        "accepted_patches_per_order": patches,
+        "each_order_patched_once": bool(ids) and patches == {1: len(ids)},
+    }
+
+
+def finished_ok(report: dict) -> bool:
+    return report["each_order_patched_once"] and report["statuses"] == {"REQUEST_COMPLETED": report["orders"]}
+
+
+# Scenarios ----------------------------------------------------------------------------------------
+
+
+def worker_cut(drill: Drill, *, rate: float = 1.0, host: str = "wk1") -> dict:
+    """A worker host cut off in the middle of an order, back after its lease ended."""
+    from partner.fulfillment.models import Order
+    from partner.sandbox.faults import rules_forget
+    from partner.sandbox.models import FaultRule
+
+    cut_address = address(host)
+    offset = drill.platform_log.stat().st_size
+    pause = FaultRule.objects.create(endpoint=FaultRule.Endpoint.UPLOAD, latency=UPLOAD_PAUSE)
+    rules_forget()
+    stream = Stream(drill, rate).start()
+    held: set[str] = set()
+    deadline = time.monotonic() + 60
+    while not held and time.monotonic() < deadline:
+        time.sleep(0.1)
+        calls = drill.calls(offset)
+        patched = {call["path"] for call in calls if call["method"] == "PATCH"}
+        held = {
+            call["path"].split("/transactions/")[1].split("/")[0]
+            for call in calls
+            if call["client"] == cut_address
+            and call["path"].endswith("/response/resources")
+            and call["path"].removesuffix("/resources") not in patched
+        }
+    if not held:
+        pause.delete()
+        stream.stop()
+        return {"ok": False, "error": f"{host} never started an upload within 60 s"}
+    drill.hosts.cut(host)
+    cut_at = time.monotonic()
+    pause.delete()
+    rules_forget()
+
+    taken_over = None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # the other host completed them, and their leases are free
+        done = Order.objects.filter(transaction_id__in=held, status__in=DELIVERED, claimed_until=None).count()
+        if done == len(held):
+            taken_over = time.monotonic()
+            break
+        time.sleep(0.25)
+    time.sleep(1.0)
+    back_offset = drill.platform_log.stat().st_size
+    drill.hosts.reconnect(host)
+    back_at = time.monotonic()
+    time.sleep(max(10.0, 2 * LEASE_SECONDS))  # the cut-off host's calls come back and run to their end
+    ids = stream.stop()
+    finished = orders_wait(ids, timeout=300)
+    after = drill.calls(back_offset)
+    held_calls = Counter(
+        f"{call['method']} {'patch' if call['path'].endswith('/response') else 'other'} {call['status']}"
+        for call in after
+        if call["client"] == cut_address and any(txn in call["path"] for txn in held)
+    )
+    completed_by = Counter(
+        "other host" if call["client"] != cut_address else "cut-off host"
+        for call in drill.calls(offset)
+        if call["method"] == "PATCH" and any(txn in call["path"] for txn in held) and call["status"].startswith("2")
+    )
+    report = orders_report(ids)
+    patched_back = sum(count for key, count in held_calls.items() if key.startswith("PATCH"))
+    report.update(
+        {
+            "cut_host": host,
+            "orders_in_flight_on_cut_host": len(held),
+            "their_accepted_patches": patches_per_order(sorted(held)),
+            "their_patches_by": dict(completed_by),
+            "cut_host_calls_for_them_after_return": dict(held_calls),
+            "cut_s": round(back_at - cut_at, 1),
+            "time_to_recover_s": round(taken_over - cut_at, 1) if taken_over else None,
+            "all_finished_s_after_return": round(finished - back_at, 1) if finished else None,
+        }
+    )
+    report["ok"] = bool(
+        finished_ok(report)
+        and taken_over
+        and patched_back == 0
+        and completed_by.get("cut-off host", 0) == 0
+        and report["their_accepted_patches"] == {1: len(held)}
+    )
+    return report
+
+
+def web_stop(drill: Drill, *, burst: int = 30, host: str = "web1", stop_after: int = 10) -> dict:
+    """A web host killed during a burst of webhooks: the retries land on the other; each stored once."""
+    from partner.inbox.models import Notification
+    from partner.sandbox.models import WebhookAttempt, WebhookDelivery
+    from partner.sandbox.webhooks import webhook_deliveries_wait
+
+    ids = []
+    stopped_at = None
+    for number in range(burst):
+        ids.append(drill.order_create())
+        if number + 1 == stop_after:
+            drill.hosts.stop(host, sig=signal.SIGKILL)
+            stopped_at = time.monotonic()
+    webhook_deliveries_wait(timeout=120)
+    deliveries = WebhookDelivery.objects.filter(resource_id__in=ids)
+    events = list(deliveries.values_list("event_id", flat=True))
+    stored = Counter(Notification.objects.filter(event_id__in=events).values_list("event_id", flat=True))
+    all_stored = time.monotonic()
+    finished = orders_wait(ids, timeout=300)
+    answers = Counter(
+        str(code or error[:40])
+        for code, error in WebhookAttempt.objects.filter(delivery__in=deliveries).values_list("status_code", "error")
+    )
+    report = orders_report(ids)
+    last_attempt = WebhookAttempt.objects.filter(delivery__in=deliveries).order_by("-started_at").first()
+    report.update(
+        {
+            "stopped_host": host,
+            "stopped_after_webhooks": stop_after,
+            "webhooks": len(events),
+            "webhooks_stored_once": sum(1 for event in events if stored[event] == 1),
+            "webhooks_not_stored": sum(1 for event in events if stored[event] == 0),
+            "deliveries_by_status": dict(Counter(deliveries.values_list("status", flat=True))),
+            "attempts_by_answer": dict(answers),
+            "retried_webhooks": deliveries.filter(attempt_count__gt=1).count(),
+            "duplicates_answered_202": sum(
+                Notification.objects.filter(event_id__in=events).values_list("duplicates", flat=True)
+            ),
+            "time_to_recover_s": round(all_stored - stopped_at, 1),
+            "last_webhook_attempt": str(last_attempt.started_at) if last_attempt else None,
+            "all_finished_s": round(finished - stopped_at, 1) if finished else None,
+        }
+    )
+    report["ok"] = bool(finished_ok(report) and report["webhooks_stored_once"] == len(events) == len(ids))
+    drill.web_start(host)  # the host back for what follows
+    return report
+
+
+def broker_restart(drill: Drill, *, rate: float = 1.0, before: float = 5.0, after: float = 8.0) -> dict:
+    """The broker host's RabbitMQ stopped and started under a steady stream of orders."""
+    stream = Stream(drill, rate).start()
+    time.sleep(before)
+    down_at = time.monotonic()
+    stop_s = drill.hosts.rabbitmq_stop()
+    start_s = drill.hosts.rabbitmq_start()
+    up_at = time.monotonic()
+    time.sleep(after)
+    ids = stream.stop()
+    finished = orders_wait(ids, timeout=300)
+    report = orders_report(ids)
+    report.update(
+        {
+            "broker_stop_s": round(stop_s, 1),
+            "broker_start_s": round(start_s, 1),
+            "broker_down_s": round(up_at - down_at, 1),
+            "time_to_recover_s": round(finished - up_at, 1) if finished else None,
+        }
+    )
+    report["ok"] = bool(finished_ok(report) and finished)
+    return report
+
+
+def throughput(drill: Drill, *, orders: int = 60, service_wait: float = 1.0) -> dict:
+    """Orders/s with one worker host, then two: `orders` created at once, first created to last
+    completed. Twice: as the emulator answers (every host shares this machine's two cores with the
+    emulator and the database, so CPU bounds both), and with the sandbox holding each read of a
+    transaction `service_wait` seconds (a fault rule), as a worker against the real platform mostly
+    waits on its calls."""
+    from partner.sandbox.faults import rules_forget
+    from partner.sandbox.models import FaultRule
+
+    series = {"as_is": _throughput_pair(drill, orders)}
+    wait = FaultRule.objects.create(endpoint=FaultRule.Endpoint.TRANSACTION, latency=service_wait)
+    rules_forget()
+    try:
+        series[f"service_waits_{service_wait:g}s_per_order"] = _throughput_pair(drill, orders)
+    finally:
+        wait.delete()
+        rules_forget()
+    return {
+        "worker_processes_per_host": WORKER_CONCURRENCY,
+        **series,
+        "ok": all(finished_ok(run) for pair in series.values() for run in pair["runs"].values()),
+    }
+
+
+def _throughput_pair(drill: Drill, orders: int) -> dict:
+    from django.db.models import Max, Min
+
+    from partner.fulfillment.models import Order
+    from partner.sandbox.models import Transaction
+
+    runs = {}
+    for hosts in (["wk1"], ["wk1", "wk2"]):
+        if hosts == ["wk1"]:
+            if "wk2" in drill.hosts.processes:
+                drill.hosts.stop("wk2")
+        else:
+            drill.worker_start("wk2")
+            drill.workers_ready(hosts)
+        ids = [drill.order_create() for _ in range(orders)]
+        orders_wait(ids, timeout=600)
+        first = Transaction.objects.filter(id__in=ids).aggregate(first=Min("created_at"))["first"]
+        last = Order.objects.filter(transaction_id__in=ids).aggregate(last=Max("completed_at"))["last"]
+        span = (last - first).total_seconds() if first and last else None
+        runs[f"{len(hosts)}_worker_hosts"] = {
+            **orders_report(ids),
+            "span_s": round(span, 2) if span else None,
+            "orders_per_s": round(len(ids) / span, 2) if span else None,
+        }
+    one, two = runs["1_worker_hosts"]["orders_per_s"], runs["2_worker_hosts"]["orders_per_s"]
+    return {"runs": runs, "two_over_one": round(two / one, 2) if one and two else None}
+
+
+SCENARIOS = ("worker_cut", "web_stop", "broker_restart", "throughput")
+
+
+def drill(
+    *, database: str | None = None, burst: int = 30, rate: float = 1.0, orders: int = 60, scenarios=SCENARIOS
+) -> dict:
+    """The `scenarios` on one set of hosts; the report, with "ok" the verdict. `database` is not used:
+    the hosts run a PostgreSQL cluster of their own."""
+    absent = missing()
+    if absent:
+        return {"ok": False, "skipped": f"this machine lacks {', '.join(absent)}"}
+    hosts = Hosts()
+    report: dict = {"layout": Path(__file__).with_name("hosts.py").name}
+    began = time.monotonic()
+    current = Drill(hosts)
+    try:
+        current.start()
+        report["started_s"] = round(time.monotonic() - began, 1)
+        for name, scenario in (
+            ("worker_cut", lambda: worker_cut(current, rate=rate)),
+            ("web_stop", lambda: web_stop(current, burst=burst)),
+            ("broker_restart", lambda: broker_restart(current, rate=rate)),
+            ("throughput", lambda: throughput(current, orders=orders)),
+        ):
+            if name not in scenarios:
+                continue
+            print(f"  {name} ...", flush=True)
+            report[name] = scenario()
+            report[name]["worker_restarts_so_far"] = dict(current.restarts)
+            print(f"  {name}: {'ok' if report[name]['ok'] else 'FAILED'} {json.dumps(report[name])}", flush=True)
+    finally:
+        current.close()
+        hosts.destroy()
+    ran = [value for value in report.values() if isinstance(value, dict)]
+    report["worker_exits"] = current.exits
+    report["ok"] = len(ran) == len(scenarios) and all(item["ok"] for item in ran)
+    report["took_s"] = round(time.monotonic() - began, 1)
+    return report
