@@ -53,7 +53,7 @@ def test_typical_sequence_from_webhook_to_request_completed(urn_words, demo, ser
     def stored():
         return set(Notification.objects.values_list("resource_type", "state"))
 
-    wait_for(lambda: stored() == handled, timeout=30, message=lambda: f"{handled}, not {stored()}")
+    wait_for(lambda: stored() == handled, message=lambda: f"{handled}, not {stored()}")
     assert Product.objects.get(name="address-verification").access_allow == [f"{prefix}:{host}:BE11223344"]
 
     assert order.resource_id
