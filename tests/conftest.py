@@ -1,7 +1,8 @@
 """Shared fixtures of the test suite (the helpers they and the tests use are in `tests/helpers/`).
 
 - `service`: the application on a live server, talking to its own sandbox over real HTTP;
-  `demo`: the sandbox's demo data there, our partner accounts and the products pulled.
+  `demo`: the sandbox's demo data there, our partner accounts and the products pulled, with the
+  URN words of `urn_words` (the spec's unless a test asks for others).
 - `service_calls`: every exchange with the service (and with its token endpoint), from any thread.
 - `fake_platform`: the service's client replaced by a recording fake (`tests/helpers/fakes.py`), for
   fast tests of the pipeline's rules; `tests/helpers/products.py` and `orders.py` give it an order to work.
@@ -173,9 +174,21 @@ def broker_down(settings):
 
 
 @pytest.fixture
-def demo(service):
+def urn_words(request, settings):
+    """The words of the service's URNs for this test (SVC_URN_PREFIX, SVC_URN_PLATFORM, SVC_URN_HOST):
+    the spec's, unless the test is parametrized with others (`tests/helpers/urn_words.py`). The
+    application and its sandbox read the same settings, as a deployment and its platform agree."""
+    words = request.param if hasattr(request, "param") else {}
+    for name, value in words.items():
+        setattr(settings, name, value)
+    return words
+
+
+@pytest.fixture
+def demo(service, urn_words):
     """The sandbox's demo data on the live server, our partner accounts for its lenders, and its
-    products pulled into our catalog (so an order costs only the order's own calls)."""
+    products pulled into our catalog (so an order costs only the order's own calls), with the URNs of
+    `urn_words`."""
     from partner.catalog.services import partner_account_set, products_pull
     from partner.sandbox.faults import faults_clear
     from partner.sandbox.seeding import sandbox_seed

@@ -31,6 +31,7 @@ from partner.core import (
     brokers,  # no Django import; kombu and SQLAlchemy only when a local broker is used
     demo_values,  # constants: the public values of local runs and of the sandbox
 )
+from partner.platform import urns  # the rule of a URN's words; no Django setting read on import
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = BASE_DIR / "var"  # run-time files of local runs: broker, cache, media, metrics, beat schedule
@@ -346,7 +347,22 @@ SVC_SCOPE = env.str("SVC_SCOPE", default="pc pcapi")
 SVC_SIGNING_SECRETS = env.list("SVC_SIGNING_SECRETS", default=[])
 SVC_SIGNATURE_HEADER = env.str("SVC_SIGNATURE_HEADER", default="Svc-Signature")
 SVC_PAT_HEADER = env.str("SVC_PAT_HEADER", default="X-Svc-PAT")
-SVC_URN_PREFIX = env.str("SVC_URN_PREFIX", default="urn:svc")
+
+
+def urn_part(name: str, default: str, problem) -> str:
+    """A part of the service's URNs (partner/platform/urns.py), refused at start when `problem` finds one."""
+    value = env.str(name, default=default)
+    reason = problem(value)
+    if reason:
+        raise ImproperlyConfigured(f"{name} {reason}; see docs/deployment.md")
+    return value
+
+
+# The words of the service's URNs: `<prefix>:<platform>:transaction`, `<prefix>:<host>:<instance>`.
+# The spec's are the defaults; a real platform's are in its onboarding documents (docs/deployment.md).
+SVC_URN_PREFIX = urn_part("SVC_URN_PREFIX", "urn:svc", urns.prefix_problem)
+SVC_URN_PLATFORM = urn_part("SVC_URN_PLATFORM", "platform", urns.word_problem)
+SVC_URN_HOST = urn_part("SVC_URN_HOST", "host", urns.word_problem)
 # (connect, read) seconds for every call to the service.
 SVC_TIMEOUT = (env.float("SVC_CONNECT_TIMEOUT", default=5.0), env.float("SVC_READ_TIMEOUT", default=30.0))
 SVC_MAX_RETRIES = env.int("SVC_MAX_RETRIES", default=3)

@@ -19,10 +19,6 @@ _INSTANCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _url = URLValidator(schemes=["http", "https"])
 
 
-def webhook_resource_types() -> list[str]:
-    return [urns.transaction_resource_type(), urns.event_resource_type()]
-
-
 def url_problems(value) -> list[str]:
     if value in (None, ""):
         return []
@@ -52,7 +48,7 @@ def request_types_problems(value) -> list[str]:
 
 
 def instance_urn_problem(value) -> str | None:
-    """Why `value` is not a lender instance URN (`urn:svc:host:<id>`), or None when it is one."""
+    """Why `value` is not a lender instance URN (`urns.instance_urn`: `<prefix>:<host>:<id>`), or None if it is."""
     prefix = urns.instance_urn("")
     if not isinstance(value, str) or not value.startswith(prefix):
         return f"{value!r} is not a lender instance URN (form {prefix}<instance id>)."
@@ -74,7 +70,7 @@ def webhooks_problems(value) -> list[str]:
     if not isinstance(value, list):
         return ["Must be a JSON array of webhook subscriptions."]
     problems = []
-    resource_types = webhook_resource_types()
+    resource_types = urns.webhook_resource_types()
     for index, item in enumerate(value, start=1):
         where = f"Webhook {index}"
         if not isinstance(item, dict):

@@ -13,7 +13,6 @@ import functools
 import logging
 from collections.abc import Callable
 
-from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
@@ -32,18 +31,18 @@ Handler = Callable[..., object]
 
 
 @functools.cache
-def handler_table(urn_prefix: str) -> dict[tuple[str, str], Handler]:
-    """(resource type, event type) -> handler, for the URNs under `urn_prefix` (built once per prefix:
-    every webhook asks)."""
+def handler_table(transaction_type: str, event_type: str) -> dict[tuple[str, str], Handler]:
+    """(resource type, event type) -> handler, for the resource types of the URN settings (built once
+    per pair: every webhook asks)."""
     return {
-        (transaction_resource_type(), WEBHOOK_EVENT_CREATED): handlers.transaction_created,
-        (event_resource_type(), WEBHOOK_EVENT_CREATED): handlers.event_created,
+        (transaction_type, WEBHOOK_EVENT_CREATED): handlers.transaction_created,
+        (event_type, WEBHOOK_EVENT_CREATED): handlers.event_created,
     }
 
 
 def handler_for(resource_type: str, event_type: str) -> Handler | None:
     """The handler of a notification, or None when we ignore it."""
-    return handler_table(settings.SVC_URN_PREFIX).get((resource_type, event_type))
+    return handler_table(transaction_resource_type(), event_resource_type()).get((resource_type, event_type))
 
 
 def _take(notification_id: int) -> tuple[Notification, Lease] | None:

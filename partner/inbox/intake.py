@@ -14,7 +14,9 @@ that saves against the ORM's `create` is in docs/performance.md). It is not a pr
 unless the database OPTIONS set psycopg's `prepare_threshold` (Django leaves it off, for
 connection poolers).
 
-A notification no handler takes (`dispatch.handler_for`) is stored as `ignored`. One signed with
+A notification no handler takes (`dispatch.handler_for`) is stored as `ignored`, answered 202 like any
+other, and counted (`partner_webhooks_unhandled`; the dashboard lists the last hour's): a profile
+whose URN words are not the service's would otherwise drop every order in silence. One signed with
 a product's own secret but naming another product is refused (401) and kept as `refused`.
 """
 
@@ -32,6 +34,7 @@ from partner.catalog.selectors import product_signing_secrets
 from partner.core.logging import control_characters_escape
 from partner.inbox.dispatch import handler_for
 from partner.inbox.errors import WebhookSignatureInvalid, WebhookSignerMismatch
+from partner.inbox.metrics import WEBHOOKS_UNHANDLED
 from partner.inbox.models import Notification, NotificationState
 from partner.inbox.notifications import ParsedNotification, notification_parse
 from partner.platform.signatures import signature_matches
@@ -256,6 +259,7 @@ def webhook_receive(*, body: bytes, signature: str | None, headers, remote_addr:
         return _duplicate_count(parsed.dedupe_key)
 
     if not handled:
+        WEBHOOKS_UNHANDLED.inc()
         logger.info("ignored notification %s: %s %s", notification_id, parsed.resource_type, parsed.event_type)
     return notification_id
 

@@ -1,4 +1,5 @@
-"""The inbox's figures: webhooks answered by status (counted), the backlog and the relay's lag (read when scraped)."""
+"""The inbox's figures: webhooks answered by status and those of a type we do not handle (counted), the backlog
+and the relay's lag (read when scraped)."""
 
 from django.db.models import Count, Min
 from django.utils import timezone
@@ -11,6 +12,12 @@ WEBHOOKS = Counter(
     "partner_webhooks_received",
     "Webhook requests answered, by HTTP status (202 accepted or duplicate, 400, 401, 411, 413, 503).",
     ["status"],
+)
+# A profile whose URN words are not the service's (SVC_URN_*) has every webhook stored `ignored`:
+# this counts them (no label: the types are the sender's text; the dashboard lists them).
+WEBHOOKS_UNHANDLED = Counter(
+    "partner_webhooks_unhandled",
+    "Signed webhooks stored and answered 202 whose resource or event type we do not handle (stored ignored).",
 )
 
 # Rows waiting for the relay, the broker or a worker.

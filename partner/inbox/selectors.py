@@ -1,4 +1,5 @@
-"""Reads of the inbox: its backlog (notifications stored and not yet processed), for the dashboard."""
+"""Reads of the inbox for the dashboard: its backlog (notifications stored and not yet processed), and the
+notifications of a type we do not handle (stored `ignored`)."""
 
 from dataclasses import dataclass
 from datetime import datetime
@@ -7,7 +8,7 @@ from django.db.models import Count, Min
 from django.utils import timezone
 
 from partner.inbox.metrics import BACKLOG_STATES
-from partner.inbox.models import Notification
+from partner.inbox.models import Notification, NotificationState
 
 
 @dataclass(frozen=True)
@@ -40,3 +41,26 @@ def inbox_backlog() -> Backlog:
         counts[state] = count
         oldest = received_at if oldest is None else min(oldest, received_at)
     return Backlog(counts=counts, oldest_at=oldest)
+
+
+@dataclass(frozen=True)
+class Unhandled:
+    """Notifications of a type we do not handle received since a moment, by type."""
+
+    types: list[tuple[str, str, int]]  # (resource type, event type, notifications), the most first
+
+    @property
+    def total(self) -> int:
+        return sum(count for _, _, count in self.types)
+
+
+def notifications_unhandled(*, since: datetime) -> Unhandled:
+    """The notifications stored `ignored` (a resource or event type we do not handle) received since
+    `since`, by type: one grouped query."""
+    rows = (
+        Notification.objects.filter(state=NotificationState.IGNORED, received_at__gte=since)
+        .values_list("resource_type", "event_type")
+        .annotate(count=Count("pk"))
+        .order_by("-count", "resource_type", "event_type")
+    )
+    return Unhandled(types=list(rows))

@@ -42,7 +42,7 @@ class RawBodyParser(BaseParser):
 
 
 class _Meta(serializers.Serializer):
-    resourceType = serializers.CharField(max_length=200, help_text="A URN, e.g. urn:svc:platform:transaction")
+    resourceType = serializers.CharField(max_length=200, help_text="A URN, e.g. <prefix>:<platform>:transaction")
     resourceId = serializers.CharField(max_length=200)
     instanceId = serializers.CharField(max_length=200, required=False, help_text="The product's name")
     resourceRef = serializers.CharField(

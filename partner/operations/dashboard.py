@@ -6,7 +6,7 @@ permission and lays the figures out, each with a link to the admin list it summa
 `dashboard_install` adds the page to an admin site's URLs (`partner/operations/admin.py`).
 """
 
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from urllib.parse import urlencode
 
 from django.contrib.admin import AdminSite
@@ -29,7 +29,8 @@ from partner.fulfillment.orders.figures import (
     orders_window,
 )
 from partner.inbox.metrics import BACKLOG_STATES
-from partner.inbox.selectors import Backlog, inbox_backlog
+from partner.inbox.models import NotificationState
+from partner.inbox.selectors import Backlog, Unhandled, inbox_backlog, notifications_unhandled
 
 DAY_CHOICES = (7, 14, 30)
 DEFAULT_DAYS = 14
@@ -37,6 +38,10 @@ PERMISSION = "fulfillment.view_order"
 OUTCOME_SERIES = tuple((outcome, outcome) for outcome in OUTCOMES)
 ORDERS = "admin:fulfillment_order_changelist"
 NOTIFICATIONS = "admin:inbox_notification_changelist"
+# How far back the webhooks of a type we do not handle are counted: long enough to be seen at the next
+# look, short enough that a profile put right clears the card within the hour.
+UNHANDLED_WINDOW = timedelta(hours=1)
+UNHANDLED_TYPES_SHOWN = 3
 
 
 def dashboard_install(site: AdminSite) -> None:
@@ -117,6 +122,7 @@ def now_cards(now: datetime, backlog: Backlog, may_see_inbox: bool) -> list[dict
             "opened any day; no due time per product yet",
             alert=open_too_long > 0,
         ),
+        unhandled_card(now, notifications_unhandled(since=now - UNHANDLED_WINDOW), may_see_inbox),
         card(
             "Inbox backlog",
             backlog.total,
@@ -124,6 +130,29 @@ def now_cards(now: datetime, backlog: Backlog, may_see_inbox: bool) -> list[dict
             f"oldest waiting {duration_text(backlog.oldest_age(now))}" if backlog.total else "nothing waiting",
         ),
     ]
+
+
+def unhandled_card(now: datetime, unhandled: Unhandled, may_see_inbox: bool) -> dict:
+    """Webhooks of a type we do not handle: stored and answered, but no order comes of them. Any at all
+    most likely means the service's URN words are not the ones configured (SVC_URN_*)."""
+    window = hours(UNHANDLED_WINDOW).removeprefix("1 ")
+    if unhandled.total:
+        shown = [f"{resource} {event} ({count})" for resource, event, count in unhandled.types[:UNHANDLED_TYPES_SHOWN]]
+        more = len(unhandled.types) - len(shown)
+        note = f"last {window}: " + ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+    else:
+        note = f"none in the last {window}"
+    return card(
+        "Webhooks of a type we do not handle",
+        unhandled.total,
+        notifications_link(
+            may_see_inbox,
+            state__exact=NotificationState.IGNORED,
+            received_at__gte=(now - UNHANDLED_WINDOW).isoformat(),
+        ),
+        note,
+        alert=unhandled.total > 0,
+    )
 
 
 def product_row(figures: ProductFigures, since: dict, *, index: int) -> dict:

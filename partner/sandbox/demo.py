@@ -212,7 +212,7 @@ def product_documents(public_base_url: str) -> list[dict]:
     Long because it is one literal: each document is written out whole, as the
     service stores it, so it reads side by side with the spec.
     """
-    creator = urns.urn("partner", PARTNER_ID, "user", "sandbox-admin")
+    creator = urns.partner_user_urn(PARTNER_ID, "sandbox-admin")
     common = {
         "partnerId": PARTNER_ID,
         "environment": "sandbox",

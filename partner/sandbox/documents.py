@@ -9,7 +9,7 @@ import re
 
 from django.conf import settings
 
-from partner.platform import formats
+from partner.platform import formats, urns
 
 # Fields the service manages: a PUT or PATCH keeps them as stored. Sending another
 # id or partnerId is refused (it names another product); created/createdBy are just kept.
@@ -145,7 +145,7 @@ def _access_problems(access) -> list[dict]:
         if not isinstance(access, dict):
             problems.append(problem("entitlements.access", "must be an object"))
         else:
-            prefix = f"{settings.SVC_URN_PREFIX}:host:"
+            prefix = urns.instance_urn("")
             for name in ("allow", "deny"):
                 if name not in access:
                     continue
@@ -208,7 +208,7 @@ def _webhooks_problems(webhooks) -> list[dict]:
         return []
     if not isinstance(webhooks, list):
         return [problem("webhooks", "must be an array")]
-    known = {f"{settings.SVC_URN_PREFIX}:platform:transaction", f"{settings.SVC_URN_PREFIX}:platform:transaction:event"}
+    known = set(urns.webhook_resource_types())
     problems = []
     for index, item in enumerate(webhooks):
         where = f"webhooks[{index}]"

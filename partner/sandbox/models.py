@@ -45,7 +45,7 @@ class AccessToken(models.Model):
 
 
 class Instance(TimeStampedModel):
-    """A lender instance of the host application (`urn:svc:host:<instance_id>`)."""
+    """A lender instance of the host application (`urns.instance_urn(instance_id)`)."""
 
     instance_id = models.CharField(max_length=100, unique=True)
     name = models.CharField(max_length=200)

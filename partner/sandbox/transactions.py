@@ -165,7 +165,7 @@ def response_patch(*, transaction_id: str, payload, base_url: str | None = None)
 
 
 def event_create(*, transaction: Transaction, type: str, base_url: str | None = None, data=None) -> Event:
-    """A transaction event and its `urn:svc:platform:transaction:event` / `created` webhook."""
+    """A transaction event and its webhook (resource type `urns.event_resource_type()`, event `created`)."""
     base = (base_url or sandbox_base_url()).rstrip("/")
     event = Event.objects.create(transaction=transaction, type=type, data=data or {})
     webhooks.delivery_create(

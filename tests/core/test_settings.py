@@ -251,3 +251,34 @@ def test_documents_go_to_an_s3_bucket_when_asked():
     assert "DOCUMENTS_S3_BUCKET" in missing.stderr
     unknown = run_django({**PRODUCTION, "DOCUMENT_STORAGE": "ftp"})
     assert "DOCUMENT_STORAGE must be filesystem (the default) or s3" in unknown.stderr
+
+
+def test_the_urn_words_are_read_from_the_environment():
+    code = SETTINGS + "print(s.SVC_URN_PREFIX, s.SVC_URN_PLATFORM, s.SVC_URN_HOST)"
+    assert run_django({}, code).stdout.split() == ["urn:svc", "platform", "host"]
+    words = {"SVC_URN_PREFIX": "urn:acme", "SVC_URN_PLATFORM": "lending", "SVC_URN_HOST": "desk-2"}
+    result = run_django(
+        {**PRODUCTION, **words}, code + "; from partner.platform import urns; print(urns.loan_urn('I', 'G'))"
+    )
+    assert result.stdout.split() == ["urn:acme", "lending", "desk-2", "urn:acme:desk-2:I:loan:G"], result.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("SVC_URN_PREFIX", "urn:Acme"),
+        ("SVC_URN_PREFIX", "acme"),
+        ("SVC_URN_PREFIX", "urn:acme:lending"),
+        ("SVC_URN_PREFIX", ""),
+        ("SVC_URN_PLATFORM", "Lending"),
+        ("SVC_URN_PLATFORM", "lending:desk"),
+        ("SVC_URN_PLATFORM", ""),
+        ("SVC_URN_HOST", "desk app"),
+        ("SVC_URN_HOST", "desk_app"),
+    ],
+)
+def test_a_wrong_urn_word_stops_startup_naming_its_variable(name, value):
+    result = run_django({**PRODUCTION, name: value})
+    assert result.returncode != 0
+    assert "started" not in result.stdout
+    assert f"ImproperlyConfigured: {name} must be " in result.stderr

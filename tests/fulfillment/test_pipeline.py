@@ -17,6 +17,7 @@ import pytest
 import requests
 from django.conf import settings
 
+from partner.catalog.models import Product
 from partner.catalog.services import products_pull
 from partner.fulfillment.enqueue import ORDER_RUN_TASK
 from partner.fulfillment.models import FailureCode, Order, OrderStatus
@@ -30,16 +31,30 @@ from partner.sandbox.webhooks import webhook_deliveries_wait
 from tests.helpers.orders import order_of
 from tests.helpers.sandbox import order_placed
 from tests.helpers.service_calls import call_kind
+from tests.helpers.urn_words import any_urn_words, spelled
 from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_typical_sequence_from_webhook_to_request_completed(demo, service_calls, celery_worker_live):
+@any_urn_words  # the platform's conformance holds with its own URN words, whatever they are
+def test_typical_sequence_from_webhook_to_request_completed(urn_words, demo, service_calls, celery_worker_live):
     service_calls.clear()  # the demo pulled the products already: only the order's calls are counted
     txn = order_placed(demo, loan=2)
 
     order = order_of(txn.id, OrderStatus.REQUEST_COMPLETED)
+    # The webhook and the callback came with the URNs of these words and were handled; the product's
+    # lender instance is one of them too (the sandbox wrote it, the catalog's rules took it).
+    prefix, platform, host = spelled(urn_words)
+    transaction_type = f"{prefix}:{platform}:transaction"
+    handled = {(transaction_type, "processed"), (f"{transaction_type}:event", "processed")}
+    # (the callback's notification is finished a moment after the order it completed)
+
+    def stored():
+        return set(Notification.objects.values_list("resource_type", "state"))
+
+    wait_for(lambda: stored() == handled, message=lambda: f"{handled}, not {stored()}")
+    assert Product.objects.get(name="address-verification").access_allow == [f"{prefix}:{host}:BE11223344"]
 
     assert order.resource_id
     assert order.delivered_at and order.completed_at and order.event_id

@@ -15,6 +15,7 @@ from partner.sandbox.faults import fault_set, faults_clear
 from partner.sandbox.models import Response, UploadSlot
 from tests.helpers.orders import order_of
 from tests.helpers.sandbox import order_placed
+from tests.helpers.urn_words import any_urn_words
 from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
@@ -39,7 +40,8 @@ def appraiser(django_user_model):
     return django_user_model.objects.create_user("appraiser.ann", password="pw-ann-12345", is_staff=True)
 
 
-def test_a_staff_worked_order_from_acknowledgement_to_completion(demo, appraiser, celery_worker_live):
+@any_urn_words  # each callback is matched by the words the service uses
+def test_a_staff_worked_order_from_acknowledgement_to_completion(urn_words, demo, appraiser, celery_worker_live):
     txn = order_placed(demo, product="appraisal")
     order = order_of(txn.id, OrderStatus.WITH_STAFF)
     confirmed(order.deliveries.get(kind=DeliveryKind.ACKNOWLEDGEMENT))

@@ -16,6 +16,7 @@ conftest.py files, which may import from here; no test module imports another).
 - `service_calls`: the recorded exchanges with the service and what kind each was.
 - `staff_orders`: staff-worked orders and a staff member working one.
 - `stamp_fulfiller`: a fulfiller that lives only in the tests.
+- `urn_words`: the URN words a test runs with (the spec's, or other ones), and a test run with both.
 - `waiting`: poll until something is so (a wait, never a timing verdict).
 - `webhooks`: a notification as the service sends it.
 - `workers`: real Celery workers started and killed, the app pointed at another broker.

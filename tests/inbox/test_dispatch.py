@@ -22,6 +22,7 @@ from partner.platform.signatures import signature_compute
 from partner.platform.urns import event_resource_type, response_processed_event_type, transaction_resource_type
 from tests.helpers.orders import order_delivered
 from tests.helpers.products import LENDER_CREDENTIALS, product_create
+from tests.helpers.urn_words import OTHER_WORDS
 
 pytestmark = pytest.mark.django_db
 
@@ -205,6 +206,32 @@ def test_an_unknown_pair_is_stored_ignored_and_finished_ignored_when_replayed(
     assert notification.processed_at and notification.claimed_until is None
     assert fake_platform.calls == [] and tasks_sent == []
     assert not Order.objects.exists()
+
+
+def test_notifications_ignored_for_wrong_urn_words_are_handled_when_replayed_after_the_words_are_put_right(
+    fake_platform, tasks_sent, settings
+):
+    product_create()
+    fake_platform.transaction_add(
+        TXN,
+        request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": LENDER_CREDENTIALS},
+        product_name="address-verification",
+    )
+    # The platform's own words reach a deployment still configured with the spec's.
+    notification = received(
+        resource_type="urn:acme:lending:transaction",
+        resource_id=TXN,
+        resource_ref=f"{settings.SVC_BASE_URL}/partner/v2/transactions/{TXN}",
+    )
+    assert notification.state == NotificationState.IGNORED
+
+    for name, value in OTHER_WORDS.items():  # put right (docs/deployment.md), then replayed from the admin
+        setattr(settings, name, value)
+    assert notification_replay(notification_id=notification.pk)
+    assert notification_process(notification_id=notification.pk) == NotificationState.PROCESSED
+    # Handled now: the order opened and its transaction read (how its run goes is the pipeline's tests').
+    assert Order.objects.filter(transaction_id=TXN).exists()
+    assert fake_platform.names()[0] == "get_transaction"
 
 
 def test_a_notification_another_worker_holds_is_not_processed(fake_platform, tasks_sent):

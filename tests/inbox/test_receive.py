@@ -7,12 +7,14 @@ size and shape, the answers header for header, the middleware's work, the databa
 
 import json
 import threading
+from datetime import timedelta
 
 import pytest
 import requests
 from django.core.exceptions import ImproperlyConfigured
 from django.db import OperationalError, connection, connections
 from django.urls import resolve
+from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 import config.wsgi
@@ -262,6 +264,41 @@ def test_unknown_types_are_stored_ignored_and_never_handed_to_the_broker(signed_
     assert Notification.objects.get().state == NotificationState.IGNORED
     assert notifications_relay() == 0
     assert tasks_sent == []
+
+
+def webhooks_unhandled_counted() -> float:
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(metrics_text(scraped=False).decode())
+        for sample in family.samples
+        if sample.name == "partner_webhooks_unhandled_total"
+    )
+
+
+def test_a_webhook_of_a_type_we_do_not_handle_is_stored_answered_counted_and_shown(signed_post, staff):
+    # The service's URN words are not the configured ones: every webhook of a misconfigured profile.
+    before = webhooks_unhandled_counted()
+    foreign = raw(notification("txn-foreign", resource_type="urn:acme:lending:transaction"))
+    assert signed_post(foreign).status_code == 202
+    assert signed_post(foreign).status_code == 202  # the service's retry: stored and counted once
+    assert signed_post(raw(notification("txn-ours"))).status_code == 202  # handled: not counted
+    long_ago = Notification.objects.create(
+        dedupe_key="old", resource_type="urn:other:x", resource_id="old", event_type="created", state="ignored"
+    )
+    Notification.objects.filter(pk=long_ago.pk).update(received_at=timezone.now() - timedelta(hours=2))
+
+    stored = Notification.objects.get(resource_id="txn-foreign")
+    assert (stored.state, stored.duplicates, stored.resource_type) == ("ignored", 1, "urn:acme:lending:transaction")
+    assert webhooks_unhandled_counted() - before == 1
+
+    # The dashboard's attention list: the last hour's, with their types, linked to the inbox's list.
+    page = staff.get("/admin/dashboard/")
+    (card,) = [c for c in page.context["cards"] if c["label"] == "Webhooks of a type we do not handle"]
+    assert (card["figure"], card["alert"]) == (1, True)
+    assert card["note"] == "last hour: urn:acme:lending:transaction created (1)"
+    assert "Webhooks of a type we do not handle" in page.content.decode()
+    listed = staff.get(card["link"]).content.decode()
+    assert "txn-foreign" in listed and "txn-ours" not in listed and ">old<" not in listed
 
 
 def test_simultaneous_duplicates_are_stored_once(signed_post):

@@ -12,6 +12,7 @@ from partner.sandbox.faults import fault_set, faults_clear
 from partner.sandbox.models import Loan
 from partner.sandbox.origins import origin_create, origin_expire
 from tests.helpers.orders import result_of
+from tests.helpers.urn_words import any_urn_words, spelled
 
 pytestmark = pytest.mark.django_db
 
@@ -29,7 +30,11 @@ def proxy_get(client, origin_id, token):
     return client.get(f"/v1/origins/{origin_id}", {"partnerAccessToken": token})
 
 
-def test_valid_origin_gives_the_loan_summary_product_and_options(demo, client):
+@any_urn_words  # the sandbox lets the lender's instance order by its host URN, in those words
+def test_valid_origin_gives_the_loan_summary_product_and_options(urn_words, demo, client):
+    prefix, _, host = spelled(urn_words)
+    access = demo.products["address-verification"].data["entitlements"]["access"]
+    assert access["allow"] == [f"{prefix}:{host}:BE11223344"]
     origin_id, token = launched(demo)
     response = proxy_get(client, origin_id, token)
 

@@ -79,7 +79,7 @@ def resource_choices() -> list[tuple[str, str]]:
         urns.transaction_resource_type(): "New transaction requests",
         urns.event_resource_type(): "Response callbacks",
     }
-    return [(urn, names.get(urn, urn)) for urn in validation.webhook_resource_types()]
+    return [(urn, names.get(urn, urn)) for urn in urns.webhook_resource_types()]
 
 
 def _resource_help() -> str:

@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from partner.catalog import services
 from partner.core.errors import ApplicationError
+from partner.platform import urns
 
 
 class AccessCommand(BaseCommand):
@@ -11,7 +12,7 @@ class AccessCommand(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("product", help="Product name (or service id).")
-        parser.add_argument("instance", help="Lender instance URN, e.g. urn:svc:host:<instance id>.")
+        parser.add_argument("instance", help=f"Lender instance URN, e.g. {urns.instance_urn('<instance id>')}.")
 
     def handle(self, *args, product, instance, **options):
         try:
