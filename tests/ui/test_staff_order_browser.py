@@ -219,12 +219,11 @@ def test_a_staff_worked_appraisal_from_order_to_completion(demo, service, browse
     finally:
         staff_context.close()
 
-    # The lender downloads the final report: the bytes staff uploaded.
-    with page.expect_download(timeout=WAIT_MS) as downloading:
-        ui.get_by_role("button", name="Download appraisal-report.pdf").click()
-    assert downloading.value.suggested_filename == "appraisal-report.pdf"
-    with open(downloading.value.path(), "rb") as saved:
-        assert saved.read() == FINAL
+    # The lender opens the final report in the host's document list: the bytes staff uploaded.
+    ui.locator("#documents").get_by_role("button", name="Open appraisal-report.pdf").click()
+    link = page.locator("#documents a", has_text="appraisal-report.pdf")
+    expect(link).to_be_visible(timeout=WAIT_MS)
+    assert page.request.get(link.evaluate("(a) => a.href")).body() == FINAL
 
     assert not [message for message in page.console_messages if message.startswith("pageerror")]
     order.refresh_from_db()
