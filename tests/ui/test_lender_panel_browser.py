@@ -106,6 +106,11 @@ def test_a_corrected_address_shows_before_and_after_the_reference_and_each_steps
     expect(ui.locator("#result-text")).to_contain_text("city")
     expect(ui.locator("#findings thead th")).to_have_text(list(FINDINGS_COLUMNS.values())[:3])
     expect(ui.locator("#documents").get_by_role("button", name=re.compile(r"^Open .*\.pdf$"))).to_be_visible()
+    # The answer and its report without scrolling the host's panel; the field-by-field detail below.
+    frame = page.frame(name="partner-panel")
+    assert frame.evaluate("() => document.getElementById('documents').getBoundingClientRect().bottom") <= (
+        frame.evaluate("() => window.innerHeight")
+    )
     panel_shot("02-completed-with-findings")
 
     # A host without a document list of its own: the same report is downloaded instead.
