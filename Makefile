@@ -47,24 +47,20 @@ static: $(VENV)/.installed .env node_modules/.installed
 # product listing (the service is not up yet: the periodic pull keeps it in step later), the
 # appraisal's turnaround and staff address; the partner account its demo user signs in with (the
 # same password the sandbox user has configured); and an admin login for the staff who work
-# orders (refused outside local runs: its password is public).
+# orders, created once (a rerun keeps its password and sessions; refused outside local runs: its
+# password is public).
 demo: setup
 	$(PY) manage.py sandbox_seed --listing var/sandbox-products.json
 	$(PY) manage.py products_import var/sandbox-products.json
 	$(PY) manage.py product_settings appraisal --turnaround-hours 48 --staff-email appraisals@partner.example
 	@printf 'demo-password-1\n' | $(PY) manage.py partner_account lender.demo --company DEMO01
-	@printf 'staff-demo-password-1\n' | $(PY) manage.py staff_account staff.demo --email staff.demo@partner.example
+	@printf 'staff-demo-password-1\n' | $(PY) manage.py staff_account staff.demo --email staff.demo@partner.example --keep-existing
 
+# The processes of the Procfile under honcho; bin/run prints the links last, once each answers, and
+# ends with status 0 on Ctrl-C (a stop asked for is no error of make's).
 run: demo
-	@echo ""
-	@echo "  Host page (sandbox)   http://127.0.0.1:8000/sandbox/host/   (our panel, inside the host)"
-	@echo "  Admin                 http://127.0.0.1:8000/admin/   (python manage.py createsuperuser)"
-	@echo "  Staff login (orders)  staff.demo / staff-demo-password-1 at http://127.0.0.1:8000/admin/"
-	@echo "  Health                http://127.0.0.1:8000/healthz"
-	@echo "  Metrics               http://127.0.0.1:8000/metrics"
-	@echo ""
 	@rm -rf var/metrics  # the figures of this run's processes only (Prometheus multiprocess mode)
-	$(VENV)/bin/honcho -f Procfile start
+	@$(PY) bin/run $(VENV)/bin/honcho Procfile http://127.0.0.1:8000
 
 # The tests whose behaviour is about the queue: run again on RabbitMQ when it answers.
 QUEUE_TESTS = tests/fulfillment/test_pipeline.py tests/fulfillment/test_worker_killed.py \

@@ -36,12 +36,24 @@ _USERNAME_IDS = ("username", "user", "login", "userid", "user_id", "userName")
 _PASSWORD_IDS = ("password", "passwd", "secret")
 
 
+# The check's message when the lender sent none of the credentials the product requires: not a wrong
+# value but a missing setup, which the lender's panel explains on its own.
+NO_CREDENTIALS = "No credentials are configured for this product."
+# One wording for people: "user name" (the demo product's credential title says "User name" too).
+NOT_VALID = "The user name or password is not valid."
+
+
 @dataclass(frozen=True)
 class CredentialCheck:
     ok: bool
     account: PartnerAccount | None
     message: str
     errors: list[dict] = field(default_factory=list)
+
+    @property
+    def missing(self) -> bool:
+        """Refused because no credentials were sent at all (not because a value is wrong)."""
+        return not self.ok and self.message == NO_CREDENTIALS
 
 
 def _error(definition_key: str, code: str, message: str) -> dict:
@@ -134,7 +146,7 @@ def credentials_check(*, product: Product, credentials: dict | None) -> Credenti
         return CredentialCheck(True, None, "The product asks for no credentials.")
     if not credentials and any(d.required for d in definitions):
         errors = [_error(d.key, "required", f"{_label(d)} is required.") for d in definitions if d.required]
-        return CredentialCheck(False, None, "No credentials are configured for this product.", errors)
+        return CredentialCheck(False, None, NO_CREDENTIALS, errors)
 
     errors = [
         _error(str(key), "unknown", f"{key} is not a credential of this product.")
@@ -209,5 +221,5 @@ def _refused(product, code, username_def, password_def) -> CredentialCheck:
     # One message for an unknown user and a wrong password: no account enumeration.
     logger.info("catalog: credentials refused for product %s (%s)", product.name, code)
     fields = [d.key for d in (username_def, password_def) if d is not None]
-    errors = [_error(key, "invalid", "The username or password is not valid.") for key in fields]
-    return CredentialCheck(False, None, "The username or password is not valid.", errors)
+    errors = [_error(key, "invalid", NOT_VALID) for key in fields]
+    return CredentialCheck(False, None, NOT_VALID, errors)

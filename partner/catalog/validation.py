@@ -85,9 +85,9 @@ def webhooks_problems(value) -> list[str]:
             problems += [f"{where}: {p}" for p in url_problems(item["url"])]
         if item.get("resource") not in resource_types:
             problems.append(f"{where}: resource must be one of {', '.join(resource_types)}.")
-        events = item.get("events")
-        if not isinstance(events, list) or not events or not all(isinstance(e, str) and e for e in events):
-            problems.append(f'{where}: events must be a non-empty array of event types (e.g. "created").')
+        events_problem = formats.event_types_problem(item.get("events"))
+        if events_problem:
+            problems.append(f"{where}: {events_problem}")
         if "subscriptionId" in item and not isinstance(item["subscriptionId"], str):
             problems.append(f"{where}: subscriptionId must be a string.")
     return problems

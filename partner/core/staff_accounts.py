@@ -54,11 +54,15 @@ def _password_check(password: str, user) -> None:
         raise ApplicationError("The password is refused: " + " ".join(exc.messages)) from None
 
 
-def staff_account_set(*, username: str, password: str | None = None, email: str | None = None):
+def staff_account_set(
+    *, username: str, password: str | None = None, email: str | None = None, keep_existing: bool = False
+):
     """Create or update an order staff login; returns (user, created). The password is hashed.
 
     A superuser is refused (this makes order staff, not administrators: `createsuperuser` does
-    those), and so is a new login without a password.
+    those), and so is a new login without a password. With `keep_existing`, a login that exists is
+    left as it is (password, e-mail, sessions): `make demo` creates the demo login once, and a later
+    run logs nobody out.
     """
     username = (username or "").strip()
     if not username:
@@ -71,6 +75,8 @@ def staff_account_set(*, username: str, password: str | None = None, email: str 
             user = user_model(**{user_model.USERNAME_FIELD: username})
         elif user.is_superuser:
             raise ApplicationError(f"{username} is a superuser: this command manages order staff only.")
+        elif keep_existing:
+            return user, False
         if email is not None:
             user.email = email.strip()
         if password is not None:

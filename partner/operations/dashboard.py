@@ -82,6 +82,8 @@ def dashboard_view(request, *, site: AdminSite):
         "orders": orders,
         "cards": [*order_cards(orders, since), *now_cards(now, backlog, may_see_inbox)],
         "chart": orders_chart(f"All products: orders per day, last {days} days", orders.totals),
+        # The "By product" table's outcome columns: one header per outcome cell of each row, same order.
+        "outcome_headers": [outcome.capitalize() for outcome in OUTCOMES],
         "products": [product_row(figures, since, index=n) for n, figures in enumerate(orders.products)],
         "failures": [
             {"figures": f, "link": outcome_link("failed", **since, failure_code__exact=f.code)} for f in orders.failures

@@ -17,6 +17,25 @@ RESPONSE_COMPLETED = "completed"
 
 # Webhook resource types and event types are URNs: see partner.platform.urns.
 WEBHOOK_EVENT_CREATED = "created"
+# Every event type the service sends, of either resource type (spec: "value seen: `created`"): what a
+# webhook subscription may name.
+WEBHOOK_EVENT_TYPES = (WEBHOOK_EVENT_CREATED,)
+
+
+def event_types_problem(events) -> str | None:
+    """Why `events` is not a subscription's list of event types (None: it is): a non-empty array of
+    types the service sends, none twice."""
+    known = ", ".join(f'"{event}"' for event in WEBHOOK_EVENT_TYPES)
+    if not isinstance(events, list) or not events or not all(isinstance(e, str) and e for e in events):
+        return f"events must be a non-empty array of event types (the service sends {known})."
+    unknown = [event for event in events if event not in WEBHOOK_EVENT_TYPES]
+    if unknown:
+        names = ", ".join(f'"{event}"' for event in unknown)
+        verb = "is not an event type" if len(unknown) == 1 else "are not event types"
+        return f"{names} {verb} the service sends ({known})."
+    if len(set(events)) != len(events):
+        return "events must not repeat."
+    return None
 
 
 @dataclass(frozen=True)

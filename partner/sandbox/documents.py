@@ -219,8 +219,10 @@ def _webhooks_problems(webhooks) -> list[dict]:
             problems.append(problem(f"{where}.url", "must be an absolute http(s) URL"))
         if item.get("resource") not in known:
             problems.append(problem(f"{where}.resource", f"must be one of {sorted(known)}"))
-        if "events" in item and not _string_list(item["events"]):
-            problems.append(problem(f"{where}.events", "must be an array of strings"))
+        if "events" in item:
+            events_problem = formats.event_types_problem(item["events"])
+            if events_problem:
+                problems.append(problem(f"{where}.events", events_problem.removeprefix("events ")))
         if "subscriptionId" in item and not isinstance(item["subscriptionId"], str):
             problems.append(problem(f"{where}.subscriptionId", "must be a string"))
     return problems

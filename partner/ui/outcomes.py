@@ -7,9 +7,11 @@ staff have it and that the page follows the order if they retry it; the technica
 the admin, for staff.
 """
 
+from partner.catalog.credentials import NO_CREDENTIALS
 from partner.fulfillment.models import FailureCode
 
 CREDENTIALS = "credentials"
+CREDENTIALS_MISSING = "credentials_missing"
 LOAN_DATA = "loan_data"
 PARTNER = "partner"
 
@@ -17,26 +19,54 @@ _CAUSES = {
     FailureCode.CREDENTIALS_INVALID: CREDENTIALS,
     FailureCode.ORDER_REFUSED: LOAN_DATA,
 }
+# The words the lender's panel uses for the credential the partner gave them (the product's credential
+# titles say "User name" too): one spelling everywhere.
+USER_NAME_AND_PASSWORD = "user name and password"  # noqa: S105 - words, not a secret
+# What the lender does once the credentials are put right: open the page again (the page was refused),
+# or order again (an order failed).
+REOPEN = "close this page and open it again from the loan"
+ORDER_AGAIN = "place a new order"
 
 
-def failure_cause(code: str) -> str:
-    """credentials, loan_data or partner: who can put it right."""
-    return _CAUSES.get(code, PARTNER)
+def failure_cause(code: str, reason: str = "") -> str:
+    """credentials_missing, credentials, loan_data or partner: who can put it right."""
+    cause = _CAUSES.get(code, PARTNER)
+    if cause == CREDENTIALS and reason == NO_CREDENTIALS:
+        return CREDENTIALS_MISSING
+    return cause
 
 
-def failure_explained(*, code: str, reason: str, reference: str) -> dict:
+def credentials_missing_explained(product: str, *, then: str = REOPEN) -> dict:
+    """`{title, text, next}` when the loan application sent no credentials for the product."""
+    return {
+        "title": "No partner credentials are set up for this product",
+        "text": f"The loan application sent no {USER_NAME_AND_PASSWORD} for {product}: none are set up for you.",
+        "next": (
+            f"Ask your administrator to enter the {USER_NAME_AND_PASSWORD} the partner gave you for {product} in "
+            f"the loan application's settings, then {then}."
+        ),
+    }
+
+
+def credentials_refused_explained(product: str, reason: str, *, then: str = REOPEN) -> dict:
+    """`{title, text, next}` when the partner did not accept the credentials sent for the product."""
+    return {
+        "title": "Your partner credentials were not accepted",
+        "text": reason or "The partner did not accept the credentials sent with the order.",
+        "next": (
+            f"Ask your administrator to correct your {USER_NAME_AND_PASSWORD} for {product} in the loan "
+            f"application's settings (the ones the partner gave you), then {then}."
+        ),
+    }
+
+
+def failure_explained(*, code: str, reason: str, reference: str, product: str = "this product") -> dict:
     """`{cause, title, text, next}` for a failed order (`reference`: the partner's, when it has one)."""
-    cause = failure_cause(code)
+    cause = failure_cause(code, reason)
+    if cause == CREDENTIALS_MISSING:
+        return {"cause": cause, **credentials_missing_explained(product, then=ORDER_AGAIN)}
     if cause == CREDENTIALS:
-        return {
-            "cause": cause,
-            "title": "Your partner credentials were not accepted",
-            "text": reason or "The partner did not accept the credentials sent with the order.",
-            "next": (
-                "Ask your administrator to correct your credentials for this partner's product in the loan "
-                "application's settings (the user name and password the partner gave you), then place a new order."
-            ),
-        }
+        return {"cause": cause, **credentials_refused_explained(product, reason, then=ORDER_AGAIN)}
     if cause == LOAN_DATA:
         return {
             "cause": cause,
@@ -44,7 +74,7 @@ def failure_explained(*, code: str, reason: str, reference: str) -> dict:
             "text": reason or "The partner could not use the loan data sent with the order.",
             "next": "Correct the loan in the loan application and save it, then place a new order.",
         }
-    about = f" Quote {reference} if you contact the partner." if reference else ""
+    about = f", quoting {reference}" if reference else ""
     return {
         "cause": cause,
         "title": "The partner could not complete the order",
@@ -54,6 +84,6 @@ def failure_explained(*, code: str, reason: str, reference: str) -> dict:
         ),
         "next": (
             "You do not need to order again: this page keeps following the order and shows it if the "
-            f"partner completes it. If nothing changes within a business day, contact the partner.{about}"
+            f"partner completes it. If nothing changes within a business day, contact the partner{about}."
         ),
     }

@@ -140,17 +140,13 @@ def _requested(transaction_id: str) -> dict:
         "ordered_by": "",
         "partner_status": "",
         "findings": [],
-        "attachments": [],
+        "documents": [],
         "updated_at": None,
         "finished": False,
         "staff_worked": False,
         "due_at": None,
         "timeline": [],
     }
-
-
-def _attachment(document: dict) -> dict:
-    return {"name": document["name"], "mime_type": document["mime_type"], "resource_id": document["resource_id"]}
 
 
 def transaction_progress_get(
@@ -174,9 +170,9 @@ def transaction_progress_get(
         return _requested(transaction_id)
     step = UI_STEPS[order.status]
     timeline = transaction_timeline(order)
-    # Only what reached the lender (the timeline holds nothing else); of a staff delivery, only the
-    # documents the service has a copy of.
-    documents = [d for e in timeline for d in e["documents"] if d["resource_id"] or not order.staff_worked]
+    # Only what reached the lender (the timeline holds nothing else), the latest delivery's first; of a
+    # staff delivery, only the documents the service has a copy of.
+    documents = [d for e in reversed(timeline) for d in e["documents"] if d["resource_id"] or not order.staff_worked]
     delivered = bool(timeline)
     # The partner's last word is that of the latest delivery (for a staff-worked order, not the
     # acknowledgement's); before anything was delivered, the acknowledgement's or nothing.
@@ -206,7 +202,7 @@ def transaction_progress_get(
         "partner_status": partner_status,
         # What the partner found, once it reached the lender (a failed delivery's findings did not).
         "findings": list(order.findings or []) if delivered and not order.staff_worked else [],
-        "attachments": [_attachment(d) for d in documents],
+        "documents": documents,
         "updated_at": order.updated_at.isoformat(),
         "finished": step in FINISHED_STEPS,
         "staff_worked": order.staff_worked,

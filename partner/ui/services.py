@@ -19,6 +19,7 @@ from partner.platform.errors import RequestRefused, ServiceError
 from partner.ui.errors import OriginProblem
 from partner.ui.forms import order_options_schema
 from partner.ui.loans import loan_summary, text
+from partner.ui.outcomes import credentials_missing_explained, credentials_refused_explained
 
 LOAN_NOT_FOUND = "loan object was not found"
 
@@ -113,8 +114,14 @@ def origin_context_fetch(*, origin_id: str, partner_access_token: str) -> Origin
     check = credentials_check(product=product, credentials=origin.credentials or {})
     if not check.ok:
         # The product's name lets the page say whose credentials to fix; nothing of the values.
+        # `missing`: none were sent (a setup to make, not a value to correct): explained on its own.
         listing = product.listing_name or product.name
-        raise OriginProblem(check.message, extra={"status": check.message, "product": listing}, status_code=401)
+        if check.missing:
+            explained = credentials_missing_explained(listing)
+        else:
+            explained = credentials_refused_explained(listing, check.message)
+        body = {"status": check.message, "product": listing, "missing": check.missing, **explained}
+        raise OriginProblem(check.message, extra=body, status_code=401)
 
     loan = loan_summary(origin.loan)
     summary = _summary(origin, product, loan=loan)

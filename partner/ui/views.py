@@ -28,6 +28,8 @@ from rest_framework.views import APIView
 
 from partner.core.framing import embeddable
 from partner.core.ratelimits import address_rate_limited
+from partner.fulfillment.automated.fulfillers.base import FINDINGS_COLUMNS, REFERENCE_LABEL, TRANSACTION_ID_LABEL
+from partner.ui.contact import partner_contact
 from partner.ui.errors import DocumentNotShown, UiRefused
 from partner.ui.forms import order_options_form_class
 from partner.ui.panel_sessions import (
@@ -93,6 +95,13 @@ class EmbedPage(TemplateView):
         context["staff_poll_ms"] = int(settings.UI_STAFF_POLL_SECONDS * 1000)
         # Opened on its own, the page says where it opens: in local runs, the sandbox's host page too.
         context["host_page_url"] = reverse("sandbox:host-page") if settings.SANDBOX_ENABLED else ""
+        # Who to contact, wherever a text says to: the respondingParty our responses name.
+        context["contact"] = partner_contact()
+        # The title until the product is known (then the product's name), and the words the report uses.
+        context["partner_name"] = settings.PARTNER_NAME
+        context["findings_columns"] = FINDINGS_COLUMNS
+        context["reference_label"] = REFERENCE_LABEL
+        context["transaction_id_label"] = TRANSACTION_ID_LABEL
         return context
 
 
@@ -142,8 +151,9 @@ class ErrorsSerializer(serializers.Serializer):
 class OriginProxyApi(APIView):
     """GET /v1/origins/{id}?partnerAccessToken=…: what the UI shows about the origin, never its credentials.
 
-    200 with the loan summary, product and order options; 401 `{"status"}` when
-    the lender's credentials are invalid; `{"errors": [...]}` when the service
+    200 with the loan summary, product and order options; 401 `{"status", "product",
+    "missing", "title", "text", "next"}` when the lender's credentials are missing
+    (`missing` true) or not accepted, in words; `{"errors": [...]}` when the service
     refuses the origin (401 when it has expired: renew it and ask again; 502
     otherwise) or the loan is missing (404).
     """
@@ -255,12 +265,16 @@ class TransactionProgressApi(APIView):
             child=serializers.DictField(), help_text="label, before, after, changed: what the partner found"
         )
         partner_status = serializers.CharField(allow_blank=True, help_text="the partner's last word to the lender")
-        attachments = serializers.ListField(child=serializers.DictField(), help_text="name, mime_type, resource_id")
+        documents = LenderDocumentSerializer(
+            many=True, help_text="every document that reached the lender, the latest delivery's first"
+        )
         updated_at = serializers.DateTimeField(allow_null=True)
         finished = serializers.BooleanField(help_text="nothing more will change: completed or declined")
         staff_worked = serializers.BooleanField(help_text="worked by staff: the timeline grows over hours or days")
         due_at = serializers.DateTimeField(allow_null=True, help_text="when the partner expects to deliver")
-        timeline = TimelineEntrySerializer(many=True, help_text="what reached the service, oldest first")
+        timeline = TimelineEntrySerializer(
+            many=True, help_text="what reached the service, oldest first (the page shows it newest first)"
+        )
 
     @extend_schema(
         operation_id="ui_transaction_progress",

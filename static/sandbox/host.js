@@ -4,7 +4,8 @@
  * It answers the guest library's postMessage protocol the way the host does
  * (../shared/notes/host-js-api-protocol.md): object:get gets the descriptor of
  * "transaction", object:invoke runs getOrigin / refreshOrigin / create / close /
- * openResource and answers {type: "value", value}, failures go back as
+ * openResource (offered while its box is ticked: a host may have no document
+ * list) and answers {type: "value", value}, failures go back as
  * exception strings. Messages are only accepted from the frame we created and
  * from the partner UI's origin. Origins and transactions come from the
  * sandbox's host-side JSON API. Every message is written to a visible log.
@@ -289,9 +290,13 @@
     }
   };
 
+  // The functions the host offers; openResource only while the page's box says this host has a document list.
   function descriptor(objectId) {
     var object = objects[objectId];
-    return { type: "object", object: { objectId: objectId, functions: Object.keys(object.functions), events: object.events } };
+    var functions = Object.keys(object.functions).filter(function (name) {
+      return name !== "openResource" || $("offers-open-resource").checked;
+    });
+    return { type: "object", object: { objectId: objectId, functions: functions, events: object.events } };
   }
 
   function post(target, message) {

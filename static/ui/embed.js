@@ -13,11 +13,15 @@
  * service no call. It is renewed with the origin (refreshOrigin, then the proxy
  * again), ahead of time and whenever our back-end says it has ended.
  *
- * An existing order shows its steps; a staff-worked one also its timeline (what
- * the partner sent, oldest first, each entry with its documents) and when it is
- * expected. Documents download with fetch and the panel session header, then a
- * Blob URL: no token ever goes into an address (and so into no access log), and
- * the page's CSP needs nothing more.
+ * An existing order shows its result first (where it stands, what the partner
+ * found or delivered, every document delivered), then, for a staff-worked one,
+ * its timeline newest first (what the partner sent, each entry with its
+ * documents). A document opens in the loan application's documents where the
+ * host offers that (openResource, with the service's copy), and downloads
+ * otherwise: with fetch and the panel session header, then a Blob URL, so no
+ * token ever goes into an address (and so into no access log), and the page's
+ * CSP needs nothing more. Whatever text says to contact the partner has the
+ * partner's phone and e-mail under it.
  *
  * Every piece of loan or service data reaches the DOM through textContent or
  * attributes, never as markup.
@@ -61,7 +65,7 @@
     context: null,       // what the origin proxy returned
     pollTimer: null,
     lastStep: null,
-    lastAttachments: "",
+    lastDocuments: "",
     timelineIds: []      // the timeline entries on the page, in order
   };
 
@@ -95,18 +99,43 @@
     show(["loading"]);
   }
 
-  function showProblem(title, text, next, retry) {
+  // `link` ({href, text}), when given, follows the next step as a link.
+  function showProblem(title, text, next, retry, link) {
     stopPolling();
     $("problem-title").textContent = title;
     $("problem-text").textContent = text || "";
     $("problem-next").textContent = next || "";
+    if (link && link.href) {
+      $("problem-next").appendChild(document.createTextNode(" "));
+      $("problem-next").appendChild(el("a", { href: link.href, target: "_top" }, link.text));
+      $("problem-next").appendChild(document.createTextNode("."));
+    }
     var button = $("problem-retry");
     button.hidden = !retry;
     button.onclick = retry || null;
     show(["problem"]);
+    contactsShow();
     app.setAttribute("data-state", "problem");
     $("problem-title").focus();
     announce(title);
+  }
+
+  // The partner's phone and e-mail under every shown text that says to contact the partner.
+  function contactsShow() {
+    document.querySelectorAll("[data-contact]").forEach(function (line) {
+      var block = line.parentNode;
+      var says = Array.prototype.some.call(block.children, function (node) {
+        return node !== line && /contact/i.test(node.textContent);
+      });
+      line.hidden = !says;
+    });
+  }
+
+  // The page's title and heading: the product's name, once the page knows it.
+  function titleSet(name) {
+    if (!name) { return; }
+    $("title").textContent = name;
+    document.title = name;
   }
 
   function withTimeout(promise, ms, message) {
@@ -128,10 +157,6 @@
   // ---- the host and the origin ------------------------------------------------
 
   function hostConnect() {
-    if (window.parent === window) {
-      // The guest library talks to the parent window only: standalone, nobody would answer.
-      return Promise.reject(new Error("This page was opened on its own, outside the loan application."));
-    }
     if (!window.elli || !window.elli.script) {
       return Promise.reject(new Error("The loan application's scripting library did not load."));
     }
@@ -244,12 +269,15 @@
   function showBackendProblem(response, body, retry) {
     var productName = state.context && state.context.product ? state.context.product.listingName : (body && body.product) || "this product";
     if (response.status === 401 && body && typeof body.status === "string") {
-      // Trying again would send the same credentials: no button, but what to change and where.
+      // Trying again would send the same credentials: no button, but what to change and where. Missing
+      // credentials and refused ones are told apart by the back-end, which words both.
+      titleSet(body.product);
+      app.setAttribute("data-credentials", body.missing ? "missing" : "refused");
       showProblem(
-        "Your partner credentials were not accepted",
-        body.status,
-        "Ask your administrator to correct your user name and password for " + productName +
-          " in the loan application's settings (the ones the partner gave you), then close this page and open it again from the loan.",
+        body.title || "Your partner credentials were not accepted",
+        body.text || body.status,
+        body.next || ("Ask your administrator to correct your user name and password for " + productName +
+          " in the loan application's settings, then close this page and open it again from the loan."),
         null
       );
       return;
@@ -297,8 +325,7 @@
       list.appendChild(el("dd", {}, row[1]));
     });
     var product = context.product || {};
-    $("title").textContent = product.listingName || product.name || "Partner order";
-    document.title = $("title").textContent;
+    titleSet(product.listingName || product.name);
     var user = context.user || {};
     $("subtitle").textContent = [user.name, user.organization].filter(Boolean).join(" · ");
   }
@@ -575,6 +602,7 @@
     renderFailure(progress);
     $("declined").hidden = progress.step !== "declined";
     $("declined-reason").textContent = progress.step === "declined" ? (progress.reason || "The partner gave no reason.") : "";
+    contactsShow();
   }
 
   function stepTime(iso) {
@@ -593,29 +621,50 @@
     $("failure-next").textContent = failure ? (failure.next || "") : "";
   }
 
-  // The partner's reference, when and by whom it was placed, and the platform's order number.
+  // One identifier for people: our reference, in the title. When and by whom it was placed below it;
+  // the service's transaction id only at the foot, for the partner's support.
   function renderFacts(progress, transactionId) {
-    var list = $("order-facts");
-    list.textContent = "";
-    var rows = [];
-    if (progress.reference_number) { rows.push(["Reference", progress.reference_number]); }
+    $("transaction-title").textContent = progress.reference_number ? "Order " + progress.reference_number : "Your order";
+    var meta = [];
     if (progress.ordered_at) {
-      rows.push(["Ordered", timeText(progress.ordered_at) + (progress.ordered_by ? " by " + progress.ordered_by : "")]);
+      meta.push("Ordered " + timeText(progress.ordered_at) + (progress.ordered_by ? " by " + progress.ordered_by : ""));
     }
-    rows.push(["Order number", transactionId]);
-    rows.forEach(function (row) {
-      list.appendChild(el("dt", {}, row[0]));
-      var platformNumber = row[0] === "Order number";
-      list.appendChild(el("dd", { "class": platformNumber ? "muted" : null, id: platformNumber ? "transaction-id" : null }, row[1]));
-    });
-    if (progress.reference_number) { $("transaction-title").textContent = "Order " + progress.reference_number; }
+    if (!progress.reference_number) { meta.push("The partner gives it a reference once they receive it."); }
+    $("order-meta").textContent = meta.join(". ") + (meta.length ? "." : "");
+    $("transaction-id").textContent = transactionId;
+    $("support").hidden = !transactionId;
+  }
+
+  // The result's heading and the partner's last word: what a lender looks for first.
+  var RESULT_TITLES = {
+    requested: "Waiting for the partner",
+    in_progress: "The partner is working on the order",
+    delivered: "Delivered",
+    completed: "Completed"
+  };
+  var RESULT_TEXTS = {
+    requested: "The partner has not picked up the order yet.",
+    in_progress: "The results appear here as soon as the partner delivers them.",
+    delivered: "The results were sent to the loan application.",
+    completed: "The results are in the loan application."
+  };
+
+  function renderResult(progress) {
+    var ended = END_STEPS.hasOwnProperty(progress.step);
+    $("result").setAttribute("data-step", progress.step);
+    $("result-title").hidden = ended;  // a failed or declined order says so in its own box
+    $("result-title").textContent = ended ? "" : (RESULT_TITLES[progress.step] || progress.step);
+    var text = ended ? "" : (progress.partner_status || RESULT_TEXTS[progress.step] || "");
+    $("result-text").textContent = text;
+    $("result-text").hidden = !text;
+    // A failed or declined order with nothing delivered says so above: no empty "Documents" under it.
+    $("documents-block").hidden = ended && !(progress.documents || []).length;
   }
 
   // Before and after, field by field, once the results reached the lender; the report is under Documents.
   function renderFindings(progress) {
     var findings = progress.findings || [];
     $("findings-block").hidden = findings.length === 0;
-    $("findings-summary").textContent = findings.length ? (progress.partner_status || "") : "";
     var body = $("findings").querySelector("tbody");
     body.textContent = "";
     findings.forEach(function (finding) {
@@ -689,30 +738,40 @@
     return item;
   }
 
+  // One behaviour for every document, of any product: "Open" puts it in front of the lender in the loan
+  // application's documents where the host offers that (it holds the service's copy); "Download"
+  // otherwise; once the file is gone here (retention), where to find it.
   function documentItem(doc) {
     var li = el("li", { "class": "document", "data-document-id": doc.id });
     var about = el("span", { "class": "document-about" });
     about.appendChild(el("span", { "class": "name" }, doc.name));
     about.appendChild(el("span", { "class": "muted" }, " " + [kindText(doc.mime_type), sizeText(doc.size)].filter(Boolean).join(", ")));
     li.appendChild(about);
-    if (doc.download_url) {
-      var button = el("button", { type: "button", "class": "button small", "aria-label": "Download " + doc.name }, "Download");
+    var button = null;
+    if (hostOpens() && doc.resource_id) {
+      button = el("button", { type: "button", "class": "button small", "aria-label": "Open " + doc.name, "data-action": "open" }, "Open");
+      button.addEventListener("click", function () { documentOpen(doc, button); });
+    } else if (doc.download_url) {
+      button = el("button", { type: "button", "class": "button small", "aria-label": "Download " + doc.name, "data-action": "download" }, "Download");
       button.addEventListener("click", function () { documentDownload(doc, button); });
-      li.appendChild(button);
-    } else {
-      li.appendChild(el("span", { "class": "muted" }, " No longer available here: see the loan's documents in the loan application."));
+    }
+    if (button) { li.appendChild(button); } else {
+      li.appendChild(el("span", { "class": "muted" }, " In the loan's documents in the loan application."));
     }
     return li;
   }
 
-  // Entries never change once sent: new ones are appended (the list's live region reads them out),
-  // and the list is rebuilt only if what is on the page is not the start of the answer.
+  function hostOpens() {
+    return Boolean(state.host && typeof state.host.openResource === "function");
+  }
+
+  // Newest first. Entries never change once sent: new ones go on top (the list's live region reads
+  // them out), and the list is rebuilt only if what is on the page is not the start of the answer.
   function renderTimeline(progress) {
     var staff = Boolean(progress.staff_worked);
     $("timeline-block").hidden = !staff;
-    $("attachments-block").hidden = staff;
     if (!staff) { return; }
-    var entries = progress.timeline || [];
+    var entries = progress.timeline || [];  // oldest first, as the back-end sends them
     var list = $("timeline");
     var ids = entries.map(function (entry) { return entry.id; });
     var kept = state.timelineIds.every(function (id, index) { return ids[index] === id; });
@@ -721,7 +780,7 @@
       list.textContent = "";
       state.timelineIds = [];
     }
-    entries.slice(state.timelineIds.length).forEach(function (entry) { list.appendChild(timelineEntry(entry)); });
+    entries.slice(state.timelineIds.length).forEach(function (entry) { list.insertBefore(timelineEntry(entry), list.firstChild); });
     state.timelineIds = ids;
     $("timeline-empty").hidden = entries.length > 0;
     // What was there when the order opened is not read out; what arrives from now on is.
@@ -763,34 +822,23 @@
     });
   }
 
-  function renderAttachments(attachments) {
-    var key = JSON.stringify(attachments);
-    if (key === state.lastAttachments) { return; }
-    state.lastAttachments = key;
-    var list = $("attachments");
+  // Every document that reached the lender, the latest delivery's first, in the result.
+  function renderDocuments(documents) {
+    var key = JSON.stringify(documents) + hostOpens();
+    if (key === state.lastDocuments) { return; }
+    state.lastDocuments = key;
+    var list = $("documents");
     list.textContent = "";
-    $("attachments-empty").hidden = attachments.length > 0;
-    attachments.forEach(function (item) {
-      var li = el("li", { "class": "attachment" });
-      li.appendChild(el("span", { "class": "name" }, item.name));
-      li.appendChild(el("span", { "class": "muted" }, " " + (item.mime_type === "application/pdf" ? "PDF" : (item.mime_type || ""))));
-      if (state.host && typeof state.host.openResource === "function" && item.resource_id) {
-        var button = el("button", { type: "button", "class": "button small", "aria-label": "Open " + item.name }, "Open");
-        button.addEventListener("click", function () { attachmentOpen(item, button); });
-        li.appendChild(button);
-      } else {
-        li.appendChild(el("span", { "class": "muted" }, " In the loan's documents in the loan application."));
-      }
-      list.appendChild(li);
-    });
+    $("documents-empty").hidden = documents.length > 0;
+    documents.forEach(function (doc) { list.appendChild(documentItem(doc)); });
   }
 
-  function attachmentOpen(item, button) {
+  function documentOpen(doc, button) {
     button.disabled = true;
-    withTimeout(state.host.openResource({ id: item.resource_id, name: item.name, mimeType: item.mime_type }),
+    withTimeout(state.host.openResource({ id: doc.resource_id, name: doc.name, mimeType: doc.mime_type }),
       HOST_TIMEOUT_MS, "The loan application did not open the document.")
-      .then(function () { announce("Opened " + item.name + "."); })
-      .catch(function (error) { announce("Could not open " + item.name + ": " + errorText(error) + " Try again."); })
+      .then(function () { announce("Opened " + doc.name + " in the loan's documents."); })
+      .catch(function (error) { announce("Could not open " + doc.name + ": " + errorText(error) + " Try again."); })
       .finally(function () { button.disabled = false; });
   }
 
@@ -836,10 +884,11 @@
   function renderProgress(progress, transactionId) {
     renderFacts(progress, transactionId);
     renderSteps(progress);
+    renderResult(progress);
     renderFindings(progress);
     renderDue(progress);
+    renderDocuments(progress.documents || []);
     renderTimeline(progress);
-    renderAttachments(progress.attachments || []);
     app.setAttribute("data-step", progress.step);
     if (progress.step !== state.lastStep) {
       state.lastStep = progress.step;
@@ -851,12 +900,11 @@
 
   function showTransaction(transactionId) {
     state.lastStep = null;
-    state.lastAttachments = "";
+    state.lastDocuments = "";
     state.timelineIds = [];
     $("timeline").textContent = "";
     $("timeline").setAttribute("aria-live", "off");
-    $("transaction-title").textContent = "Your order";
-    renderProgress({ step: "requested", attachments: [] }, transactionId);
+    renderProgress({ step: "requested", documents: [] }, transactionId);
     // The order's progress comes first; the loan it is for below it (DOM order = reading and focus order).
     app.insertBefore($("transaction"), $("loan"));
     show(["loan", "transaction"]);
@@ -867,7 +915,21 @@
 
   // ---- start ---------------------------------------------------------------------------
 
+  // Opened on its own (not framed), nobody can answer the guest library, which talks to the parent
+  // window only: say so at once, with where the page opens (a link to the sandbox's host page in local runs).
+  function showOutside() {
+    showProblem(
+      "Open this page from the loan application",
+      "This is the partner's order page. It opens inside the loan application, which shares the loan with it; on its own it has no loan to show.",
+      "In the loan application, open the loan, go to its services and choose this partner's product." +
+        (cfg.hostPageUrl ? " For a local trial:" : ""),
+      null,
+      cfg.hostPageUrl ? { href: cfg.hostPageUrl, text: "open the sandbox host page" } : null
+    );
+  }
+
   function start() {
+    if (window.parent === window) { showOutside(); return; }
     stopPolling();
     setLoading("Connecting to the loan application…");
     app.setAttribute("data-state", "loading");
@@ -893,17 +955,6 @@
         });
       })
       .catch(function (error) {
-        if (window.parent === window) {
-          // Opened on its own: no retry can work here; say where it opens.
-          showProblem(
-            "Open this page from the loan application",
-            "This is the partner's order page. It opens inside the loan application, which shares the loan with it; on its own it has no loan to show.",
-            "In the loan application, open the loan, go to its services and choose this partner's product." +
-              (cfg.hostPageUrl ? " For a local trial, open the sandbox host page: " + cfg.hostPageUrl : ""),
-            null
-          );
-          return;
-        }
         showProblem(
           "The order page could not start",
           errorText(error),

@@ -162,6 +162,12 @@ def test_removed_rows_are_left_out(staff_client, listed):
     [
         ({"webhooks-0-url": "ftp://partner.example.com/hooks"}, "field-url", "is not a valid http(s) URL"),
         ({"webhooks-0-events": " , "}, "field-events", "This field is required."),
+        (
+            {"webhooks-0-events": "created, exploded"},
+            "field-events",
+            '"exploded" is not an event type the service sends ("created").',
+        ),
+        ({"webhooks-0-events": "created, created"}, "field-events", "events must not repeat."),
         ({"webhooks-0-resource": "urn:svc:nope"}, "field-resource", "Select a valid choice"),
         ({"access_allow-0-urn": "urn:svc:lender:BE1"}, "field-urn", "is not a lender instance URN"),
         ({"data_transaction-0-request_types": "new request"}, "field-request_types", "is not a request type"),

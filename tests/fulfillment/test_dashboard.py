@@ -2,6 +2,7 @@
 
 import re
 from datetime import datetime, time, timedelta
+from html.parser import HTMLParser
 
 import pytest
 from django.contrib.auth.models import Permission
@@ -299,3 +300,78 @@ def test_durations_read_at_a_glance():
         "2 h 1 min",
         "3 d 4 h",
     ]
+
+
+class _TableReader(HTMLParser):
+    """The header texts and each body row's cell texts of the table inside `<div id="{section}">`."""
+
+    def __init__(self, section: str):
+        super().__init__()
+        self.section, self.depth, self.in_table = section, 0, False
+        self.headers, self.rows, self.cell, self.row = [], [], None, None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "div" and dict(attrs).get("id") == self.section:
+            self.depth = 1
+        elif tag == "div" and self.depth:
+            self.depth += 1
+        if not self.depth:
+            return
+        if tag == "table":
+            self.in_table = True
+        elif self.in_table and tag == "tr":
+            self.row = []
+        elif self.in_table and tag in ("th", "td"):
+            self.cell = []
+
+    def handle_endtag(self, tag):
+        if tag == "div" and self.depth:
+            self.depth -= 1
+        if not self.in_table:
+            return
+        if tag in ("th", "td") and self.cell is not None:
+            self.row.append(" ".join("".join(self.cell).split()))
+            self.cell = None
+        elif tag == "tr" and self.row is not None:
+            if self.headers:
+                self.rows.append(self.row)
+            else:
+                self.headers = self.row
+            self.row = None
+        elif tag == "table":
+            self.in_table = False
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell.append(data)
+
+
+def table_of(page: str, section: str) -> tuple[list[str], list[dict]]:
+    reader = _TableReader(section)
+    reader.feed(page)
+    return reader.headers, [dict(zip(reader.headers, row, strict=True)) for row in reader.rows]
+
+
+def test_the_by_product_table_has_one_header_per_cell_each_over_its_own_figure(staff, orders):
+    order("declined-1", ADDRESS, OrderStatus.DECLINED, created_at=days_ago(1))
+    window = orders_window(days=14)
+
+    headers, rows = table_of(staff.get(URL).content.decode(), "products")
+
+    assert headers[:6] == ["Product", "Completed", "Failed", "Declined", "Open", "Total"]
+    expected = {
+        figures.product: {
+            "Product": figures.product,
+            **{outcome.capitalize(): str(figures.counts[outcome]) for outcome in ("completed", "failed", "declined")},
+            "Open": str(figures.counts["open"]),
+            "Total": str(figures.total),
+        }
+        for figures in window.products
+    }
+    assert len(rows) == 2
+    for row in rows:  # zip(strict=True) above: as many cells as headers in every row
+        mine = expected[row["Product"]]
+        assert {header: row[header] for header in mine} == mine
+    by_name = {row["Product"]: row for row in rows}
+    assert (by_name[ADDRESS]["Declined"], by_name[ADDRESS]["Open"], by_name[ADDRESS]["Total"]) == ("1", "1", "9")
+    assert by_name[ADDRESS]["To delivery p50"] != "" and by_name[DISCLOSURE]["Failed"] == "1"

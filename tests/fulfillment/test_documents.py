@@ -86,13 +86,13 @@ def test_report_shows_ids_date_property_checks_and_source():
         "Keystone Property Data, Inc.",
         "100 Market Street, Suite 400",
         "San Francisco, CA 94105",
-        "Transaction: txn-doc-1",
-        "Reference number: AV-0123456789",
+        "Transaction ID (for support): txn-doc-1",
+        "Reference: AV-0123456789",
         "Date: 2026-03-14 09:26 UTC",
         "Result: Address corrected: city",
         "Subject property",
-        "As received",
-        "As corrected",
+        "As sent",
+        "As found",
         "Oakland",
         "San Francisco",
         "Checks",
@@ -130,7 +130,7 @@ def test_long_report_breaks_onto_more_pages():
 
 def test_markup_like_text_is_drawn_literally():
     texts = shown_texts(address_report_pdf(report(transaction_id="**txn** (x) \\ y"), compress=False))
-    assert "Transaction: **txn** (x) \\ y" in texts
+    assert "Transaction ID (for support): **txn** (x) \\ y" in texts
 
 
 @pytest.mark.parametrize(
@@ -184,8 +184,8 @@ def test_fulfiller_report_holds_what_was_checked():
     assert pdf.startswith(b"%PDF-") and page_count(pdf) == 1
     texts = shown_texts(decompressed(pdf))
     for expected in [
-        "Transaction: txn-Zoë",
-        f"Reference number: {result.response['referenceNumber']}",
+        "Transaction ID (for support): txn-Zoë",
+        f"Reference: {result.response['referenceNumber']}",
         "Result: Address corrected: city, county",
         "94103-0001",
         "94103 San Francisco, CA",

@@ -44,7 +44,7 @@ def report_text(prop) -> str:
 def row(text: str, label: str) -> str:
     """The property table's line of one field: the label, as received, as corrected, changed."""
     lines = text.splitlines()
-    table = lines[lines.index("Field As received As corrected Changed") + 1 : lines.index("Checks")]
+    table = lines[lines.index("Field As sent As found Changed") + 1 : lines.index("Checks")]
     (line,) = [line for line in table if line.startswith(label + " ")]
     return line
 

@@ -140,3 +140,18 @@ def test_put_refusals(api, sandbox):
     unknown = api.put(api.url("/partner/v2/products/no-such-product"), json=document, timeout=10)
     assert unknown.status_code == 404
     assert Product.objects.get(pk=product.pk).data == product.data
+
+
+def test_a_subscription_to_an_event_type_the_service_never_sends_is_refused(api, sandbox):
+    url, product = _product(api, sandbox)
+    document = _listed(api)
+    subscription = {"url": "https://partner.example.com/v1/webhooks", "resource": urns.transaction_resource_type()}
+    document["webhooks"] = [{**subscription, "events": ["created", "exploded"]}]
+    refused = api.put(url, json=document, timeout=10)
+    assert refused.status_code == 400, refused.text
+    (problem,) = refused.json()["problems"]
+    assert problem["field"] == "webhooks[0].events"
+    assert problem["message"].startswith('"exploded" is not an event type the service sends')
+    assert Product.objects.get(pk=product.pk).data == product.data
+    document["webhooks"] = [{**subscription, "events": ["created"]}]
+    assert api.put(url, json=document, timeout=10).status_code == 200

@@ -92,7 +92,7 @@ def test_the_seed_adds_the_appraisal_product_to_the_sandbox(db):
 
 
 def test_make_demo_fills_our_catalog_and_the_staff_login_before_the_service_is_up(
-    db, tmp_path, monkeypatch, service_calls, settings
+    db, client, tmp_path, monkeypatch, service_calls, settings
 ):
     settings.DEBUG = True  # as in a local run (.env.example); the test runner turns it off
     monkeypatch.chdir(tmp_path)  # the recipe's var/ file lands here
@@ -110,20 +110,25 @@ def test_make_demo_fills_our_catalog_and_the_staff_login_before_the_service_is_u
 
     staff = get_user_model().objects.get(username=DEMO_STAFF_USERNAME)
     assert staff.check_password(DEMO_STAFF_PASSWORD) and staff.is_staff and not staff.is_superuser
+    client.force_login(staff)  # staff.demo at work in the admin while make run starts again
 
     for line in recipe("demo"):  # make run again: the same rows, nothing doubled
         manage_py_run(line)
     assert Product.objects.filter(name=APPRAISAL).count() == 1
     assert get_user_model().objects.filter(username=DEMO_STAFF_USERNAME).count() == 1
+    # The login was only created when missing: its password was not set again, its session lives on.
+    assert get_user_model().objects.get(username=DEMO_STAFF_USERNAME).password == staff.password
+    assert client.get(reverse("admin:index")).status_code == 200
 
 
 def test_make_run_prints_the_staff_login_make_demo_creates():
-    printed = "\n".join(recipe("run"))
+    printed = (ROOT / "bin" / "run").read_text()  # make run's links are bin/run's
+    assert any("bin/run" in line for line in recipe("run"))
     assert re.search(rf"{re.escape(DEMO_STAFF_USERNAME)} / {re.escape(DEMO_STAFF_PASSWORD)}", printed)
     created = [line for line in recipe("demo") if "staff_account" in line]
     assert created == [
         f"printf '{DEMO_STAFF_PASSWORD}\\n' | $(PY) manage.py staff_account {DEMO_STAFF_USERNAME} "
-        "--email staff.demo@partner.example"
+        "--email staff.demo@partner.example --keep-existing"
     ]
 
 

@@ -43,7 +43,7 @@ def test_new_order_reaches_completed_with_the_pdf(demo, service, page, shot):
     shot("03-transaction-requested")
 
     expect(ui.locator("#app")).to_have_attribute("data-step", "completed", timeout=90_000)
-    expect(ui.locator("#attachments")).to_contain_text(".pdf")
+    expect(ui.locator("#documents")).to_contain_text(".pdf")
     expect(ui.locator("li.step.done")).to_have_count(4)
     expect(ui.locator("#announce")).to_contain_text("Completed")
     shot("04-transaction-completed")
@@ -123,11 +123,17 @@ def test_failed_transaction_shows_the_reason(demo, service, page, shot):
 
 
 def test_page_opened_outside_the_host_says_what_to_do(demo, service, page, shot):
-    page.goto(f"{service.url}/")
-    expect(page.locator("#app")).to_have_attribute("data-state", "problem", timeout=WAIT_MS)
+    page.goto(f"{service.url}/", wait_until="domcontentloaded")
+    # At once: decided as the page's script starts, before anything is asked of a host (no host timeout).
+    assert page.locator("#app").get_attribute("data-state") == "problem"
     expect(page.locator("#problem-title")).to_have_text("Open this page from the loan application")
     expect(page.locator("#problem-next")).to_contain_text("open the loan")
-    expect(page.locator("#problem-next")).to_contain_text("/sandbox/host/")  # a local run: the sandbox's host page
+    # A local run: the sandbox's host page, as a link that opens it.
+    link = page.locator("#problem-next a")
+    expect(link).to_have_attribute("href", "/sandbox/host/")
+    link.click()
+    expect(page.locator("#host-status")).to_contain_text("Ready", timeout=WAIT_MS)
+    page.go_back()
     expect(page.locator("#problem-retry")).to_be_hidden()  # no retry can work outside the host
     shot("15-outside-the-host")
 
@@ -176,14 +182,24 @@ def test_origin_is_renewed_before_it_expires(demo, service, page, settings):
     order_placed(host)
 
 
-@pytest.mark.parametrize("user", ["lender.wrong", "lender.nocreds"])
-def test_invalid_credentials_are_shown_clearly(demo, service, page, shot, user):
+@pytest.mark.parametrize(
+    ("user", "title"),
+    [
+        ("lender.wrong", "Your partner credentials were not accepted"),
+        ("lender.nocreds", "No partner credentials are set up for this product"),  # none: not "wrong"
+    ],
+)
+def test_invalid_credentials_are_shown_clearly(demo, service, page, shot, user, title):
     host = Host(page, service.url).open()
     ui = host.launch_new(user=user)
     app_state(ui, "problem")
-    expect(ui.locator("#problem-title")).to_have_text("Your partner credentials were not accepted")
+    expect(ui.locator("#problem-title")).to_have_text(title)
     expect(ui.locator("#problem-next")).to_contain_text("administrator")
     expect(ui.locator("#problem-next")).to_contain_text("user name and password")
+    expect(ui.locator("#app")).not_to_contain_text("username")
+    # The page is the product's, in its heading and its title, even when refused.
+    expect(ui.locator("#title")).to_have_text("Address Verification")
+    assert page.frame(name="partner-panel").title() == "Address Verification"
     # Trying again would send the same credentials: no button, only what to change.
     expect(ui.locator("#problem-retry")).to_be_hidden()
     expect(ui.locator("#order")).to_be_hidden()
@@ -303,16 +319,19 @@ def test_staff_worked_order_shows_its_timeline_and_downloads_a_document(
 
     page.set_viewport_size({"width": 320, "height": 900})
     host = Host(page, service.url).open()
+    page.uncheck("#offers-open-resource")  # a host without a document list: the panel downloads
     page.locator(f"tr[data-transaction-id='{transaction.id}']").get_by_role("button").click()
     ui = host.ui
     app_state(ui, "transaction")
     entries = ui.locator("#timeline > li")
     expect(entries).to_have_count(3, timeout=WAIT_MS)
-    expect(entries.locator("h4")).to_have_text(["Order received", "Status update", "Partial delivery"])
+    expect(entries.locator("h4")).to_have_text(["Partial delivery", "Status update", "Order received"])  # newest first
     expect(entries.nth(1)).to_contain_text("Inspection booked for Tuesday")
     expect(entries.nth(1).locator("time")).to_have_attribute("datetime", re.compile(r"^\d{4}-\d\d-\d\dT"))
     expect(ui.locator("#due")).to_contain_text("Expected by")
-    expect(ui.locator("#attachments-block")).to_be_hidden()
+    expect(ui.locator("#result-text")).to_have_text("Draft report attached")  # the latest word, on top
+    expect(ui.locator("#documents")).to_contain_text("draft.pdf")
+    expect(ui.locator("#documents")).not_to_contain_text("waiting.pdf")
     expect(ui.locator("#timeline")).not_to_contain_text("waiting.pdf")
     expect(ui.locator("#timeline")).to_have_attribute("aria-live", "polite")
     frame = page.frame(name="partner-panel")
@@ -321,7 +340,7 @@ def test_staff_worked_order_shows_its_timeline_and_downloads_a_document(
 
     # The document comes with the origin headers, then is saved from a Blob URL: no token in any address.
     with page.expect_download(timeout=WAIT_MS) as downloading:
-        ui.get_by_role("button", name="Download draft.pdf").click()
+        ui.locator("#documents").get_by_role("button", name="Download draft.pdf").click()
     assert downloading.value.suggested_filename == "draft.pdf"
     assert Path(downloading.value.path()).read_bytes() == PDF
     assert not [url for url in page.requested_urls if "partnerAccessToken" in url]
@@ -332,7 +351,7 @@ def test_staff_worked_order_shows_its_timeline_and_downloads_a_document(
     work.send()
     expect(ui.locator("#app")).to_have_attribute("data-step", "declined", timeout=WAIT_MS)
     expect(entries).to_have_count(5)
-    expect(entries.last.locator("h4")).to_have_text("Declined")
+    expect(entries.first.locator("h4")).to_have_text("Declined")
     expect(ui.locator("#declined-reason")).to_have_text("The property is outside our area")
     expect(ui.locator("#due")).to_be_hidden()
     expect(ui.locator("#announce")).to_contain_text("Declined")

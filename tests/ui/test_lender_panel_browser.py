@@ -6,11 +6,13 @@ Screenshots go to test-artifacts/ui/lender-panel/.
 """
 
 import re
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from partner.fulfillment.automated.fulfillers.base import FINDINGS_COLUMNS
 from tests.helpers.browser import ARTIFACTS, WAIT_MS, Host, app_state
 from tests.helpers.orders import result_of
 
@@ -69,6 +71,7 @@ def test_a_corrected_address_shows_before_and_after_the_reference_and_each_steps
     demo, service, page, panel_shot, service_calls
 ):
     from partner.catalog.models import Product
+    from partner.fulfillment.models import Order
 
     Product.objects.filter(name="address-verification").update(fee="45.00", turnaround_hours=24)
     host = Host(page, service.url).open()
@@ -92,13 +95,34 @@ def test_a_corrected_address_shows_before_and_after_the_reference_and_each_steps
     expect(city).to_contain_text("New York")
     expect(city).to_contain_text("Changed")
     expect(findings.filter(has_text="Property usage")).to_contain_text("Primary residence")
-    expect(ui.locator("#attachments")).to_contain_text(".pdf")
-    # The partner's reference, when and by whom; the platform's number below.
+    expect(ui.locator("#documents")).to_contain_text(".pdf")
+    # The partner's reference, when and by whom; the platform's number only at the foot, for support.
     expect(ui.locator("#transaction-title")).to_have_text(re.compile(r"^Order AV-[0-9A-F]+$"))
-    expect(ui.locator("#order-facts")).to_contain_text("by lender.demo")
+    expect(ui.locator("#order-meta")).to_contain_text("by lender.demo")
     # Each step with the time it was reached, even on an order done in seconds.
     expect(ui.locator("li.step.done time.step-time")).to_have_count(4)
+    # The result on top: the partner's word, the findings under the report's own column names, the report.
+    expect(ui.locator("#result-title")).to_have_text("Completed")
+    expect(ui.locator("#result-text")).to_contain_text("city")
+    expect(ui.locator("#findings thead th")).to_have_text(list(FINDINGS_COLUMNS.values())[:3])
+    expect(ui.locator("#documents").get_by_role("button", name=re.compile(r"^Open .*\.pdf$"))).to_be_visible()
+    # The answer and its report without scrolling the host's panel; the field-by-field detail below.
+    frame = page.frame(name="partner-panel")
+    assert frame.evaluate("() => document.getElementById('documents').getBoundingClientRect().bottom") <= (
+        frame.evaluate("() => window.innerHeight")
+    )
     panel_shot("02-completed-with-findings")
+
+    # A host without a document list of its own: the same report is downloaded instead.
+    page.reload()
+    expect(page.locator("#host-status")).to_contain_text("Ready", timeout=WAIT_MS)
+    page.uncheck("#offers-open-resource")
+    transaction_id = Order.objects.get().transaction_id
+    page.locator(f"tr[data-transaction-id='{transaction_id}']").get_by_role("button").click()
+    app_state(host.ui, "transaction")
+    with page.expect_download(timeout=WAIT_MS) as downloading:
+        host.ui.locator("#documents").get_by_role("button", name=re.compile(r"^Download .*\.pdf$")).click()
+    assert Path(downloading.value.path()).read_bytes().startswith(b"%PDF")
 
 
 def test_a_failed_order_says_what_happened_in_plain_words_and_follows_a_staff_retry(
@@ -133,11 +157,21 @@ def test_a_failed_order_says_what_happened_in_plain_words_and_follows_a_staff_re
     expect(ui.locator("#failure-title")).to_have_text("The partner could not complete the order")
     expect(ui.locator("#failure-next")).to_contain_text("You do not need to order again")
     expect(ui.locator("#failure-next")).to_contain_text("AV-FAIL01")
+    # "Contact the partner": with whom and how, the respondingParty our responses name.
+    contact = ui.locator("#failure .contact")
+    expect(contact).to_be_visible()
+    expect(contact).to_contain_text(settings.PARTNER_NAME)
+    expect(contact.get_by_role("link", name=settings.PARTNER_PHONE)).to_have_attribute(
+        "href", f"tel:{settings.PARTNER_PHONE}"
+    )
+    expect(contact.get_by_role("link", name=settings.PARTNER_EMAIL)).to_have_attribute(
+        "href", f"mailto:{settings.PARTNER_EMAIL}"
+    )
     expect(ui.locator("#failure")).not_to_contain_text("HTTP")
     expect(ui.locator("#failure")).not_to_contain_text("Error")
     # The steps reached stay shown; the undelivered report is not offered.
     expect(ui.locator("li.step.done")).to_have_count(2)
-    expect(ui.locator("#attachments")).not_to_contain_text("undelivered.pdf")
+    expect(ui.locator("#documents")).not_to_contain_text("undelivered.pdf")
     assert no_overflow(page)
     panel_shot("03-failed-partner-side", ui.locator("#transaction"))
 
@@ -148,7 +182,7 @@ def test_a_failed_order_says_what_happened_in_plain_words_and_follows_a_staff_re
     )
     expect(ui.locator("#app")).to_have_attribute("data-step", "completed", timeout=WAIT_MS)
     expect(ui.locator("#failure")).to_be_hidden()
-    expect(ui.locator("#attachments")).to_contain_text("undelivered.pdf")  # delivered now
+    expect(ui.locator("#documents")).to_contain_text("undelivered.pdf")  # delivered now
     panel_shot("04-completed-after-staff-retry", ui.locator("#transaction"))
 
 
@@ -166,6 +200,7 @@ def test_a_failure_in_the_lenders_data_says_what_to_correct(demo, service, page,
     expect(ui.locator("#failure-title")).to_have_text("Your partner credentials were not accepted")
     expect(ui.locator("#failure-reason")).to_have_text("The password is not the one the partner gave you.")
     expect(ui.locator("#failure-next")).to_contain_text("settings")
+    expect(ui.locator("#failure .contact")).to_be_hidden()  # nothing here says to contact the partner
     panel_shot("05-failed-credentials", ui.locator("#transaction"))
 
 
@@ -273,3 +308,62 @@ def test_nothing_overflows_at_320_px(demo, service, page, panel_shot, view):
     assert page.frame(name="partner-panel").evaluate("() => document.documentElement.clientWidth") <= 320
     assert no_overflow(page)
     panel_shot(f"09-320px-{view}", page.locator("iframe[name=partner-panel]"))
+
+
+def test_the_lender_sees_the_result_first_and_the_updates_newest_first_below(
+    demo, service, page, panel_shot, settings, monkeypatch, tasks_sent
+):
+    from partner.sandbox.transactions import transaction_create
+    from tests.helpers.fakes import FakePlatform
+    from tests.helpers.staff_orders import Worker, staff_order, staff_product_name
+
+    fake = FakePlatform().install(monkeypatch)  # the order's own calls; the origin still goes to the sandbox
+    product = staff_product_name(demo)
+    transaction = transaction_create(
+        product=demo.products[product], user=demo.users["lender.demo"], loan=demo.loans[0], send_webhook=False
+    )
+    order = staff_order(fake, transaction_id=transaction.id, product_name=product)
+    work = Worker(order)
+    work.update("Inspection booked for Tuesday")
+    work.attach("draft-report.pdf")
+    work.deliver("Draft report attached")
+    work.update("Inspector on site: interior and exterior photographed")
+    work.attach("appraisal-report.pdf")
+    work.deliver("Appraised value $450,000; property in good condition", final=True)
+    work.send()
+
+    host = open_existing(page, service, transaction.id)
+    ui = host.ui
+    expect(ui.locator("#timeline > li")).to_have_count(5, timeout=WAIT_MS)
+    order.refresh_from_db()
+
+    # On top: the order by our reference, where it stands, the partner's answer and its documents.
+    expect(ui.locator("#transaction-title")).to_have_text(f"Order {order.reference_number}")
+    expect(ui.locator("#result-title")).to_have_text(re.compile(r"^(Delivered|Completed)$"))
+    expect(ui.locator("#result-text")).to_have_text("Appraised value $450,000; property in good condition")
+    documents = ui.locator("#documents > li")
+    expect(documents).to_have_count(2)
+    expect(documents.first).to_contain_text("appraisal-report.pdf")  # the latest delivery's first
+    # One behaviour for a staff product's documents too: into the host's document list.
+    documents.first.get_by_role("button", name="Open appraisal-report.pdf").click()
+    expect(page.locator("#documents li")).to_contain_text("appraisal-report.pdf", timeout=WAIT_MS)
+
+    # Below it, everything the partner sent, newest first.
+    expect(ui.locator("#timeline > li h4")).to_have_text(
+        ["Final delivery", "Status update", "Partial delivery", "Status update", "Order received"]
+    )
+    # The answer is seen without scrolling the panel's frame; the loan and the history come after it.
+    frame = page.frame(name="partner-panel")
+    tops = frame.evaluate(
+        """() => Object.fromEntries(["result", "timeline-block", "loan"].map(
+             (id) => [id, document.getElementById(id).getBoundingClientRect()]))"""
+    )
+    assert frame.evaluate("() => window.scrollY") == 0
+    assert tops["result"]["bottom"] <= frame.evaluate("() => window.innerHeight")
+    assert tops["result"]["top"] < tops["timeline-block"]["top"] < tops["loan"]["top"]
+
+    # The service's transaction id once, labelled for support; our reference is what people read.
+    expect(ui.locator("#support")).to_have_text(f"Transaction ID (for support): {transaction.id}")
+    assert ui.locator("#transaction").inner_text().count(transaction.id) == 1
+    panel_shot("06-result-first", page.locator("iframe[name=partner-panel]"))
+    panel_shot("07-result-first-whole-page")

@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from partner.catalog.credentials import NO_CREDENTIALS, NOT_VALID
 from partner.fulfillment.models import FailureCode, Order, OrderStatus
 from partner.ui.outcomes import failure_explained
 from partner.ui.progress import transaction_progress_get
@@ -93,7 +94,7 @@ def test_a_failed_delivery_offers_no_document():
         uploaded_at=now,
     )
     body = view()
-    assert body["attachments"] == [] and body["timeline"] == []
+    assert body["documents"] == [] and body["timeline"] == []
 
 
 @pytest.mark.django_db
@@ -127,9 +128,22 @@ def test_each_cause_says_what_to_do():
     credentials = failure_explained(code=FailureCode.CREDENTIALS_INVALID, reason="Wrong password.", reference="")
     data = failure_explained(code=FailureCode.ORDER_REFUSED, reason="No ZIP code.", reference="")
     ours = failure_explained(code=FailureCode.RETRIES_EXHAUSTED, reason="boom", reference="AV-7")
-    assert "credentials" in credentials["next"] and "settings" in credentials["next"]
+    assert "user name and password" in credentials["next"] and "settings" in credentials["next"]
     assert "Correct the loan" in data["next"]
-    assert "do not need to order again" in ours["next"] and "AV-7" in ours["next"]
+    assert "do not need to order again" in ours["next"] and "contact the partner, quoting AV-7" in ours["next"]
+
+
+def test_missing_credentials_are_not_called_wrong_ones():
+    missing = failure_explained(code=FailureCode.CREDENTIALS_INVALID, reason=NO_CREDENTIALS, reference="")
+    wrong = failure_explained(code=FailureCode.CREDENTIALS_INVALID, reason=NOT_VALID, reference="")
+
+    assert missing["cause"] == "credentials_missing" and wrong["cause"] == "credentials"
+    assert missing["title"] == "No partner credentials are set up for this product"
+    assert "not accepted" not in " ".join(missing.values())
+    assert "enter the user name and password the partner gave you" in missing["next"]
+    assert wrong["title"] == "Your partner credentials were not accepted" and wrong["text"] == NOT_VALID
+    for explained in (missing, wrong):  # one spelling for people
+        assert "username" not in " ".join(explained.values()).lower()
 
 
 @pytest.mark.django_db

@@ -61,14 +61,23 @@ def test_response_never_carries_credentials(demo, client):
     assert demo.loans[0].data["borrower"]["email"] not in text
 
 
-@pytest.mark.parametrize("username", ["lender.wrong", "lender.nocreds"])
-def test_invalid_credentials_answer_401_with_a_status_text(demo, client, username):
+@pytest.mark.parametrize(
+    ("username", "missing", "title"),
+    [
+        ("lender.wrong", False, "Your partner credentials were not accepted"),
+        ("lender.nocreds", True, "No partner credentials are set up for this product"),
+    ],
+)
+def test_invalid_credentials_answer_401_with_a_status_text(demo, client, username, missing, title):
     origin_id, token = launched(demo, username)
     response = proxy_get(client, origin_id, token)
 
     assert response.status_code == 401
     body = response.json()
     assert isinstance(body["status"], str) and body["status"]
+    # Missing credentials are told apart from refused ones, in words, for the product by its name.
+    assert (body["missing"], body["title"], body["product"]) == (missing, title, "Address Verification")
+    assert "Address Verification" in body["next"] and "user name and password" in body["next"]
     assert "loan" not in body
     for secret in DEMO_SECRETS:
         assert secret not in response.content.decode()
@@ -155,7 +164,7 @@ def test_progress_of_a_transaction_without_order_is_requested(demo, client):
     body = response.json()
     assert body["step"] == "requested"
     assert body["finished"] is False
-    assert body["attachments"] == []
+    assert body["documents"] == []
 
 
 def test_progress_shows_the_order_state_and_attachments(demo, client):
@@ -178,8 +187,16 @@ def test_progress_shows_the_order_state_and_attachments(demo, client):
 
     assert body["step"] == "completed"
     assert body["finished"] is True
-    assert body["attachments"] == [
-        {"name": "address-report.pdf", "mime_type": "application/pdf", "resource_id": "res-1"}
+    (document,) = order.attachments.all()
+    assert body["documents"] == [
+        {
+            "id": document.pk,
+            "name": "address-report.pdf",
+            "mime_type": "application/pdf",
+            "size": 8,
+            "resource_id": "res-1",
+            "download_url": None,  # its file is not kept here: the service's copy is opened in the host
+        }
     ]
 
 

@@ -144,7 +144,12 @@ def test_the_proxy_answers_refused_credentials_with_a_status_text(client, monkey
     response = proxy(client)
     assert (response.status_code, response.content) == (
         401,
-        b'{"status":"The user name or password is wrong: fix them in the host.","product":"Address Verification"}',
+        b'{"status":"The user name or password is wrong: fix them in the host.","product":"Address Verification",'
+        b'"missing":false,"title":"Your partner credentials were not accepted",'
+        b'"text":"The user name or password is wrong: fix them in the host.",'
+        b'"next":"Ask your administrator to correct your user name and password for Address Verification in the '
+        b"loan application's settings (the ones the partner gave you), then close this page and open it again "
+        b'from the loan."}',
     )
 
 

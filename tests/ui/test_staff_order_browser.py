@@ -176,8 +176,8 @@ def test_a_staff_worked_appraisal_from_order_to_completion(demo, service, browse
         status.get_by_role("button", name="Post the status update").click()
         admin.said("Status update stored")
         delivery_sent(transaction_id, DeliveryKind.STATUS_UPDATE)
-        expect(entries.locator("h4")).to_have_text(["Order received", "Status update"], timeout=SENT_MS)
-        expect(entries.nth(1)).to_contain_text("Inspection booked for Tuesday")
+        expect(entries.locator("h4")).to_have_text(["Status update", "Order received"], timeout=SENT_MS)
+        expect(entries.nth(0)).to_contain_text("Inspection booked for Tuesday")  # the panel's newest first
         admin.page.reload()
         expect(admin.section("order-timeline")).to_contain_text("Inspection booked for Tuesday")
         assert fits_its_column(admin.section("order-timeline").locator("table"))
@@ -189,10 +189,10 @@ def test_a_staff_worked_appraisal_from_order_to_completion(demo, service, browse
         admin.deliver("Partial", "Draft report attached")
         delivery_sent(transaction_id, DeliveryKind.PARTIAL)
         expect(entries.locator("h4")).to_have_text(
-            ["Order received", "Status update", "Partial delivery"], timeout=SENT_MS
+            ["Partial delivery", "Status update", "Order received"], timeout=SENT_MS
         )
-        expect(entries.nth(2)).to_contain_text("Draft report attached")
-        expect(entries.nth(2).get_by_role("button", name="Download draft-report.pdf")).to_be_visible()
+        expect(entries.nth(0)).to_contain_text("Draft report attached")
+        expect(entries.nth(0).get_by_role("button", name="Open draft-report.pdf")).to_be_visible()
         expect(ui.locator("#app")).to_have_attribute("data-step", "in_progress")
         panel_screenshot("05-lender-partial-delivery", page)
 
@@ -202,11 +202,11 @@ def test_a_staff_worked_appraisal_from_order_to_completion(demo, service, browse
         delivery_sent(transaction_id, DeliveryKind.FINAL)
         expect(ui.locator("#app")).to_have_attribute("data-step", "completed", timeout=SENT_MS)
         expect(entries.locator("h4")).to_have_text(
-            ["Order received", "Status update", "Partial delivery", "Final delivery"]
+            ["Final delivery", "Partial delivery", "Status update", "Order received"]
         )
-        expect(entries.nth(3)).to_contain_text("Appraisal complete")
-        for name in ("draft-report.pdf", "appraisal-report.pdf"):
-            expect(ui.get_by_role("button", name=f"Download {name}")).to_be_visible()
+        expect(entries.nth(0)).to_contain_text("Appraisal complete")
+        for name in ("draft-report.pdf", "appraisal-report.pdf"):  # in the result on top, into the host's list
+            expect(ui.locator("#documents").get_by_role("button", name=f"Open {name}")).to_be_visible()
         expect(ui.locator("li.step.done")).to_have_count(4)
         expect(ui.locator("#announce")).to_contain_text("Completed")
         panel_screenshot("06-lender-completed", page)
@@ -219,12 +219,11 @@ def test_a_staff_worked_appraisal_from_order_to_completion(demo, service, browse
     finally:
         staff_context.close()
 
-    # The lender downloads the final report: the bytes staff uploaded.
-    with page.expect_download(timeout=WAIT_MS) as downloading:
-        ui.get_by_role("button", name="Download appraisal-report.pdf").click()
-    assert downloading.value.suggested_filename == "appraisal-report.pdf"
-    with open(downloading.value.path(), "rb") as saved:
-        assert saved.read() == FINAL
+    # The lender opens the final report in the host's document list: the bytes staff uploaded.
+    ui.locator("#documents").get_by_role("button", name="Open appraisal-report.pdf").click()
+    link = page.locator("#documents a", has_text="appraisal-report.pdf")
+    expect(link).to_be_visible(timeout=WAIT_MS)
+    assert page.request.get(link.evaluate("(a) => a.href")).body() == FINAL
 
     assert not [message for message in page.console_messages if message.startswith("pageerror")]
     order.refresh_from_db()

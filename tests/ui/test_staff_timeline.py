@@ -143,7 +143,7 @@ def test_a_partial_delivery_shows_its_document_and_no_waiting_one(client, order,
         }
     ]
     assert "photo.png" not in str(body)
-    assert [item["name"] for item in body["attachments"]] == ["draft.pdf"]
+    assert [item["name"] for item in body["documents"]] == ["draft.pdf"]
     assert (body["step"], body["finished"]) == ("in_progress", False)
 
 
@@ -288,7 +288,7 @@ def test_an_automated_orders_report_downloads_once_delivered(demo, client, setti
     assert body["staff_worked"] is False and body["due_at"] is None
     [entry] = body["timeline"]
     assert (entry["label"], [d["name"] for d in entry["documents"]]) == ("Final delivery", ["address-report.pdf"])
-    assert [item["name"] for item in body["attachments"]] == ["address-report.pdf"]  # as before
+    assert [item["name"] for item in body["documents"]] == ["address-report.pdf"]  # as before
 
 
 def test_a_waiting_document_is_not_found(client, delivered, origin):

@@ -90,7 +90,9 @@ def _resource_help() -> str:
 class WebhookRowForm(RowForm):
     resource = forms.ChoiceField(label="Notifications of", help_text=lazy(_resource_help, str)())
     events = StringListField(
-        label="Events", help_text=f"Event types, like {formats.WEBHOOK_EVENT_CREATED}.", required=True
+        label="Events",
+        help_text=f"Event types the service sends: {', '.join(formats.WEBHOOK_EVENT_TYPES)}.",
+        required=True,
     )
     url = forms.CharField(label="Sent to", help_text="The address the service posts them to (http or https).")
     subscription_id = forms.CharField(
@@ -117,6 +119,12 @@ class WebhookRowForm(RowForm):
     def clean_url(self):
         value = self.cleaned_data["url"].strip()
         _raise_problems(validation.url_problems(value))
+        return value
+
+    def clean_events(self):
+        value = self.cleaned_data["events"]
+        problem = formats.event_types_problem(value)
+        _raise_problems([problem] if problem else [])
         return value
 
     def item(self):

@@ -28,6 +28,14 @@ class Attachment:
     content: bytes
 
 
+# The columns of the findings, as the lender's panel and the reports head them: one wording for both.
+FINDINGS_COLUMNS = {"label": "Field", "before": "As sent", "after": "As found", "changed": "Changed"}
+# Our order reference and the service's transaction id, as every text for people names them: the
+# reference is what a person quotes; the transaction id is for the partner's support only.
+REFERENCE_LABEL = "Reference"
+TRANSACTION_ID_LABEL = "Transaction ID (for support)"
+
+
 @dataclass
 class Fulfillment:
     """A fulfiller's answer: the PATCH payload without `resources`, and the files to attach.

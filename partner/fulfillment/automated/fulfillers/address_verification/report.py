@@ -22,7 +22,12 @@ from fpdf.enums import XPos, YPos
 from PIL import Image, UnidentifiedImageError
 
 from partner.fulfillment.automated.fulfillers.address_verification.findings import property_findings
-from partner.fulfillment.automated.fulfillers.base import RespondingParty
+from partner.fulfillment.automated.fulfillers.base import (
+    FINDINGS_COLUMNS,
+    REFERENCE_LABEL,
+    TRANSACTION_ID_LABEL,
+    RespondingParty,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +37,7 @@ PDF_MIME_TYPE = "application/pdf"
 PAGE_FORMAT = "letter"
 MARGIN_MM = 19.05
 # Column widths as shares of the width between the margins.
-PROPERTY_COLUMNS = (0.18, 0.35, 0.35, 0.12)  # field, as received, as corrected, changed
+PROPERTY_COLUMNS = (0.18, 0.35, 0.35, 0.12)  # FINDINGS_COLUMNS: field, as sent, as found, changed
 CHECK_COLUMNS = (0.15, 0.25, 0.25, 0.35)  # check, received, data source, outcome
 # The largest box the logo is drawn in (mm), its proportions kept; the kinds accepted.
 LOGO_MAX_WIDTH_MM = 45.0
@@ -216,14 +221,13 @@ def address_report_document(report: AddressReport) -> FPDF:
     _letterhead(pdf, report.prepared_by, report.logo_path)
     line("Address verification report", size=16, style="B", height=9)
     pdf.ln(2)
-    line(f"Transaction: {report.transaction_id}")
-    line(f"Reference number: {report.reference_number}")
+    line(f"{REFERENCE_LABEL}: {report.reference_number}", style="B")
     line(f"Date: {report.created.astimezone(UTC).strftime('%Y-%m-%d %H:%M UTC')}")
     line(f"Result: {report.summary}", style="B")
 
     heading("Subject property")
     table(
-        ("Field", "As received", "As corrected", "Changed"),
+        tuple(FINDINGS_COLUMNS.values()),
         _property_rows(report.received, report.corrected),
         PROPERTY_COLUMNS,
     )
@@ -249,6 +253,8 @@ def address_report_document(report: AddressReport) -> FPDF:
 
     heading("Data source")
     line(report.data_source)
+    pdf.ln(4)
+    line(f"{TRANSACTION_ID_LABEL}: {report.transaction_id}", size=8)
     return pdf
 
 
