@@ -167,7 +167,8 @@ class Product(TimeStampedModel):
         'Schema {"type": "object", "properties": {<loan field>: {"type": "object", "title": ..., "properties": '
         "{...}}}}, each value with a title (the label staff read) and a description (its help). Drawn as typed "
         "inputs: strings (format date: a date), numbers (format money: US dollars), integers, booleans, enum or "
-        "oneOf of const and title (a choice), objects (a group). Checked on save and on every delivery.",
+        "oneOf of const and title (a choice), objects (a group); x-order lists an object's inputs in order. "
+        "Checked on save and on every delivery.",
     )
     signing_secret = EncryptedTextField(
         "signing secret", blank=True, default="", help_text="Webhook signing secret (encrypted)."

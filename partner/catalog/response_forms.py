@@ -14,11 +14,14 @@ schema of each field:
 
 A product's form wins over the seed's for the same field. The schemas use a subset of JSON Schema
 (draft 2020-12) that a form can draw, checked when the product is saved (`response_form_problems`):
-objects (drawn as groups of inputs) holding strings (`format: date` drawn as a date; `maxLength`
-over 200 as a text area), numbers (`format: money` drawn as an amount in US dollars), integers,
+objects (drawn as groups of inputs) holding strings (`format: date` drawn as a date; without
+`maxLength`, or one over 200, as a text area), numbers (`format: money` drawn as an amount in US dollars), integers,
 booleans and enumerations (`enum`, labelled through `value_label`, or `oneOf` of `const` values each
 with its `title`). Each value has a `title` (the label staff read) and may have a `description`
-(its help). What staff send is checked against the same schema again when they deliver
+(its help). PostgreSQL keeps a JSON object's keys in an order of its own, so an object may say the
+order of its inputs with `x-order` (a list of its property names; an extension keyword, which JSON
+Schema allows and validators ignore); properties it does not list follow (`ordered_properties`).
+What staff send is checked against the same schema again when they deliver
 (`loan_field_problems`), so a form saved in another tab or a hand-made POST cannot send a value the
 product's form refuses.
 
@@ -111,6 +114,7 @@ DEFAULT_RESPONSE_FORM = {
                 },
             },
             "required": ["appraisedValue", "effectiveDate"],
+            "x-order": ["appraisedValue", "effectiveDate", "condition", "comments"],
         }
     },
 }
@@ -136,6 +140,9 @@ def _value_problems(schema, where: str) -> list[str]:
         if not isinstance(properties, dict) or not properties:
             return [f"{where} is an object without properties: name what it holds."]
         problems = []
+        order = schema.get("x-order", [])
+        if not isinstance(order, list) or not set(order) <= set(properties):
+            problems.append(f"{where}: x-order must list names of its properties only.")
         for name, child in properties.items():
             problems += _value_problems(child, f"{where}.{name}")
         return problems
@@ -178,6 +185,15 @@ def response_form_problems(form) -> list[str]:
 
 
 # Using a form ------------------------------------------------------------------------------------
+
+
+def ordered_properties(schema: dict) -> list[tuple[str, dict]]:
+    """An object's (name, schema) pairs in the order its inputs are drawn: `x-order` first, then the rest."""
+    properties = schema.get("properties") or {}
+    order = [name for name in schema.get("x-order") or [] if name in properties]
+    return [(name, properties[name]) for name in order] + [
+        (name, child) for name, child in properties.items() if name not in order
+    ]
 
 
 def loan_field_schemas(response_form, allowed: list[str] | None) -> dict[str, dict | None]:

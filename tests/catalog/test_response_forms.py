@@ -72,6 +72,20 @@ def test_the_default_form_describes_the_demo_appraisal_and_is_valid():
             },
             "has format 'date'; a number may have: money",
         ),
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "appraisal": {
+                        "type": "object",
+                        "title": "A",
+                        "properties": {"value": {"type": "number", "title": "V"}},
+                        "x-order": ["value", "photos"],
+                    }
+                },
+            },
+            "x-order must list names of its properties only",
+        ),
     ],
 )
 def test_a_form_a_page_cannot_draw_is_refused_with_its_reason(form, problem):

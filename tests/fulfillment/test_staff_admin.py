@@ -230,13 +230,15 @@ def test_the_page_shows_the_request_and_what_happened(staff, taken):
     # The loan in the staff's words (the labels the lender's panel uses), never the API's names.
     for label in ("<dt>Loan number</dt>", "<dt>Subject property</dt>", "<dt>Street address</dt>", "<dt>ZIP code</dt>"):
         assert label in shown
+    request = shown.split('id="order-request"')[1]
+    assert request.index("Street address") < request.index("City") < request.index("ZIP code")  # as one reads it
     for api_word in ("<dt>streetAddress</dt>", "<dt>loanNumber</dt>", "partnerStatus", "response data entitlement"):
         assert api_word not in shown
     assert LENDER_CREDENTIALS["password"] not in shown  # never kept
     for what in ("Order arrived from the platform", "Acknowledgement", "Order received", "Taken"):
         assert what in shown
-    assert '<td class="staff-who">staff</td>' in shown  # who took it
-    assert '<td class="staff-who">system</td>' in shown  # kept on one line (no "syste m")
+    assert '<td class="staff-who" title="staff">staff</td>' in shown  # who took it
+    assert '<td class="staff-who" title="system">system</td>' in shown  # one line, no "syste m" (the browser test)
 
 
 def test_a_failed_delivery_shows_its_reason_and_can_be_sent_again(staff, taken, fake_platform, tasks_sent):
@@ -360,6 +362,11 @@ def test_a_delivery_form_is_typed_inputs_with_labels_never_a_json_box(staff, tak
     assert 'type="date" name="deliver-loan__appraisal__effectiveDate"' in form
     assert '<option value="C3">C3: well maintained, normal wear</option>' in form
     assert "<legend>Appraisal</legend>" in form and "Appraised value" in form
+    # In the form's order (x-order), whatever order the database keeps the JSON object's keys in.
+    names = [
+        f'name="deliver-loan__appraisal__{key}"' for key in ("appraisedValue", "effectiveDate", "condition", "comments")
+    ]
+    assert [form.index(name) for name in names] == sorted(form.index(name) for name in names)
     delivery_form = form.split('id="delivery"')[1].split("</form>")[0]
     assert "JSON" not in delivery_form and delivery_form.count("<textarea") == 1  # the appraisal's comments
     assert "deliver-result_status" not in form

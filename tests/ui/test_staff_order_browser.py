@@ -216,6 +216,13 @@ def test_a_staff_worked_appraisal_from_order_to_completion(demo, service, browse
         admin.page.reload()
         expect(admin.section("order-timeline")).to_contain_text("Inspection booked for Tuesday")
         assert fits_its_column(admin.section("order-timeline").locator("table"))
+        # "system" in the Who column stays one word (it wrapped as "syste m" when every cell could break).
+        who = admin.section("order-timeline").locator("td.staff-who", has_text="system").first
+        assert who.evaluate("(cell) => getComputedStyle(cell).whiteSpace") == "nowrap"
+        assert who.evaluate("(cell) => cell.scrollWidth <= cell.clientWidth")  # whole, not cut
+        # ... and the detail keeps a column wide enough for words (not one letter per line).
+        detail = admin.section("order-timeline").locator("td.staff-detail").first
+        assert detail.evaluate("(cell) => cell.getBoundingClientRect().width > cell.closest('table').clientWidth / 4")
         screenshot("03-staff-status-update-posted", admin.page)
         panel_screenshot("04-lender-status-update", page)
 

@@ -286,7 +286,7 @@ class DeliveryForm(SentOnceForm):
         sent = sent if isinstance(sent, dict) else {}
         group = LoanGroup(legend=legend, help=schema.get("description", ""), names=[])
         self.groups.append(group)
-        for key, child in schema["properties"].items():
+        for key, child in response_forms.ordered_properties(schema):
             if child.get("type") == "object":
                 self._add_group([*path, key], child, sent.get(key), legend=f"{legend}: {child['title']}")
                 continue
@@ -350,7 +350,7 @@ class DeliveryForm(SentOnceForm):
     def _object(self, data, path: list[str], schema: dict) -> dict:
         """The values typed for one object, empty ones left out (an empty object: nothing)."""
         value = {}
-        for key, child in schema["properties"].items():
+        for key, child in response_forms.ordered_properties(schema):
             if child.get("type") == "object":
                 inner = self._object(data, [*path, key], child)
                 if inner:

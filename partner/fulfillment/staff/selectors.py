@@ -18,7 +18,13 @@ from django.utils import timezone
 from django.utils.timesince import timesince, timeuntil
 
 from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order, OrderStatus
-from partner.platform.loan_labels import ENUMERATION_FIELDS, loan_field_label, value_label
+from partner.platform.loan_labels import (
+    ENUMERATION_FIELDS,
+    LOAN_FIELD_LABELS,
+    PROPERTY_FIELD_LABELS,
+    loan_field_label,
+    value_label,
+)
 
 # Steps a delivery entry already tells.
 _DELIVERY_STEPS = {"acknowledged", "status_update_posted", "partial_requested", "final_requested", "decline_requested"}
@@ -64,6 +70,9 @@ STEP_LABELS = {
     "delivered": "Delivered",
     "product_mismatch": "Product mismatch",
 }
+
+
+_READING_ORDER = {name: n for n, name in enumerate([*LOAN_FIELD_LABELS, *PROPERTY_FIELD_LABELS])}
 
 
 def open_orders(queryset: QuerySet) -> QuerySet:
@@ -130,7 +139,9 @@ def value_items(value) -> list[Item]:
     words: field names and enumeration values from the loan labels (`partner.platform.loan_labels`,
     the table the lender's panel and the reports use), amounts as amounts."""
     if isinstance(value, dict):
-        pairs = list(value.items())
+        # The fields the labels know in their reading order (an address as one reads it): the
+        # database keeps a JSON object's keys in an order of its own.
+        pairs = sorted(value.items(), key=lambda pair: _READING_ORDER.get(pair[0], len(_READING_ORDER)))
     elif isinstance(value, list):
         pairs = [(str(n), v) for n, v in enumerate(value, start=1)]
     else:
