@@ -107,7 +107,12 @@ def staff_notice_request(order: Order, notice: str) -> bool:
     NOTICE_PENDING_SECONDS (it may still be retrying); True when enqueued. The key names the order's
     row by its id and arrival, so a restored or another database's order is never mistaken for it."""
     key = f"staff-notice:{notice}:{order.pk}:{order.created_at.timestamp():.6f}"
-    if not cache.add(key, True, timeout=NOTICE_PENDING_SECONDS):
+    try:
+        fresh = cache.add(key, True, timeout=NOTICE_PENDING_SECONDS)
+    except Exception as exc:  # the cache away must not fail the sender's transaction: enqueue anyway
+        logger.warning("staff notice of order %s: cache unavailable (%s), enqueued", order.pk, type(exc).__name__)
+        fresh = True
+    if not fresh:
         return False
     staff_notice_enqueue(order.pk, notice)
     return True
