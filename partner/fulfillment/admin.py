@@ -58,9 +58,7 @@ def findings_table(findings) -> str:
             for row in findings
         ),
     )
-    return format_html(
-        '<table class="order-values"><thead>{}</thead><tbody>{}</tbody></table>', format_html(head), body
-    )
+    return format_html('<table class="order-values"><thead>{}</thead><tbody>{}</tbody></table>', head, body)
 
 
 class OrderDocumentInline(admin.TabularInline):
