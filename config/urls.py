@@ -38,6 +38,10 @@ urlpatterns = [
 # The admin's "View site": `/` is our panel, which works only inside the host. With the sandbox
 # mounted (local runs) the sandbox's host page shows it there; without it there is no page to open.
 admin.site.site_url = None
+# The admin speaks as the partner, not as "Django administration".
+admin.site.site_header = settings.PARTNER_NAME
+admin.site.site_title = settings.PARTNER_NAME
+admin.site.index_title = "Orders, products and operations"
 if settings.SANDBOX_ENABLED:
     urlpatterns.append(path("sandbox/", include("partner.sandbox.urls")))
     admin.site.site_url = reverse_lazy("sandbox:host-page")

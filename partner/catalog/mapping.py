@@ -9,6 +9,8 @@ import copy
 
 from django.conf import settings
 
+from .validation import one_line
+
 # (model field, path in the service object, default)
 _SCALARS = [
     ("partner_id", ("partnerId",), ""),
@@ -56,6 +58,7 @@ def product_fields_from_service(data: dict) -> dict:
     for field, path, default in _SCALARS:
         value = _get(data, path, default)
         fields[field] = "" if value is None else str(value)
+    fields["listing_name"] = one_line(fields["listing_name"])  # it goes into e-mail subjects
     for field, path in _LISTS:
         value = _get(data, path, [])
         fields[field] = copy.deepcopy(value) if isinstance(value, list) else []

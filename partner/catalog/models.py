@@ -18,7 +18,7 @@ from django.db import models
 from partner.core.encryption import EncryptedTextField
 from partner.core.models import TimeStampedModel
 
-from . import validation
+from . import response_forms, validation
 from .fulfiller_keys import fulfiller_known, fulfiller_main
 
 
@@ -159,6 +159,17 @@ class Product(TimeStampedModel):
         blank=True,
         help_text="Where staff are told of a new order of a staff-worked product, and of one past due.",
     )
+    response_form = models.JSONField(
+        "response form",
+        default=response_forms.default_response_form,
+        blank=True,
+        help_text="What staff fill in when they deliver, for the loan fields the seed does not describe: a JSON "
+        'Schema {"type": "object", "properties": {<loan field>: {"type": "object", "title": ..., "properties": '
+        "{...}}}}, each value with a title (the label staff read) and a description (its help). Drawn as typed "
+        "inputs: strings (format date: a date), numbers (format money: US dollars), integers, booleans, enum or "
+        "oneOf of const and title (a choice), objects (a group); x-order lists an object's inputs in order. "
+        "Checked on save and on every delivery.",
+    )
     signing_secret = EncryptedTextField(
         "signing secret", blank=True, default="", help_text="Webhook signing secret (encrypted)."
     )
@@ -171,6 +182,7 @@ class Product(TimeStampedModel):
 
     def clean(self):
         errors = {}
+        self.listing_name = validation.one_line(self.listing_name)
         checks = {
             "request_types": validation.request_types_problems(self.request_types),
             "tags_workflows": validation.string_list_problems(self.tags_workflows),
@@ -179,6 +191,7 @@ class Product(TimeStampedModel):
             "access_allow": validation.instance_urns_problems(self.access_allow),
             "access_deny": validation.instance_urns_problems(self.access_deny),
             "data_origin": [] if isinstance(self.data_origin, dict) else ["Must be a JSON object."],
+            "response_form": response_forms.response_form_problems(self.response_form),
             "data_transaction": validation.data_transaction_problems(self.data_transaction),
             "webhooks": validation.webhooks_problems(self.webhooks),
             "interface_url": validation.url_problems(self.interface_url),

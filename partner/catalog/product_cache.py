@@ -38,7 +38,7 @@ from .models import CredentialDefinition, Product
 logger = logging.getLogger(__name__)
 
 # Versioned: a change to what is stored takes a new key, so no process unpickles the old shape.
-CATALOG_CACHE_KEY = "catalog:products:v1"
+CATALOG_CACHE_KEY = "catalog:products:v2"  # v2: the products' response form
 # What a commit leaves under the key: long enough to outlast a load that began before the commit.
 CHANGED_MARKER = "changed"
 CHANGED_MARKER_SECONDS = 10

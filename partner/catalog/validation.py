@@ -17,6 +17,18 @@ _ENUM = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _MEDIA_TYPE = re.compile(r"^[A-Za-z0-9][\w.+-]*/[A-Za-z0-9][\w.+-]*$")
 _INSTANCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _url = URLValidator(schemes=["http", "https"])
+_LINE_BREAKS_AND_CONTROLS = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]+")
+
+
+def one_line(value) -> str:
+    """`value` as one line of text: line breaks and control characters become one space, the ends trimmed.
+
+    A product's listing name comes from the service's listing and the admin, and goes into e-mail
+    subjects and page titles, where a CR or LF breaks the header (Django refuses to send it): it is
+    cleaned where it enters (the pull and the import through `mapping`, the admin's form)."""
+    if not isinstance(value, str):
+        return "" if value is None else str(value)
+    return _LINE_BREAKS_AND_CONTROLS.sub(" ", value).strip()
 
 
 def url_problems(value) -> list[str]:

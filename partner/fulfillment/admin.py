@@ -1,16 +1,64 @@
-"""Orders in the admin: where each transaction is, what happened, and a retry action."""
+"""Orders in the admin: where each transaction is, what happened, and a retry action.
 
-import json
+An order's page starts with its outcome (where it stands, and for a failed order why, with Retry on
+the page; for one delivered and not confirmed, Confirm), then the request, the findings and the
+response as tables in the staff's words. Nothing is deleted here: orders are the audit trail, and
+the retention purge removes what must go (`partner.fulfillment.recovery.retention`).
+"""
+
+from functools import partial
 
 from django.contrib import admin, messages
-from django.urls import reverse
-from django.utils.html import format_html
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import redirect
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_POST
 
-from partner.fulfillment.models import Order, OrderDocument, OrderStep
+from partner.fulfillment.models import Order, OrderDocument, OrderStatus, OrderStep
 from partner.fulfillment.orders.selectors import orders_awaiting_confirmation
 from partner.fulfillment.orders.services import order_confirm, order_retry
 from partner.fulfillment.staff import admin as admin_staff  # noqa: F401  (registers the staff's work queue and order pages)
+from partner.fulfillment.staff.selectors import STATUS_LABELS, Item, value_items
+
+TABLE = '<table class="order-values"><tbody>{}</tbody></table>'
+
+
+def _rows(items: list[Item], *, within: str = "") -> list[tuple[str, str]]:
+    """Nested items as (label, value) rows, a nested value's label its path ("Subject property: City")."""
+    rows = []
+    for item in items:
+        label = f"{within}: {item.label}" if within else item.label
+        rows += _rows(item.children, within=label) if item.children else [(label, item.text)]
+    return rows
+
+
+def value_table(value) -> str:
+    """A request or a response as a two-column table (labels from the loan labels), "–" when empty."""
+    if not value:
+        return "–"
+    rows = _rows(value_items(value))
+    return format_html(TABLE, format_html_join("", '<tr><th scope="row">{}</th><td>{}</td></tr>', rows))
+
+
+def findings_table(findings) -> str:
+    """The findings (field, as received, as corrected) as a table; any other shape as `value_table`."""
+    if not findings:
+        return "–"
+    if not all(isinstance(row, dict) and "label" in row for row in findings):
+        return value_table(findings)
+    head = mark_safe("<tr><th>Field</th><th>As received</th><th>As corrected</th><th>Changed</th></tr>")  # noqa: S308
+    body = format_html_join(
+        "",
+        '<tr><th scope="row">{}</th><td>{}</td><td>{}</td><td>{}</td></tr>',
+        (
+            (row["label"], row.get("before") or "–", row.get("after") or "–", "yes" if row.get("changed") else "")
+            for row in findings
+        ),
+    )
+    return format_html('<table class="order-values"><thead>{}</thead><tbody>{}</tbody></table>', head, body)
 
 
 class OrderDocumentInline(admin.TabularInline):
@@ -60,37 +108,43 @@ class AwaitingConfirmationFilter(admin.SimpleListFilter):
 
 @admin.register(Order)
 class OrderAdmin(admin.ModelAdmin):
-    list_display = ["transaction_id", "product_name", "status", "resource_id", "attempts", "created_at", "updated_at"]
+    list_display = ["transaction_id", "product_name", "state", "resource_id", "attempts", "created_at", "updated_at"]
     list_filter = ["status", AwaitingConfirmationFilter, "failure_code", "product_name", "request_type"]
     search_fields = ["transaction_id", "resource_id", "reference_number"]
     date_hierarchy = "created_at"
     inlines = [OrderDocumentInline, OrderStepInline]
     actions = ["retry", "confirm"]
-    readonly_fields = [
-        "transaction_id",
-        "notifications_link",
-        "resource_ref",
-        "product_name",
-        "request_type",
-        "status",
-        "resource_id",
-        "reference_number",
-        "response_pretty",
-        "prepared_at",
-        "delivered_at",
-        "completed_at",
-        "failed_at",
-        "event_id",
-        "attempts",
-        "last_error",
-        "failure_code",
-        "failure_reason",
-        "claimed_until",
-        "next_attempt_at",
-        "created_at",
-        "updated_at",
+    change_form_template = "admin/fulfillment/order/change_form.html"
+    fieldsets = [
+        (None, {"fields": ["transaction_id", "reference_number", "product_name", "request_type", "status"]}),
+        ("The request, as the lender sent it", {"fields": ["request_table"]}),
+        ("What the work found", {"fields": ["findings_table"]}),
+        ("The response", {"fields": ["response_table", "resource_id"]}),
+        (
+            "Its run",
+            {
+                "classes": ["collapse"],
+                "fields": [
+                    "notifications_link",
+                    "resource_ref",
+                    "prepared_at",
+                    "delivered_at",
+                    "completed_at",
+                    "failed_at",
+                    "event_id",
+                    "attempts",
+                    "last_error",
+                    "failure_code",
+                    "failure_reason",
+                    "claimed_until",
+                    "next_attempt_at",
+                    "created_at",
+                    "updated_at",
+                ],
+            },
+        ),
     ]
-    exclude = ["response"]
+    readonly_fields = [name for _, options in fieldsets for name in options["fields"]]
 
     def has_add_permission(self, request):
         return False
@@ -98,11 +152,18 @@ class OrderAdmin(admin.ModelAdmin):
     def has_change_permission(self, request, obj=None):
         return False  # read-only: what happened is never edited by hand
 
+    def has_delete_permission(self, request, obj=None):
+        return False  # the audit trail: the retention purge removes what must go
+
     def has_retry_permission(self, request):
         """The retry action puts orders back to work: it needs the change permission, not just view."""
         return request.user.has_perm("fulfillment.change_order")
 
     has_confirm_permission = has_retry_permission
+
+    @admin.display(description="state", ordering="status")
+    def state(self, obj):
+        return STATUS_LABELS.get(obj.status, obj.get_status_display())
 
     @admin.display(description="Notifications")
     def notifications_link(self, obj):
@@ -110,9 +171,49 @@ class OrderAdmin(admin.ModelAdmin):
         url = reverse("admin:inbox_notification_changelist") + "?" + urlencode({"q": obj.transaction_id})
         return format_html('<a href="{}">The notifications of this order</a>', url)
 
+    @admin.display(description="Request")
+    def request_table(self, obj):
+        return value_table(obj.request)
+
+    @admin.display(description="Findings")
+    def findings_table(self, obj):
+        return findings_table(obj.findings)
+
     @admin.display(description="Response")
-    def response_pretty(self, obj):
-        return format_html("<pre>{}</pre>", json.dumps(obj.response, indent=2, sort_keys=True) if obj.response else "")
+    def response_table(self, obj):
+        return value_table(obj.response)
+
+    # The outcome on top, with its button.
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        order = self.get_object(request, object_id)
+        extra = dict(extra_context or {})
+        if order is not None:
+            may = self.has_retry_permission(request)
+            extra["outcome"] = {
+                "state": STATUS_LABELS.get(order.status, order.get_status_display()),
+                "failed": order.status == OrderStatus.FAILED,
+                "reason": order.failure_reason or order.last_error,
+                "code": order.get_failure_code_display() if order.failure_code else "",
+                "at": order.failed_at if order.status == OrderStatus.FAILED else order.completed_at,
+                "retry_url": reverse("admin:fulfillment_order_retry_one", args=[order.pk])
+                if may and order.status == OrderStatus.FAILED
+                else "",
+                "confirm_url": reverse("admin:fulfillment_order_confirm_one", args=[order.pk])
+                if may and order.status == OrderStatus.RESPONSE_DELIVERED
+                else "",
+            }
+        return super().change_view(request, object_id, form_url, extra)
+
+    def get_urls(self):
+        def url(route, view, name):
+            return path(route, self.admin_site.admin_view(partial(view, model_admin=self)), name=name)
+
+        return [
+            url("<int:order_id>/retry/", _retry_one_view, "fulfillment_order_retry_one"),
+            url("<int:order_id>/confirm/", _confirm_one_view, "fulfillment_order_confirm_one"),
+            *super().get_urls(),
+        ]
 
     @admin.action(description="Retry the selected failed orders", permissions=["retry"])
     def retry(self, request, queryset):
@@ -135,3 +236,31 @@ class OrderAdmin(admin.ModelAdmin):
                 f"{len(ids) - confirmed} order(s) were not awaiting confirmation and were left alone.",
                 messages.WARNING,
             )
+
+
+def _page(order_id: int):
+    return redirect(reverse("admin:fulfillment_order_change", args=[order_id]))
+
+
+@require_POST
+def _retry_one_view(request, order_id: int, *, model_admin):
+    """The order page's Retry: the same service as the list's action, for this order."""
+    if not model_admin.has_retry_permission(request):
+        raise PermissionDenied
+    if order_retry(order_id=order_id):
+        messages.success(request, "The order is back at work: this page shows where it stands.")
+    else:
+        messages.warning(request, "The order is not failed (or its data was purged): it was left alone.")
+    return _page(order_id)
+
+
+@require_POST
+def _confirm_one_view(request, order_id: int, *, model_admin):
+    """The order page's Confirm: the service processed it (its callback was lost)."""
+    if not model_admin.has_confirm_permission(request):
+        raise PermissionDenied
+    if order_confirm(order_id=order_id, by=request.user.get_username()):
+        messages.success(request, "The order is confirmed as completed.")
+    else:
+        messages.warning(request, "The order is not awaiting confirmation: it was left alone.")
+    return _page(order_id)

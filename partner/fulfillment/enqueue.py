@@ -11,6 +11,7 @@ ORDER_RUN_TASK = "fulfillment.order_run"
 SWEEP_TASK = "fulfillment.sweep"
 RECONCILE_TASK = "fulfillment.reconcile"
 OVERDUE_TASK = "fulfillment.overdue"
+STAFF_NOTICE_TASK = "fulfillment.staff_notice"
 
 
 def order_run_enqueue(
@@ -21,3 +22,8 @@ def order_run_enqueue(
     when the service first asked the order to wait (`partner.core.retries`), carried to the task."""
     waited = {} if rate_limited_since is None else {RATE_LIMITED_SINCE: rate_limited_since}
     enqueue_after_commit(ORDER_RUN_TASK, countdown=countdown, order_id=order_id, **waited)
+
+
+def staff_notice_enqueue(order_id: int, notice: str) -> None:
+    """Have a worker e-mail staff the order's `notice` (`partner.fulfillment.staff.notices`) after commit."""
+    enqueue_after_commit(STAFF_NOTICE_TASK, order_id=order_id, notice=notice)

@@ -105,6 +105,8 @@ class Order(TimeStampedModel, LeasedModel):
     )
     assigned_at = models.DateTimeField(null=True, blank=True)
     due_at = models.DateTimeField(null=True, blank=True, help_text="The product's turnaround target from the order.")
+    # When staff were e-mailed of the order (new; past due): set only once the mail server took it.
+    staff_notified_at = models.DateTimeField(null=True, blank=True)
     overdue_notified_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

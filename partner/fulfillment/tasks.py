@@ -9,7 +9,14 @@ from django.conf import settings
 
 from partner.core.retries import task_retry
 from partner.fulfillment import runs
-from partner.fulfillment.enqueue import ORDER_RUN_TASK, OVERDUE_TASK, RECONCILE_TASK, SWEEP_TASK, order_run_enqueue
+from partner.fulfillment.enqueue import (
+    ORDER_RUN_TASK,
+    OVERDUE_TASK,
+    RECONCILE_TASK,
+    STAFF_NOTICE_TASK,
+    SWEEP_TASK,
+    order_run_enqueue,
+)
 from partner.fulfillment.recovery import reconciliation, sweeps
 from partner.fulfillment.staff import notices
 
@@ -46,5 +53,15 @@ def sweep():
 
 @shared_task(name=OVERDUE_TASK)
 def overdue():
-    """Tell staff of the orders past their due time (beat, every few minutes)."""
-    return notices.overdue_tell()
+    """Enqueue the notices owed: orders past their due time, new-order notices not sent (beat, every few minutes)."""
+    return notices.notices_due()
+
+
+@shared_task(bind=True, name=STAFF_NOTICE_TASK, max_retries=settings.CELERY_TASK_MAX_RETRIES)
+def staff_notice(self, order_id: int, notice: str, rate_limited_since: float | None = None):
+    """E-mail staff one notice of an order; a mail server's error is retried (partner.core.retries),
+    and a notice whose retries are spent is enqueued again by `overdue` (it is marked only once sent)."""
+    try:
+        return notices.staff_notice_send(order_id=order_id, notice=notice)
+    except Exception as exc:  # smtplib, sockets, a backend's own errors: the retry rule decides
+        raise task_retry(self, exc) from exc

@@ -1,4 +1,5 @@
-"""The webhook inbox in the admin: read-only, searchable, with the raw body and a replay action."""
+"""The webhook inbox in the admin: read-only, searchable, with the raw body and a replay action; nothing
+is deleted here (the inbox's retention removes what must go)."""
 
 import json
 
@@ -85,6 +86,9 @@ class NotificationAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False  # read-only: what happened is never edited by hand
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # the audit trail: the inbox's retention removes what must go
 
     def has_replay_permission(self, request):
         """The replay action puts notifications back to work: it needs the change permission, not just view."""

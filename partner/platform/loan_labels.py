@@ -19,6 +19,20 @@ PROPERTY_FIELD_LABELS = {
     "propertyUsageType": "Property usage",
 }
 
+# The loan's own fields (the top level of `loan`) a person sees named: in a request shown to staff,
+# in the groups of a delivery's form, in the history of what was sent.
+LOAN_FIELD_LABELS = {
+    "loanNumber": "Loan number",
+    "loanAmount": "Loan amount",
+    "property": "Subject property",
+    "borrower": "Borrower",
+    "borrowers": "Borrowers",
+    "applications": "Applications",
+    "appraisal": "Appraisal",
+    "loanPurposeType": "Loan purpose",
+    "propertyUsageType": "Property usage",
+}
+
 # The fields whose values are enumerations of the spec (shown through `value_label`); the others
 # hold plain text, such as an address, shown as written.
 ENUMERATION_FIELDS = frozenset({"loanPurposeType", "propertyUsageType"})
@@ -82,6 +96,17 @@ def value_label(value):
 def field_label(name: str) -> str:
     """A property field's label ("postalCode" -> "ZIP code"); a field the spec does not list keeps its name."""
     return PROPERTY_FIELD_LABELS.get(name, name)
+
+
+def loan_field_label(name) -> str:
+    """Any field of the loan in words, for staff reading a request or a delivery: the tables above
+    first ("postalCode" -> "ZIP code", "loanAmount" -> "Loan amount"), any other camelCase name split
+    ("appraisedValue" -> "Appraised value"); a list's position or an odd key comes back as written."""
+    name = str(name)
+    known = PROPERTY_FIELD_LABELS.get(name) or LOAN_FIELD_LABELS.get(name)
+    if known or not name[:1].isalpha():
+        return known or name
+    return value_label(name[0].upper() + name[1:])
 
 
 def property_value(name: str, value):

@@ -4,7 +4,6 @@ Orders are made as in `test_staff_work.py`: a staff-worked product, a transactio
 service, the pipeline's acknowledgement. Tasks are recorded (`tasks_sent`), never published.
 """
 
-import json
 import logging
 import uuid
 from datetime import timedelta
@@ -162,6 +161,29 @@ def test_the_queue_filters_and_search(staff, make_order, other):
     assert mine.reference_number not in text(other[1].get(reverse(QUEUE), {"assigned": "me"}))
 
 
+def test_the_queue_shows_open_orders_unless_asked_and_names_states_in_staff_words(staff, make_order):
+    working, done = make_order("txn-open"), make_order("txn-done", loan_number="LN-DONE")
+    Order.objects.filter(pk=done.pk).update(status="REQUEST_COMPLETED")
+    listing = text(staff.get(reverse(QUEUE)))
+    assert working.reference_number in listing and done.reference_number not in listing
+    assert "Open: with staff" in listing
+    for api_word in ("Validation requested", "Request completed"):
+        assert api_word not in listing
+    completed = text(staff.get(reverse(QUEUE), {"state": "completed"}))
+    assert done.reference_number in completed and working.reference_number not in completed
+    every = text(staff.get(reverse(QUEUE), {"state": "all"}))
+    assert done.reference_number in every and working.reference_number in every
+
+
+def test_the_index_counts_what_needs_attention_under_the_partners_name(staff, make_order, settings):
+    _waiting, late, taken_one = make_order("txn-w1"), make_order("txn-w2"), make_order("txn-w3")
+    Order.objects.filter(pk=late.pk).update(due_at=timezone.now() - timedelta(hours=1))
+    staff.post(action("take", taken_one.pk))
+    index = text(staff.get(reverse("admin:index")))
+    assert "3 open" in index and "2 waiting</a>" in index and "1 overdue</a>" in index
+    assert settings.PARTNER_NAME in index and "Django administration" not in index
+
+
 # Who works the order -------------------------------------------------------------------------------
 
 
@@ -204,11 +226,19 @@ def test_the_forms_appear_only_to_who_works_the_order(staff, order):
 def test_the_page_shows_the_request_and_what_happened(staff, taken):
     shown = text(staff.get(page(taken.pk)))
     assert "500 Howard Street" in shown and "LN-2026-0042" in shown
-    assert "Gate code 1234" in shown and "<dt>rush</dt>" in shown
+    assert "Gate code 1234" in shown and "<dt>Rush</dt>" in shown
+    # The loan in the staff's words (the labels the lender's panel uses), never the API's names.
+    for label in ("<dt>Loan number</dt>", "<dt>Subject property</dt>", "<dt>Street address</dt>", "<dt>ZIP code</dt>"):
+        assert label in shown
+    request = shown.split('id="order-request"')[1]
+    assert request.index("Street address") < request.index("City") < request.index("ZIP code")  # as one reads it
+    for api_word in ("<dt>streetAddress</dt>", "<dt>loanNumber</dt>", "partnerStatus", "response data entitlement"):
+        assert api_word not in shown
     assert LENDER_CREDENTIALS["password"] not in shown  # never kept
-    for what in ("Received (the service&#x27;s webhook)", "Acknowledgement", "Order received", "Taken"):
+    for what in ("Order arrived from the platform", "Acknowledgement", "Order received", "Taken"):
         assert what in shown
-    assert "<td>staff</td>" in shown  # who took it
+    assert '<td class="staff-who" title="staff">staff</td>' in shown  # who took it
+    assert '<td class="staff-who" title="system">system</td>' in shown  # one line, no "syste m" (the browser test)
 
 
 def test_a_failed_delivery_shows_its_reason_and_can_be_sent_again(staff, taken, fake_platform, tasks_sent):
@@ -308,40 +338,89 @@ def deliver(client, order, **fields):
     return client.post(action("deliver", order.pk), {f"deliver-{name}": value for name, value in fields.items()})
 
 
-def test_a_delivery_carries_the_allowed_loan_fields_and_the_waiting_documents(staff, taken, tasks_sent):
+APPRAISAL = {
+    "appraisal__appraisedValue": "812000.50",
+    "appraisal__effectiveDate": "2026-11-20",
+    "appraisal__condition": "C3",
+    "appraisal__comments": "Good comparables within a mile.",
+}
+
+
+def loan_inputs(**values) -> dict:
+    return {f"loan__{name}": value for name, value in values.items()}
+
+
+def test_a_delivery_form_is_typed_inputs_with_labels_never_a_json_box(staff, taken):
     form = text(staff.get(page(taken.pk)))
-    assert 'name="deliver-property_streetAddress"' in form and 'value="500 Howard Street"' in form
-    assert 'name="deliver-loan_appraisal"' in form and "deliver-result_status" not in form
+    # The subject property from the seed, filled with what the lender sent; enumerations as choices.
+    assert 'name="deliver-loan__property__streetAddress"' in form and 'value="500 Howard Street"' in form
+    assert '<label for="id_deliver-loan__property__postalCode">ZIP code:</label>' in form
+    assert '<select name="deliver-loan__property__propertyUsageType"' in form
+    assert '<option value="PrimaryResidence">Primary residence</option>' in form
+    # The appraisal from the product's response form: money, a date, a choice, text.
+    assert 'name="deliver-loan__appraisal__appraisedValue" step="0.01"' in form
+    assert 'type="date" name="deliver-loan__appraisal__effectiveDate"' in form
+    assert '<option value="C3">C3: well maintained, normal wear</option>' in form
+    assert "<legend>Appraisal</legend>" in form and "Appraised value" in form
+    # In the form's order (x-order), whatever order the database keeps the JSON object's keys in.
+    names = [
+        f'name="deliver-loan__appraisal__{key}"' for key in ("appraisedValue", "effectiveDate", "condition", "comments")
+    ]
+    assert [form.index(name) for name in names] == sorted(form.index(name) for name in names)
+    delivery_form = form.split('id="delivery"')[1].split("</form>")[0]
+    assert "JSON" not in delivery_form and delivery_form.count("<textarea") == 1  # the appraisal's comments
+    assert "deliver-result_status" not in form
+
+
+def test_a_final_delivery_asks_first_showing_what_will_be_sent(staff, taken, tasks_sent):
     staff.post(action("upload", taken.pk), {"upload-files": [upload("report.pdf", PDF)]})
     tasks_sent.clear()
+    fields = {
+        "kind": "final",
+        "partner_status": "Appraisal complete",
+        **loan_inputs(property__streetAddress="500 Howard Street", property__city="San Francisco", **APPRAISAL),
+    }
+    asked = deliver(staff, taken, **fields)
+    shown = text(asked)
+    assert asked.status_code == 200 and "This cannot be undone" in shown
+    for what in ("Appraisal complete", "report.pdf", "$812,000.50", "November 20, 2026", "C3: well maintained"):
+        assert what in shown
+    assert not taken.deliveries.filter(kind=DeliveryKind.FINAL).exists() and tasks_sent == []
 
-    response = deliver(
-        staff,
-        taken,
-        kind="final",
-        partner_status="Appraisal complete",
-        property_streetAddress="500 Howard Street",
-        property_city="San Francisco",
-        property_county=" ",
-        loan_appraisal=json.dumps({"appraisedValue": "812000"}),
-    )
+    back = staff.post(action("deliver", taken.pk), {**prefixed(fields), "change": "1"})
+    assert 'value="812000.50"' in text(back) and not taken.deliveries.filter(kind=DeliveryKind.FINAL).exists()
+
+    response = staff.post(action("deliver", taken.pk), {**prefixed(fields), "confirmed": "1"})
     assert response.status_code == 302
     delivery = taken.deliveries.get(kind=DeliveryKind.FINAL)
     assert delivery.state == DeliveryState.PENDING and delivery.partner_status == "Appraisal complete"
     assert delivery.loan == {
         "property": {"streetAddress": "500 Howard Street", "city": "San Francisco"},
-        "appraisal": {"appraisedValue": "812000"},
+        "appraisal": {
+            "appraisedValue": 812000.5,
+            "effectiveDate": "2026-11-20",
+            "condition": "C3",
+            "comments": "Good comparables within a mile.",
+        },
     }
     assert [d.name for d in delivery.attachments.all()] == ["report.pdf"]
     assert tasks_sent == [(SEND_TASK, {"order_id": taken.pk})]
 
 
+def test_a_partial_delivery_is_stored_at_once(staff, taken):
+    response = deliver(staff, taken, kind="partial", partner_status="Inspection done")
+    assert response.status_code == 302
+    assert taken.deliveries.get(kind=DeliveryKind.PARTIAL).partner_status == "Inspection done"
+
+
 @pytest.mark.parametrize(
     "fields, message",
     [
-        ({"loan_borrower": '{"name": "x"}'}, "The product may not send loan.borrower."),
-        ({"loan_appraisal": "{not json"}, "This is not valid JSON."),
-        ({"loan_appraisal": "[1, 2]"}, "This must be a JSON object"),
+        (loan_inputs(borrower__name="x"), "The product may not send Borrower (borrower)"),
+        (loan_inputs(appraisal__appraisedValue="812,000"), "Enter a number."),
+        (loan_inputs(appraisal__effectiveDate="next Tuesday"), "Enter a valid date."),
+        (loan_inputs(appraisal__condition="C9"), "Select a valid choice"),
+        (loan_inputs(appraisal__comments="Only a comment"), "Appraisal, Appraised value: enter a value."),
         ({"kind": "whenever"}, "Select a valid choice"),
     ],
 )
@@ -351,8 +430,12 @@ def test_a_delivery_that_breaks_a_rule_is_refused_and_stores_nothing(staff, take
     assert taken.deliveries.count() == 1
 
 
+def prefixed(fields: dict) -> dict:
+    return {f"deliver-{name}": value for name, value in fields.items()}
+
+
 def test_nothing_more_is_accepted_after_the_final_delivery(staff, taken):
-    deliver(staff, taken, kind="final")
+    staff.post(action("deliver", taken.pk), {**prefixed({"kind": "final"}), "confirmed": "1"})
     refused = staff.post(action("status_update", taken.pk), {"status-partner_status": "one more thing"})
     assert "The final delivery or the decline is already made." in text(refused)
     late = deliver(staff, taken, kind="partial", partner_status="more")
@@ -378,9 +461,11 @@ def test_an_action_product_gets_a_result_section(staff, make_order):
     order = make_order("txn-disclosure", product="disclosure-desk", entitlements=entitlements)
     staff.post(action("take", order.pk))
     form = text(staff.get(page(order.pk)))
-    assert 'name="deliver-result_status"' in form and "deliver-property_city" not in form
+    assert 'name="deliver-result_status"' in form and "deliver-loan__property__city" not in form
 
-    response = deliver(staff, order, kind="final", result_status="active", result_comments="Sent to borrower")
+    fields = {"kind": "final", "result_status": "active", "result_comments": "Sent to borrower"}
+    assert "Disclosure status" in text(staff.post(action("deliver", order.pk), prefixed(fields)))
+    response = staff.post(action("deliver", order.pk), {**prefixed(fields), "confirmed": "1"})
     assert response.status_code == 302
     assert order.deliveries.get(kind=DeliveryKind.FINAL).result == {
         "format": formats.DISCLOSURE_FORMAT,
@@ -389,18 +474,32 @@ def test_an_action_product_gets_a_result_section(staff, make_order):
     }
 
 
-def test_a_product_that_names_no_response_fields_gets_a_json_loan(staff, make_order):
+def test_a_product_that_names_no_response_fields_gets_every_described_form_not_json(staff, make_order):
     entitlements = {"data": {"transaction": [{"requestTypes": ["NEW_REQUEST"], "response": {}}]}}
     order = make_order("txn-any-loan", product="free-form", entitlements=entitlements)
     staff.post(action("take", order.pk))
-    assert 'name="deliver-loan"' in text(staff.get(page(order.pk)))
-    deliver(staff, order, kind="partial", loan=json.dumps({"borrower": {"phone": "555-0100"}}))
-    assert order.deliveries.get(kind=DeliveryKind.PARTIAL).loan == {"borrower": {"phone": "555-0100"}}
+    form = text(staff.get(page(order.pk)))
+    assert 'name="deliver-loan"' not in form
+    assert 'name="deliver-loan__property__city"' in form and 'name="deliver-loan__appraisal__condition"' in form
+    deliver(staff, order, kind="partial", **loan_inputs(property__city="Oakland"))
+    assert order.deliveries.get(kind=DeliveryKind.PARTIAL).loan["property"]["city"] == "Oakland"
 
 
-def test_a_decline_tells_the_lender_the_reason(staff, taken, tasks_sent):
+def test_a_field_no_form_describes_is_named_and_cannot_be_sent(staff, make_order):
+    entitlements = {"data": {"transaction": [{"requestTypes": ["NEW_REQUEST"], "response": {"fields": ["floodZone"]}}]}}
+    order = make_order("txn-flood", product="flood-desk", entitlements=entitlements)
+    staff.post(action("take", order.pk))
+    form = text(staff.get(page(order.pk)))
+    assert "The product may send Flood zone, but no form says what it holds" in form
+    assert "<textarea" not in form.split('id="delivery"')[1].split("</form>")[0]
+
+
+def test_a_decline_asks_first_then_tells_the_lender_the_reason(staff, taken, tasks_sent):
     assert "The reason is empty." in text(staff.post(action("decline", taken.pk), {"decline-reason": ""}))
-    response = staff.post(action("decline", taken.pk), {"decline-reason": "Outside our area"})
+    asked = staff.post(action("decline", taken.pk), {"decline-reason": "Outside our area"})
+    assert "Order declined: Outside our area" in text(asked) and "This cannot be undone" in text(asked)
+    assert not taken.deliveries.filter(kind=DeliveryKind.DECLINE).exists()
+    response = staff.post(action("decline", taken.pk), {"decline-reason": "Outside our area", "confirmed": "1"})
     assert response.status_code == 302
     decline = taken.deliveries.get(kind=DeliveryKind.DECLINE)
     assert (decline.state, decline.partner_status) == (DeliveryState.PENDING, "Order declined: Outside our area")

@@ -61,7 +61,7 @@ def test_a_staff_worked_order_from_acknowledgement_to_completion(urn_words, demo
         order_id=order.pk,
         final=True,
         partner_status="Appraisal complete",
-        loan={"appraisal": {"appraisedValue": "812000"}},
+        loan={"appraisal": {"appraisedValue": 812000, "effectiveDate": "2026-11-20", "condition": "C3"}},
         user=appraiser,
     )
     confirmed(final)

@@ -14,6 +14,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from partner.fulfillment.automated.fulfillers.staff_worked import StaffWorkedFulfiller
+from partner.fulfillment.enqueue import STAFF_NOTICE_TASK
 from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order, OrderDocument, OrderStatus
 from partner.fulfillment.orders.metrics import ORDERS_FINISHED
 from partner.fulfillment.orders.services import order_open
@@ -28,7 +29,11 @@ from tests.helpers.products import LENDER_CREDENTIALS, product_create
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TXN = "txn-staff-1"
-LOAN = {"loanNumber": "LN-2026-0042", "property": {"streetAddress": "500 Howard Street", "postalCode": "94105"}}
+LOAN = {
+    "loanNumber": "LN-2026-0042",
+    "borrower": {"firstName": "Dana", "lastName": "Whitfield"},
+    "property": {"streetAddress": "500 Howard Street", "city": "San Francisco", "state": "CA", "postalCode": "94105"},
+}
 PDF = b"%PDF-1.7\n% an appraisal report\n"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 APPRAISAL_ENTITLEMENTS = {
@@ -115,12 +120,23 @@ def test_an_order_is_checked_and_acknowledged_at_once_with_one_patch(fake_platfo
     assert (delivery.kind, delivery.state, delivery.sequence) == (DeliveryKind.ACKNOWLEDGEMENT, DeliveryState.SENT, 1)
 
 
-def test_staff_are_told_of_a_new_order_without_borrowers_data(order):
+def test_staff_are_told_of_a_new_order_with_what_they_triage_by_and_no_borrowers_data(tasks_sent, order):
+    assert (STAFF_NOTICE_TASK, {"order_id": order.pk, "notice": notices.NEW_ORDER}) in tasks_sent
+    assert mail.outbox == []  # the task sends it, not the sender's transaction
+    assert notices.staff_notice_send(order_id=order.pk, notice=notices.NEW_ORDER)
     [message] = mail.outbox
     assert message.to == ["appraisals@partner.example"]
-    assert order.reference_number in message.subject
+    assert order.reference_number in message.subject and "San Francisco, CA" in message.subject
+    due = f"Due: {order.due_at:%Y-%m-%d %H:%M} UTC"
+    for shown in ("Loan number: LN-2026-0042", "Property: San Francisco, CA", due):
+        assert shown in message.body
     assert f"https://partner.example/admin/fulfillment/stafforder/{order.pk}/change/" in message.body
-    assert "LN-2026-0042" not in message.body + message.subject and "Howard" not in message.body
+    for private in ("Howard", "Whitfield", "Dana", "94105"):
+        assert private not in message.subject + message.body
+    order.refresh_from_db()
+    assert order.staff_notified_at is not None
+    assert not notices.staff_notice_send(order_id=order.pk, notice=notices.NEW_ORDER)  # once
+    assert len(mail.outbox) == 1
 
 
 def refused_order(fake_platform) -> Order:
@@ -246,7 +262,7 @@ def test_a_partial_then_a_final_delivery_each_with_its_documents(fake_platform, 
         order_id=order.pk,
         final=True,
         partner_status="Appraisal complete",
-        loan={"appraisal": {"appraisedValue": "812000"}},
+        loan={"appraisal": {"appraisedValue": 812000, "effectiveDate": "2026-11-20", "condition": "C3"}},
         user=appraiser,
     )
     assert [d.name for d in partial.attachments.all()] == ["draft.pdf"]
@@ -260,7 +276,8 @@ def test_a_partial_then_a_final_delivery_each_with_its_documents(fake_platform, 
     first, second = sent(fake_platform)[1:]
     assert first["status"] == "processing" and [r["name"] for r in first["resources"]] == ["draft.pdf"]
     assert second["status"] == "completed" and [r["name"] for r in second["resources"]] == ["final.pdf"]
-    assert second["loan"] == {"appraisal": {"appraisedValue": "812000"}} and second["loanFormat"]
+    appraisal = {"appraisedValue": 812000, "effectiveDate": "2026-11-20", "condition": "C3"}
+    assert second["loan"] == {"appraisal": appraisal} and second["loanFormat"]
     order.refresh_from_db()
     assert order.status == OrderStatus.RESPONSE_DELIVERED and order.delivered_at is not None
 
@@ -284,9 +301,9 @@ def test_nothing_can_be_done_after_the_final_delivery(order, appraiser):
 
 def test_a_delivery_carries_only_the_loan_fields_the_product_may_send(order, appraiser):
     staff.order_take(order_id=order.pk, user=appraiser)
-    with pytest.raises(staff.StaffActionRefused, match="may not send loan.borrower"):
+    with pytest.raises(staff.StaffActionRefused, match=r"may not send Borrower \(loan.borrower\)"):
         staff.delivery_request(order_id=order.pk, final=True, loan={"borrower": {"name": "x"}}, user=appraiser)
-    with pytest.raises(staff.StaffActionRefused, match="loan.property must be an object"):
+    with pytest.raises(staff.StaffActionRefused, match=r"Subject property \(loan.property\) must be an object"):
         staff.delivery_request(order_id=order.pk, final=True, loan={"property": "x"}, user=appraiser)
     with pytest.raises(staff.StaffActionRefused, match="does not hold the UPDATE_DISCLOSURE_STATUS action"):
         result = {
@@ -295,6 +312,15 @@ def test_a_delivery_carries_only_the_loan_fields_the_product_may_send(order, app
             "details": {"status": "active"},
         }
         staff.delivery_request(order_id=order.pk, final=True, result=result, user=appraiser)
+    # The product's response form is checked again here, whatever drew the form.
+    with pytest.raises(staff.StaffActionRefused, match="Appraisal, Effective date: enter a value"):
+        staff.delivery_request(order_id=order.pk, final=True, loan={"appraisal": {"appraisedValue": 1}}, user=appraiser)
+    with pytest.raises(staff.StaffActionRefused, match="Appraisal, Condition: 'C9' is not one of its choices"):
+        bad = {"appraisedValue": 1, "effectiveDate": "2026-11-20", "condition": "C9"}
+        staff.delivery_request(order_id=order.pk, final=True, loan={"appraisal": bad}, user=appraiser)
+    with pytest.raises(staff.StaffActionRefused, match=r"Effective date: '20/11/2026' is not a date \(YYYY-MM-DD\)"):
+        bad = {"appraisedValue": 1, "effectiveDate": "20/11/2026"}
+        staff.delivery_request(order_id=order.pk, final=True, loan={"appraisal": bad}, user=appraiser)
     with pytest.raises(staff.StaffActionRefused, match="needs something to deliver"):
         staff.delivery_request(order_id=order.pk, final=False, user=appraiser)
     assert order.deliveries.count() == 1
@@ -347,14 +373,20 @@ def test_a_decline_tells_the_lender_why_and_ends_the_order(fake_platform, order,
 # Overdue -------------------------------------------------------------------------------------------
 
 
-def test_staff_are_told_once_of_an_order_past_its_due_time(order):
+def test_staff_are_told_once_of_an_order_past_its_due_time(tasks_sent, order):
+    notices.staff_notice_send(order_id=order.pk, notice=notices.NEW_ORDER)
     mail.outbox.clear()
-    assert notices.overdue_tell() == 0
+    tasks_sent.clear()
+    assert notices.notices_due() == 0
     Order.objects.filter(pk=order.pk).update(due_at=timezone.now() - timedelta(minutes=1))
-    assert notices.overdue_tell() == 1
-    assert notices.overdue_tell() == 0
+    assert notices.notices_due() == 1
+    assert tasks_sent == [(STAFF_NOTICE_TASK, {"order_id": order.pk, "notice": notices.PAST_DUE})]
+    assert notices.notices_due() == 0  # enqueued: its task may still be retrying
+    assert notices.staff_notice_send(order_id=order.pk, notice=notices.PAST_DUE)
+    assert not notices.staff_notice_send(order_id=order.pk, notice=notices.PAST_DUE)
     [message] = mail.outbox
     assert message.subject.startswith("Order past due")
+    assert order.steps.filter(name="overdue").count() == 1
 
 
 def test_the_callback_of_a_failure_notice_confirms_it_and_writes_no_history(fake_platform):

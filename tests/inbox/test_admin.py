@@ -51,3 +51,15 @@ def test_replay_action_enqueues_again(staff):
     assert "1 of 1 notification(s) enqueued again" in response.content.decode()
     stored.refresh_from_db()
     assert stored.state == NotificationState.RECEIVED  # the relay hands it to the broker
+
+
+@pytest.mark.django_db
+def test_notifications_cannot_be_deleted_from_the_admin(staff):
+    """The inbox is the audit trail: no Delete button, no delete page, no bulk delete (retention removes)."""
+    stored = notification()
+    page = staff.get(reverse("admin:inbox_notification_change", args=[stored.pk])).content.decode()
+    assert "deletelink" not in page
+    assert staff.get(reverse("admin:inbox_notification_delete", args=[stored.pk])).status_code == 403
+    listing = staff.get(reverse("admin:inbox_notification_changelist")).content.decode()
+    assert 'value="delete_selected"' not in listing
+    assert Notification.objects.filter(pk=stored.pk).exists()

@@ -4,7 +4,8 @@ Two browser contexts side by side, as two people would be: the lender in the san
 (our panel in its iframe) and a staff member signed in to the admin's "Orders to work". A real
 Celery worker sends what staff store (each delivery is a PATCH to the sandbox, whose callbacks
 come back as webhooks), and after each action the lender's panel, polling on its own, shows it.
-Each stage is saved as a screenshot in test-artifacts/ui/staff-order/.
+Each stage is saved as a screenshot in test-artifacts/ui/staff-order/: among them the appraisal's typed
+delivery form (06-staff-appraisal-form) and the confirmation of the final delivery (06-staff-final-confirmation).
 """
 
 import re
@@ -21,6 +22,15 @@ SCREENSHOTS = ARTIFACTS / "staff-order"
 STAFF_USERNAME = "appraiser.browser"
 STAFF_PASSWORD = "Tuesday-inspection-2026"  # noqa: S105 - a test login's password
 SENT_MS = 60_000  # a delivery is stored, picked up by the worker, PATCHed and polled by the panel
+KIND_LABELS = {"Partial": "Send what is ready now", "Final": "Final delivery"}  # the form's choices
+APPRAISAL = {
+    "value": "812000",
+    "value_shown": "$812,000.00",
+    "date": "2026-11-20",
+    "date_shown": "November 20, 2026",
+    "condition": "C3",
+    "comments": "Three close sales within a mile support the value.",
+}
 
 
 def pdf_document(text: str) -> bytes:
@@ -122,12 +132,35 @@ class Admin:
         form.get_by_role("button", name="Attach").click()
         self.said(f"Attached {name}.")
 
-    def deliver(self, kind: str, status: str):
+    def deliver(self, kind: str, status: str, *, appraisal: dict | None = None, shots: str = ""):
+        """A delivery as staff make it: the kind, the status, the appraisal's typed inputs; a final one
+        is shown on its confirmation page first, then sent from there."""
         form = self.section("delivery")
-        form.get_by_role("radio", name=re.compile(rf"^{kind}:")).check()
+        form.get_by_role("radio", name=re.compile(rf"^{KIND_LABELS[kind]}")).check()
         form.get_by_label("Status for the lender").fill(status)
-        form.get_by_role("button", name="Deliver").click()
-        self.said(f"{kind} delivery stored with 1 document(s)")
+        if appraisal:
+            form.get_by_label("Appraised value").fill(appraisal["value"])
+            form.get_by_label("Effective date").fill(appraisal["date"])
+            form.get_by_label("Condition").select_option(appraisal["condition"])
+            form.get_by_label("Comments").fill(appraisal["comments"])
+            screenshot(f"{shots}-staff-appraisal-form", form)
+        form.get_by_role("button", name="Deliver…").click()
+        if kind == "Final":
+            summary = self.section("confirm-summary")
+            expect(self.page.locator("#confirm-warning")).to_contain_text("This cannot be undone", timeout=WAIT_MS)
+            screenshot(f"{shots}-staff-final-confirmation", self.page)
+            if appraisal:
+                for shown in (
+                    "Appraised value",
+                    appraisal["value_shown"],
+                    appraisal["date_shown"],
+                    "C3: well maintained",
+                ):
+                    expect(summary).to_contain_text(shown)
+            self.page.get_by_role("button", name="Send the final delivery").click()
+            self.said("Final delivery stored with 1 document(s)")
+        else:
+            self.said("Delivery stored with 1 document(s)")
 
 
 @pytest.mark.usefixtures("celery_worker_live")
@@ -165,6 +198,8 @@ def test_a_staff_worked_appraisal_from_order_to_completion(demo, service, browse
         admin.sign_in(STAFF_USERNAME, STAFF_PASSWORD)
         admin.open_order(search=transaction_id, reference=order.reference_number)
         expect(admin.section("order-request")).to_contain_text("Gate code 4711")
+        expect(admin.section("order-request")).to_contain_text("Street address")  # the staff's words
+        expect(admin.section("order-request")).not_to_contain_text("streetAddress")
         admin.page.get_by_role("button", name="Take", exact=True).click()
         admin.said("You work this order now.")
         expect(admin.page.locator("#assigned-to")).to_have_text(STAFF_USERNAME)
@@ -181,6 +216,13 @@ def test_a_staff_worked_appraisal_from_order_to_completion(demo, service, browse
         admin.page.reload()
         expect(admin.section("order-timeline")).to_contain_text("Inspection booked for Tuesday")
         assert fits_its_column(admin.section("order-timeline").locator("table"))
+        # "system" in the Who column stays one word (it wrapped as "syste m" when every cell could break).
+        who = admin.section("order-timeline").locator("td.staff-who", has_text="system").first
+        assert who.evaluate("(cell) => getComputedStyle(cell).whiteSpace") == "nowrap"
+        assert who.evaluate("(cell) => cell.scrollWidth <= cell.clientWidth")  # whole, not cut
+        # ... and the detail keeps a column wide enough for words (not one letter per line).
+        detail = admin.section("order-timeline").locator("td.staff-detail").first
+        assert detail.evaluate("(cell) => cell.getBoundingClientRect().width > cell.closest('table').clientWidth / 4")
         screenshot("03-staff-status-update-posted", admin.page)
         panel_screenshot("04-lender-status-update", page)
 
@@ -198,7 +240,7 @@ def test_a_staff_worked_appraisal_from_order_to_completion(demo, service, browse
 
         # The final delivery with the appraisal report: the service's callback completes the order.
         admin.attach("appraisal-report.pdf", FINAL)
-        admin.deliver("Final", "Appraisal complete")
+        admin.deliver("Final", "Appraisal complete", appraisal=APPRAISAL, shots="06")
         delivery_sent(transaction_id, DeliveryKind.FINAL)
         expect(ui.locator("#app")).to_have_attribute("data-step", "completed", timeout=SENT_MS)
         expect(entries.locator("h4")).to_have_text(
@@ -209,13 +251,13 @@ def test_a_staff_worked_appraisal_from_order_to_completion(demo, service, browse
             expect(ui.locator("#documents").get_by_role("button", name=f"Open {name}")).to_be_visible()
         expect(ui.locator("li.step.done")).to_have_count(4)
         expect(ui.locator("#announce")).to_contain_text("Completed")
-        panel_screenshot("06-lender-completed", page)
+        panel_screenshot("07-lender-completed", page)
 
         admin.page.reload()
         expect(admin.page.locator("#order-notice")).to_contain_text("nothing more can be sent")
         expect(admin.section("order-timeline")).to_contain_text("appraisal-report.pdf")
         assert fits_its_column(admin.section("order-timeline").locator("table"))
-        screenshot("07-staff-order-completed", admin.page)
+        screenshot("08-staff-order-completed", admin.page)
     finally:
         staff_context.close()
 
@@ -230,4 +272,10 @@ def test_a_staff_worked_appraisal_from_order_to_completion(demo, service, browse
     assert order.status == OrderStatus.REQUEST_COMPLETED
     final = order.deliveries.get(kind=DeliveryKind.FINAL)
     assert final.state == DeliveryState.CONFIRMED
+    assert final.loan["appraisal"] == {
+        "appraisedValue": 812000,
+        "effectiveDate": "2026-11-20",
+        "condition": "C3",
+        "comments": APPRAISAL["comments"],
+    }
     assert sorted(order.attachments.values_list("name", flat=True)) == ["appraisal-report.pdf", "draft-report.pdf"]

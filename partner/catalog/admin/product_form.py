@@ -50,6 +50,7 @@ class ProductForm(forms.ModelForm):
             "fulfiller",
             "fee",
             "turnaround_hours",
+            "response_form",
         ]
         field_classes = {
             "request_types": StringListField,
@@ -63,6 +64,7 @@ class ProductForm(forms.ModelForm):
         }
         widgets = {
             "data_origin": forms.Textarea(attrs={"rows": 3, "class": "product-json"}),
+            "response_form": forms.Textarea(attrs={"rows": 16, "class": "product-json", "spellcheck": "false"}),
         }
 
     PLACEHOLDERS = {

@@ -70,7 +70,7 @@ class ProductAdmin(admin.ModelAdmin):
         "environment",
         "status",
         "fulfiller",
-        "signing_secret_state",
+        "signing_secret_short",
         "pulled_at",
         "pushed_at",
         "unpushed_changes",
@@ -116,6 +116,15 @@ class ProductAdmin(admin.ModelAdmin):
             {"fields": ["fee", "turnaround_hours"], "description": "Shown to the lender on the order form."},
         ),
         (
+            "Staff delivery form",
+            {
+                "classes": ["collapse"],
+                "fields": ["response_form"],
+                "description": "What staff fill in when they deliver an order of this product, for the loan fields "
+                "the response may carry that the seed does not describe (the subject property it does).",
+            },
+        ),
+        (
             "Our settings",
             {"fields": ["fulfiller", "signing_secret_state", "new_signing_secret", "clear_signing_secret"]},
         ),
@@ -158,6 +167,16 @@ class ProductAdmin(admin.ModelAdmin):
         if settings.SVC_SIGNING_SECRETS:
             return f"{NOT_SET}: its webhooks verify with the deployment's SVC_SIGNING_SECRETS"
         return f"{NOT_SET}: no secret verifies its webhooks (set one, or SVC_SIGNING_SECRETS)"
+
+    @admin.display(description="signing secret")
+    def signing_secret_short(self, obj):
+        """The list's column: a word or two; the product's page says the whole of it (`signing_secret_state`)."""
+        if isinstance(obj.signing_secret, Undecryptable):
+            return format_html('<span title="{}">unreadable</span>', self.signing_secret_state(obj))
+        if obj.has_signing_secret:
+            return format_html('<span title="{}">{}</span>', self.signing_secret_state(obj), SET)
+        shown = "deployment's" if settings.SVC_SIGNING_SECRETS else "none"
+        return format_html('<span title="{}">{}</span>', self.signing_secret_state(obj), shown)
 
     @admin.display(description="last service copy")
     def raw_pretty(self, obj):

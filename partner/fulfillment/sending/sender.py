@@ -46,7 +46,7 @@ from partner.fulfillment.orders.states import (
     order_move_where_allowed,
 )
 from partner.fulfillment.sending import uploads
-from partner.fulfillment.staff.notices import staff_tell
+from partner.fulfillment.staff.notices import NEW_ORDER, staff_notice_request
 from partner.platform import client
 from partner.platform.errors import RequestRefused, ServiceError
 from partner.platform.formats import LOAN_FORMAT, RESPONSE_COMPLETED, RESPONSE_PROCESSING
@@ -96,7 +96,7 @@ def _response_version_next(order: Order):
 def _acknowledged(order: Order, delivery: Delivery, now, release: dict) -> bool:
     order_move_where_allowed(Order.objects.filter(pk=order.pk), OrderStatus.WITH_STAFF, updated_at=now, **release)
     step_record(order, "acknowledged", delivery.partner_status)
-    transaction.on_commit(lambda: staff_tell(order, "New order"))
+    staff_notice_request(order, NEW_ORDER)  # sent by a task after this commits
     return True
 
 

@@ -1,7 +1,8 @@
 """The staff's work queue in the admin ("Orders to work"): staff-worked orders, by due time.
 
-The list shows each order's reference, product, lender company, status, age, due time (marked
-when overdue) and who works it; filters by product, company, overdue, assignment and status;
+The list shows each order's reference, product, lender company, state (in the staff's words), age,
+due time (marked when overdue) and who works it; open orders unless another state is chosen;
+filters by state, overdue, assignment, product and company;
 search by reference, loan number or transaction id. An order's page is the staff's own
 (`admin_staff_views`: the request, the timeline and the actions), not a model form; nothing is
 added or deleted here.
@@ -22,7 +23,7 @@ from django.utils.html import format_html
 
 from partner.fulfillment.models import OrderStatus, StaffOrder
 from partner.fulfillment.staff import views
-from partner.fulfillment.staff.selectors import age_text, due_text, order_overdue, overdue_orders
+from partner.fulfillment.staff.selectors import age_text, due_text, order_overdue, overdue_orders, status_label
 
 
 class ProductFilter(admin.AllValuesFieldListFilter):
@@ -81,11 +82,48 @@ class AssignedFilter(admin.SimpleListFilter):
         return queryset
 
 
+class StateFilter(admin.SimpleListFilter):
+    """Where the orders stand, in the staff's words; open orders (with staff) unless another is chosen."""
+
+    title = "state"
+    parameter_name = "state"
+    OPEN = "open"
+    ALL = "all"
+    STATES = {
+        OPEN: ("Open: with staff", [OrderStatus.WITH_STAFF]),
+        "arriving": ("Arriving", [OrderStatus.VALIDATION_REQUESTED, OrderStatus.IN_PROGRESS]),
+        "delivered": ("Delivered: waiting for the platform", [OrderStatus.RESPONSE_DELIVERED]),
+        "completed": ("Completed", [OrderStatus.REQUEST_COMPLETED]),
+        "declined": ("Declined", [OrderStatus.DECLINED]),
+        "failed": ("Failed", [OrderStatus.FAILED]),
+    }
+
+    def lookups(self, request, model_admin):
+        return [(key, label) for key, (label, _) in self.STATES.items()] + [(self.ALL, "All")]
+
+    def value(self):
+        return super().value() or self.OPEN
+
+    def queryset(self, request, queryset):
+        if self.value() == self.ALL or self.value() not in self.STATES:
+            return queryset
+        return queryset.filter(status__in=self.STATES[self.value()][1])
+
+    def choices(self, changelist):
+        # Django's own "All" means no parameter; here no parameter means open, so "All" is a choice.
+        for lookup, title in self.lookup_choices:
+            yield {
+                "selected": self.value() == lookup,
+                "query_string": changelist.get_query_string({self.parameter_name: lookup}),
+                "display": title,
+            }
+
+
 @admin.register(StaffOrder)
 class StaffOrderAdmin(admin.ModelAdmin):
-    list_display = ["reference", "product", "company", "status", "age", "due", "assigned"]
+    list_display = ["reference", "product", "company", "state", "age", "due", "assigned"]
     list_display_links = ["reference"]
-    list_filter = [("product_name", ProductFilter), CompanyFilter, OverdueFilter, AssignedFilter, "status"]
+    list_filter = [StateFilter, OverdueFilter, AssignedFilter, ("product_name", ProductFilter), CompanyFilter]
     list_select_related = ["ordered_by__company", "assigned_to"]
     search_fields = ["reference_number", "loan_number", "transaction_id"]
     search_help_text = "Reference, loan number or transaction id."
@@ -128,6 +166,10 @@ class StaffOrderAdmin(admin.ModelAdmin):
     def company(self, obj):
         account = obj.ordered_by
         return account.company.name if account and account.company else "–"
+
+    @admin.display(description="state", ordering="status")
+    def state(self, obj):
+        return status_label(obj)
 
     @admin.display(description="age", ordering="created_at")
     def age(self, obj):

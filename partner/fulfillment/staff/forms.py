@@ -1,15 +1,19 @@
 """The forms of the staff's order page: what staff type in, shaped and checked before a service is called.
 
-The forms check the shape of the input (a file's kind and size, JSON that is an object, the loan
-fields the product's response data entitlement allows); the rules stay in the services
-(`partner.fulfillment.staff.services`), which decide again on every action.
+The forms check the shape of the input (a file's kind and size, the loan fields the product's
+response data entitlement allows, each value typed and checked against its form); the rules stay
+in the services (`partner.fulfillment.staff.services`), which decide again on every action.
 
 A form that makes something (documents, a status update, a delivery, a decline) carries a one-time
 key (`once`), drawn with the page: the same form sent twice (a double click, a resent POST) acts
 once; a refused action frees its key, so the corrected form can be sent again.
 """
 
+import datetime
 import uuid
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from decimal import Decimal
 
 from django import forms
 from django.conf import settings
@@ -17,13 +21,13 @@ from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.template.defaultfilters import filesizeformat
 
+from partner.catalog import response_forms
 from partner.catalog.selectors import product_get
 from partner.fulfillment.models import Order
 from partner.fulfillment.staff import services as staff
 from partner.platform import formats
+from partner.platform.loan_labels import loan_field_label, value_label
 
-# The loan.property fields of the spec, sent as text.
-PROPERTY_FIELDS = ("streetAddress", "city", "state", "postalCode", "county", "loanPurposeType", "propertyUsageType")
 DOCUMENT_ACCEPT = ",".join(["application/pdf", "image/png", "image/jpeg", ".pdf", ".png", ".jpg", ".jpeg"])
 ONCE_SECONDS = 24 * 3600
 
@@ -131,7 +135,7 @@ class StatusUpdateForm(SentOnceForm):
         label="Status for the lender",
         required=False,  # the service says what is wrong with it (empty, too long)
         widget=forms.TextInput(attrs={"size": 80, "maxlength": staff.PARTNER_STATUS_MAX}),
-        help_text="Sent as partnerStatus, for example “Inspection scheduled for Tuesday 10:00”.",
+        help_text="What the lender reads on their order, for example “Inspection scheduled for Tuesday 10:00”.",
     )
 
 
@@ -141,72 +145,154 @@ class DeclineForm(SentOnceForm):
         label="Reason",
         required=False,
         widget=forms.Textarea(attrs={"rows": 2, "cols": 80, "maxlength": staff.DECLINE_REASON_MAX}),
-        help_text="The lender reads it; the order ends once the decline is sent.",
+        help_text="The lender reads it. Declining ends the order: nothing more can be sent afterwards.",
     )
 
 
-class JsonObjectField(forms.JSONField):
-    """A JSON object typed into a textarea; empty: nothing."""
+# A delivery ---------------------------------------------------------------------------------------
 
-    default_error_messages = {"invalid": "This is not valid JSON.", "not_object": "This must be a JSON object: {…}."}
+KIND_CHOICES = [
+    ("partial", "Send what is ready now: the order stays open for more"),
+    ("final", "Final delivery: the order is done, nothing more can be sent afterwards"),
+]
+DISCLOSURE_STATUS_LABELS = {"active": "Active: the disclosures are out to the borrower"}
 
-    def __init__(self, **kwargs):
-        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 4, "cols": 80, "spellcheck": "false"}))
-        super().__init__(required=False, **kwargs)
 
-    def prepare_value(self, value):
-        return "" if value is None else super().prepare_value(value)  # an empty box, not "null"
+@dataclass
+class LoanGroup:
+    """One group of a delivery's loan inputs: an object of a loan field (nested ones have their own)."""
 
-    def validate(self, value):
-        super().validate(value)
-        if value is not None and not isinstance(value, dict):
-            raise ValidationError(self.error_messages["not_object"], code="not_object")
+    legend: str
+    help: str
+    names: list[str]  # the form's field names, in order
+    fields: list = dc_field(default_factory=list)  # bound fields, filled for the template
+
+
+@dataclass(frozen=True)
+class Undescribed:
+    """A loan field the product may send that no form describes (a staff admin adds it to the product)."""
+
+    name: str
+    label: str
+
+
+def _input_name(path: list[str]) -> str:
+    return "__".join(["loan", *path])
+
+
+def _choices(schema: dict, initial) -> list[tuple[str, str]] | None:
+    if "oneOf" in schema:
+        choices = [(str(choice["const"]), choice["title"]) for choice in schema["oneOf"]]
+    elif "enum" in schema:
+        choices = [(str(value), value_label(value)) for value in schema["enum"]]
+    else:
+        return None
+    if initial and initial not in {value for value, _ in choices}:  # as the lender sent it
+        choices.append((initial, value_label(initial)))
+    return [("", "Not given"), *choices]
+
+
+def schema_input(schema: dict, initial=None) -> forms.Field:
+    """The typed input of one value of a response form (`partner.catalog.response_forms`): a date,
+    an amount, a choice, a number, text. Every input may stay empty (a partial delivery sends what
+    is ready); a group's required values are required once the group is sent (`loan_field_problems`)."""
+    common = {"label": schema["title"], "help_text": schema.get("description", ""), "required": False}
+    kind, fmt = schema.get("type"), schema.get("format")
+    text = "" if initial is None or isinstance(initial, dict | list) else str(initial)
+    choices = _choices(schema, text)
+    if choices is not None:
+        return forms.ChoiceField(choices=choices, initial=text, **common)
+    if kind == "string" and fmt == "date":
+        return forms.DateField(widget=forms.DateInput(attrs={"type": "date"}), initial=text, **common)
+    if kind == "number" and fmt == "money":
+        common["help_text"] = common["help_text"] or "In US dollars."
+        return forms.DecimalField(
+            decimal_places=2,
+            min_value=schema.get("minimum"),
+            widget=forms.NumberInput(attrs={"step": "0.01", "class": "staff-money"}),
+            initial=text,
+            **common,
+        )
+    if kind == "number":
+        return forms.DecimalField(
+            min_value=schema.get("minimum"), max_value=schema.get("maximum"), initial=text, **common
+        )
+    if kind == "integer":
+        return forms.IntegerField(
+            min_value=schema.get("minimum"), max_value=schema.get("maximum"), initial=text, **common
+        )
+    if kind == "boolean":
+        choices = [("", "Not given"), ("true", "Yes"), ("false", "No")]
+        initial = {True: "true", False: "false"}.get(initial, "")
+        return forms.TypedChoiceField(
+            choices=choices, coerce=lambda value: value == "true", empty_value=None, initial=initial, **common
+        )
+    limit = schema.get("maxLength")
+    widget = forms.Textarea(attrs={"rows": 3}) if limit is None or limit > response_forms.LONG_TEXT else None
+    return forms.CharField(max_length=limit, initial=text, **({"widget": widget} if widget else {}), **common)
+
+
+def _json_value(value):
+    """A cleaned input as the loan's JSON holds it: dates as ISO dates, amounts as numbers."""
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, str):
+        return value.strip()
+    return value
 
 
 class DeliveryForm(SentOnceForm):
     """A partial or final delivery: what the lender reads, the loan fields the product's response data
-    entitlement allows (one group each), and the disclosure result when the product holds the action."""
+    entitlement allows (typed inputs drawn from each field's form, one group per object), and the
+    disclosure result when the product holds that action."""
 
     prefix = "deliver"
-    kind = forms.ChoiceField(
-        label="Delivery",
-        choices=[
-            ("partial", "Partial: status processing, the order stays open"),
-            ("final", "Final: status completed, the order is done once the service confirms it"),
-        ],
-        widget=forms.RadioSelect,
-    )
+    kind = forms.ChoiceField(label="What you send", choices=KIND_CHOICES, widget=forms.RadioSelect)
     partner_status = forms.CharField(
         label="Status for the lender",
         required=False,
         widget=forms.TextInput(attrs={"size": 80, "maxlength": staff.PARTNER_STATUS_MAX}),
+        help_text="What the lender reads on their order, for example “Appraisal report delivered”.",
     )
 
-    def __init__(self, *args, loan_fields: list[str] | None, request_loan: dict, result_offered: bool, **kwargs):
+    def __init__(self, *args, schemas: dict[str, dict | None], request_loan: dict, result_offered: bool, **kwargs):
         super().__init__(*args, **kwargs)
-        self.loan_fields = loan_fields
+        self.schemas = {name: schema for name, schema in schemas.items() if schema is not None}
+        self.undescribed = [
+            Undescribed(name, loan_field_label(name)) for name, schema in schemas.items() if schema is None
+        ]
         self.result_offered = result_offered
-        if loan_fields is None:
-            self.fields["loan"] = JsonObjectField(
-                label="loan", help_text="The product names no response fields: the whole loan object, as JSON."
+        self.groups: list[LoanGroup] = []
+        for name, schema in self.schemas.items():
+            self._add_group(
+                [name], schema, request_loan.get(name), legend=schema.get("title") or loan_field_label(name)
             )
-        for name in loan_fields or []:
-            if name == "property":
-                sent = request_loan.get("property") if isinstance(request_loan.get("property"), dict) else {}
-                for key in PROPERTY_FIELDS:
-                    initial = "" if sent.get(key) is None else str(sent[key])
-                    self.fields[f"property_{key}"] = forms.CharField(label=key, required=False, initial=initial)
-            else:
-                self.fields[f"loan_{name}"] = JsonObjectField(label=f"loan.{name}", help_text="A JSON object.")
         if result_offered:
             self.fields["result_status"] = forms.ChoiceField(
-                label="status",
+                label="Disclosure status",
                 required=False,
-                choices=[("", "No result"), *((status, status) for status in formats.DISCLOSURE_STATUSES)],
+                choices=[
+                    ("", "No result"),
+                    *((status, DISCLOSURE_STATUS_LABELS.get(status, status)) for status in formats.DISCLOSURE_STATUSES),
+                ],
             )
             self.fields["result_comments"] = forms.CharField(
-                label="comments", required=False, widget=forms.Textarea(attrs={"rows": 2, "cols": 80})
+                label="Comments", required=False, widget=forms.Textarea(attrs={"rows": 2, "cols": 80})
             )
+
+    def _add_group(self, path: list[str], schema: dict, sent, *, legend: str) -> None:
+        sent = sent if isinstance(sent, dict) else {}
+        group = LoanGroup(legend=legend, help=schema.get("description", ""), names=[])
+        self.groups.append(group)
+        for key, child in response_forms.ordered_properties(schema):
+            if child.get("type") == "object":
+                self._add_group([*path, key], child, sent.get(key), legend=f"{legend}: {child['title']}")
+                continue
+            name = _input_name([*path, key])
+            self.fields[name] = schema_input(child, sent.get(key))
+            group.names.append(name)
 
     @classmethod
     def for_order(cls, order: Order, data=None) -> "DeliveryForm":
@@ -220,22 +306,16 @@ class DeliveryForm(SentOnceForm):
         )
         return cls(
             data,
-            loan_fields=staff.loan_fields_allowed(order),
+            schemas=staff.loan_field_schemas(order),
             request_loan=request_loan if isinstance(request_loan, dict) else {},
             result_offered=offered,
         )
 
-    def loan_groups(self) -> list[tuple[str, list]]:
-        """(legend, bound fields) of each loan field offered, for the page's fieldsets."""
-        if self.loan_fields is None:
-            return [("loan", [self["loan"]])]
-        groups = []
-        for name in self.loan_fields:
-            if name == "property":
-                groups.append(("loan.property", [self[f"property_{key}"] for key in PROPERTY_FIELDS]))
-            else:
-                groups.append((f"loan.{name}", [self[f"loan_{name}"]]))
-        return groups
+    def loan_groups(self) -> list[LoanGroup]:
+        """The groups of loan inputs with their bound fields, for the page's fieldsets."""
+        for group in self.groups:
+            group.fields = [self[name] for name in group.names]
+        return self.groups
 
     def result_fields(self) -> list:
         return [self["result_status"], self["result_comments"]] if self.result_offered else []
@@ -244,6 +324,9 @@ class DeliveryForm(SentOnceForm):
         data = super().clean()
         self._refuse_fields_not_offered()
         data["loan_data"] = self._loan(data)
+        for name, value in data["loan_data"].items():
+            for problem in response_forms.loan_field_problems(name, self.schemas[name], value):
+                self.add_error(None, problem)
         status = data.get("result_status") or ""
         comments = (data.get("result_comments") or "").strip()
         if comments and not status:
@@ -257,28 +340,63 @@ class DeliveryForm(SentOnceForm):
         return data
 
     def _loan(self, data) -> dict:
-        if self.loan_fields is None:
-            return data.get("loan") or {}
         loan = {}
-        for name in self.loan_fields:
-            if name == "property":
-                values = {key: (data.get(f"property_{key}") or "").strip() for key in PROPERTY_FIELDS}
-                if any(values.values()):
-                    loan["property"] = {key: value for key, value in values.items() if value}
-            elif data.get(f"loan_{name}"):
-                loan[name] = data[f"loan_{name}"]
+        for name, schema in self.schemas.items():
+            value = self._object(data, [name], schema)
+            if value:
+                loan[name] = value
         return loan
 
+    def _object(self, data, path: list[str], schema: dict) -> dict:
+        """The values typed for one object, empty ones left out (an empty object: nothing)."""
+        value = {}
+        for key, child in response_forms.ordered_properties(schema):
+            if child.get("type") == "object":
+                inner = self._object(data, [*path, key], child)
+                if inner:
+                    value[key] = inner
+                continue
+            typed = data.get(_input_name([*path, key]))
+            if typed not in (None, ""):
+                value[key] = _json_value(typed)
+        return value
+
     def _refuse_fields_not_offered(self) -> None:
-        """A loan field posted that the form does not offer (the entitlement changed since the page was drawn)."""
-        if self.loan_fields is None:
-            return
-        posted = [key.removeprefix(self.add_prefix("")) for key in self.data if key.startswith(self.add_prefix(""))]
+        """A loan input posted that the form does not offer (the product's form or entitlement changed
+        since the page was drawn)."""
         named = set()
-        for name in posted:
-            if name.startswith("loan_") and name not in self.fields:
-                named.add(name.removeprefix("loan_"))
-            elif name.startswith("property_") and "property" not in self.loan_fields:
-                named.add("property")
+        for key in self.data:
+            name = key.removeprefix(self.add_prefix(""))
+            if key.startswith(self.add_prefix("loan__")) and name not in self.fields:
+                named.add(name.split("__")[1])
         for name in sorted(named):
-            self.add_error(None, f"The product may not send loan.{name}.")
+            self.add_error(None, f"The product may not send {loan_field_label(name)} ({name}): reload the page.")
+
+    def summary(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        """What a valid form sends, as (group legend, [(label, value as typed)]) for the confirmation."""
+        rows = []
+        for group in self.loan_groups():
+            shown = []
+            for bound in group.fields:
+                value = self.cleaned_data.get(bound.name)
+                if value in (None, ""):
+                    continue
+                if isinstance(bound.field, forms.ChoiceField):
+                    value = dict(bound.field.choices).get(
+                        str(value).lower() if value in (True, False) else value, value
+                    )
+                elif isinstance(value, Decimal) and "staff-money" in bound.field.widget.attrs.get("class", ""):
+                    value = f"${value:,.2f}"
+                elif isinstance(value, datetime.date):
+                    value = f"{value:%B} {value.day}, {value:%Y}"
+                shown.append((bound.label, str(value)))
+            if shown:
+                rows.append((group.legend, shown))
+        result = self.cleaned_data.get("result")
+        if result:
+            details = result["details"]
+            shown = [("Disclosure status", DISCLOSURE_STATUS_LABELS.get(details["status"], details["status"]))]
+            if details.get("comments"):
+                shown.append(("Comments", details["comments"]))
+            rows.append(("Disclosure result", shown))
+        return rows

@@ -18,11 +18,34 @@ from django.utils import timezone
 from django.utils.timesince import timesince, timeuntil
 
 from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order, OrderStatus
+from partner.platform.loan_labels import (
+    ENUMERATION_FIELDS,
+    LOAN_FIELD_LABELS,
+    PROPERTY_FIELD_LABELS,
+    loan_field_label,
+    value_label,
+)
 
 # Steps a delivery entry already tells.
 _DELIVERY_STEPS = {"acknowledged", "status_update_posted", "partial_requested", "final_requested", "decline_requested"}
+# An order's states in the staff's words: the queue's filter and column, the order's page.
+STATUS_LABELS = {
+    OrderStatus.VALIDATION_REQUESTED: "Arriving: being checked",
+    OrderStatus.IN_PROGRESS: "Arriving: being acknowledged",
+    OrderStatus.WITH_STAFF: "Open: with staff",
+    OrderStatus.RESPONSE_DELIVERED: "Delivered: waiting for the platform to confirm",
+    OrderStatus.REQUEST_COMPLETED: "Completed",
+    OrderStatus.DECLINED: "Declined",
+    OrderStatus.FAILED: "Failed",
+}
+
+
+def status_label(order: Order) -> str:
+    return STATUS_LABELS.get(order.status, order.get_status_display())
+
+
 STEP_LABELS = {
-    "opened": "Received (the service's webhook)",
+    "opened": "Order arrived from the platform",
     "reopened": "Notified again",
     "prepared": "Order read and checked",
     "taken": "Taken",
@@ -30,12 +53,12 @@ STEP_LABELS = {
     "released": "Released",
     "document_attached": "Document attached",
     "document_removed": "Document removed",
-    "slots_requested": "Upload slots requested",
-    "fresh_slot": "New upload slot",
-    "uploaded": "Document uploaded",
-    "sent": "Sent to the service",
-    "confirmed": "Confirmed by the service (callback)",
-    "event": "Callback from the service",
+    "slots_requested": "Documents being sent",
+    "fresh_slot": "Document being sent again",
+    "uploaded": "Document sent",
+    "sent": "Sent to the lender",
+    "confirmed": "The platform confirmed the lender has it",
+    "event": "The platform answered",
     "delivery_failed": "Delivery failed",
     "delivery_retry": "Delivery sent again",
     "overdue": "Past due: staff told",
@@ -49,14 +72,27 @@ STEP_LABELS = {
 }
 
 
+_READING_ORDER = {name: n for n, name in enumerate([*LOAN_FIELD_LABELS, *PROPERTY_FIELD_LABELS])}
+
+
 def open_orders(queryset: QuerySet) -> QuerySet:
     """The orders staff still work: with staff (a final delivery not yet sent)."""
     return queryset.filter(status=OrderStatus.WITH_STAFF)
 
 
 def overdue_orders(queryset: QuerySet, *, now: datetime | None = None) -> QuerySet:
-    """Open orders past their due time (as `notices.overdue_tell` counts them)."""
+    """Open orders past their due time (as `notices.notices_due` finds them)."""
     return open_orders(queryset).filter(due_at__lt=now or timezone.now())
+
+
+def queue_counts(queryset: QuerySet, *, now: datetime | None = None) -> dict[str, int]:
+    """What needs attention in the queue: open orders, those nobody works yet (waiting), those overdue."""
+    opened = open_orders(queryset)
+    return {
+        "open": opened.count(),
+        "waiting": opened.filter(assigned_to__isnull=True).count(),
+        "overdue": overdue_orders(queryset, now=now).count(),
+    }
 
 
 def order_overdue(order: Order, *, now: datetime | None = None) -> bool:
@@ -99,26 +135,34 @@ class Item:
 
 
 def value_items(value) -> list[Item]:
-    """An object or a list as definition-list items, nested as deep as the value is."""
+    """An object or a list as definition-list items, nested as deep as the value is, in the staff's
+    words: field names and enumeration values from the loan labels (`partner.platform.loan_labels`,
+    the table the lender's panel and the reports use), amounts as amounts."""
     if isinstance(value, dict):
-        pairs = list(value.items())
+        # The fields the labels know in their reading order (an address as one reads it): the
+        # database keeps a JSON object's keys in an order of its own.
+        pairs = sorted(value.items(), key=lambda pair: _READING_ORDER.get(pair[0], len(_READING_ORDER)))
     elif isinstance(value, list):
         pairs = [(str(n), v) for n, v in enumerate(value, start=1)]
     else:
         return [Item(label="value", text=_scalar(value))]
     return [
-        Item(label=str(key), children=value_items(v))
+        Item(label=loan_field_label(key), children=value_items(v))
         if isinstance(v, dict | list) and v
-        else Item(str(key), _scalar(v))
+        else Item(loan_field_label(key), _scalar(v, name=str(key)))
         for key, v in pairs
     ]
 
 
-def _scalar(value) -> str:
+def _scalar(value, *, name: str = "") -> str:
     if value is None or value == {} or value == []:
         return "–"
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if name in ENUMERATION_FIELDS:
+        return str(value_label(value))
+    if isinstance(value, int | float) and name.lower().endswith(("amount", "value", "price", "fee")):
+        return f"${value:,.2f}".removesuffix(".00")
     return str(value)
 
 
@@ -156,6 +200,12 @@ class TimelineEntry:
     who: str
     detail: str = ""
     delivery: Delivery | None = None  # a delivery entry: its state, documents, reason, "Send again"
+
+    @property
+    def loan_labels(self) -> list[str]:
+        """The loan fields a delivery carried, in words ("Subject property", "Appraisal")."""
+        loan = self.delivery.loan if self.delivery is not None and isinstance(self.delivery.loan, dict) else {}
+        return [loan_field_label(name) for name in loan]
 
     @property
     def failed(self) -> bool:

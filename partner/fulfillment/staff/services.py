@@ -13,8 +13,9 @@ Rules:
 - documents are PDF, PNG or JPEG (told by their first bytes, not their name), at most
   DOCUMENT_MAX_BYTES; they wait on the order until a delivery takes them, and may be removed
   until then;
-- a delivery carries only the loan fields the product's response data entitlement allows, and
-  an action result only for a product that holds the action.
+- a delivery carries only the loan fields the product's response data entitlement allows, each
+  as its form describes it (`partner.catalog.response_forms`: the product's response form, else the
+  seed's), and an action result only for a product that holds the action.
 """
 
 import logging
@@ -25,6 +26,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from partner.catalog import response_forms
 from partner.catalog.selectors import product_get
 from partner.core.errors import ApplicationError
 from partner.fulfillment.enqueue import order_run_enqueue
@@ -39,6 +41,7 @@ from partner.fulfillment.models import (
 from partner.fulfillment.orders.history import step_record
 from partner.fulfillment.orders.states import delivery_move
 from partner.platform import formats
+from partner.platform.loan_labels import loan_field_label
 
 logger = logging.getLogger(__name__)
 
@@ -215,14 +218,29 @@ def loan_fields_allowed(order: Order) -> list[str] | None:
     return formats.response_loan_fields(raw, request_type=order.request_type or "NEW_REQUEST")
 
 
+def loan_field_schemas(order: Order) -> dict[str, dict | None]:
+    """Each loan field a delivery of this order may carry, with the form that describes it (the
+    product's response form, else the seed's; None: nothing describes it, so staff cannot send it)."""
+    product = product_get(name=order.product_name)
+    form = product.response_form if product is not None else None
+    return response_forms.loan_field_schemas(form, loan_fields_allowed(order))
+
+
 def loan_problems(order: Order, loan: dict) -> list[str]:
+    """Why `loan` cannot be delivered for this order: a field the product may not send, or one whose
+    values its form refuses (checked again here, whatever drew the form)."""
     if not isinstance(loan, dict):
         return ["The loan data must be an object."]
     allowed = loan_fields_allowed(order)
+    schemas = loan_field_schemas(order)
     problems = []
-    if allowed is not None:
-        problems += [f"The product may not send loan.{name}." for name in sorted(set(loan) - set(allowed))]
-    problems += [f"loan.{name} must be an object." for name, value in loan.items() if not isinstance(value, dict)]
+    for name, value in loan.items():
+        if allowed is not None and name not in allowed:
+            problems.append(f"The product may not send {loan_field_label(name)} (loan.{name}).")
+        elif not isinstance(value, dict):
+            problems.append(f"{loan_field_label(name)} (loan.{name}) must be an object.")
+        elif schemas.get(name) is not None:  # a field no form describes is checked by its shape only
+            problems += response_forms.loan_field_problems(name, schemas[name], value)
     return problems
 
 

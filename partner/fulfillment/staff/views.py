@@ -33,6 +33,7 @@ from partner.fulfillment.staff.selectors import (
     order_overdue,
     order_request,
     order_timeline,
+    status_label,
 )
 from partner.fulfillment.staff.services import StaffActionRefused
 
@@ -40,6 +41,7 @@ logger = logging.getLogger(__name__)
 
 PAGE_TEMPLATE = "admin/fulfillment/stafforder/order.html"
 TAKE_OVER_TEMPLATE = "admin/fulfillment/stafforder/take_over.html"
+CONFIRM_TEMPLATE = "admin/fulfillment/stafforder/confirm.html"
 
 
 def page_url(order_id: int) -> str:
@@ -96,6 +98,7 @@ def order_page(model_admin, request, order: Order, *, bound=None):
         "opts": model_admin.opts,
         "title": f"Order {order.reference_number or order.transaction_id}",
         "order": order,
+        "status_label": status_label(order),
         "product_label": (product.listing_name or product.name) if product else order.product_name,
         "company": company,
         "age": age_text(order, now=now),
@@ -254,8 +257,40 @@ def document_replace_view(request, document_id: int, *, model_admin):
     )
 
 
+CONFIRMED = "confirmed"  # the button of the confirmation page that sends what it shows
+CHANGE = "change"  # its button back to the order page with the form as typed
+
+
+def _confirmation(model_admin, request, order: Order, form, *, action: str, title: str, rows, button: str):
+    """The page that shows what a final action sends before it is sent: the same form, hidden,
+    with a button that sends it and one that goes back to change it (no JavaScript needed)."""
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": model_admin.opts,
+        "title": title,
+        "order": order,
+        "form": form,
+        "action": reverse(f"admin:fulfillment_stafforder_{action}", args=[order.pk]),
+        "rows": rows,
+        "button": button,
+        "confirmed": CONFIRMED,
+        "change": CHANGE,
+    }
+    return TemplateResponse(request, CONFIRM_TEMPLATE, context)
+
+
+def _asks_first(request) -> str | None:
+    """What a POST of a final action wants: None to act (it was confirmed), CHANGE to go back to the
+    page with the form as typed, or "ask" to show what would be sent."""
+    if CHANGE in request.POST:
+        return CHANGE
+    return None if CONFIRMED in request.POST else "ask"
+
+
 @require_POST
 def deliver_view(request, order_id: int, *, model_admin):
+    """A partial delivery is stored at once; a final one is shown first (what the lender will get)
+    and stored when confirmed."""
     order = _acting_on(model_admin, request, order_id)
 
     def act(data):
@@ -270,20 +305,61 @@ def deliver_view(request, order_id: int, *, model_admin):
 
     def success(delivery):
         count = delivery.attachments.count()
-        return f"{delivery.get_kind_display()} stored with {count} document(s): it is sent in a moment."
+        what = "Final delivery" if delivery.kind == "final" else "Delivery"
+        return f"{what} stored with {count} document(s): the lender gets it in a moment."
 
     form = DeliveryForm.for_order(order, request.POST)
+    step = _asks_first(request)
+    if step == CHANGE:
+        return order_page(model_admin, request, order, bound=form)
+    if step == "ask" and form.is_valid() and form.cleaned_data["kind"] == "final":
+        documents = staff.documents_waiting(order)
+        rows = [
+            {"label": "What the lender reads", "text": form.cleaned_data["partner_status"] or "Order completed"},
+            {"label": "Documents", "text": ", ".join(d.name for d in documents) or "None"},
+        ]
+        return _confirmation(
+            model_admin,
+            request,
+            order,
+            form,
+            action="deliver",
+            title=f"Send the final delivery of order {order.reference_number or order.transaction_id}?",
+            rows=rows + [{"label": legend, "pairs": pairs} for legend, pairs in form.summary()],
+            button="Send the final delivery",
+        )
     return _form_post(model_admin, request, order, form, act=act, success=success)
 
 
 @require_POST
 def decline_view(request, order_id: int, *, model_admin):
+    """A decline is shown first (the reason as the lender will read it) and stored when confirmed."""
     order = _acting_on(model_admin, request, order_id)
+    form = DeclineForm(request.POST)
+    step = _asks_first(request)
+    if step == CHANGE:
+        return order_page(model_admin, request, order, bound=form)
+    if step == "ask" and form.is_valid() and (form.cleaned_data["reason"] or "").strip():
+        return _confirmation(
+            model_admin,
+            request,
+            order,
+            form,
+            action="decline",
+            title=f"Decline order {order.reference_number or order.transaction_id}?",
+            rows=[
+                {
+                    "label": "What the lender reads",
+                    "text": f"{staff.DECLINE_PREFIX}{form.cleaned_data['reason'].strip()}",
+                }
+            ],
+            button="Decline the order",
+        )
     return _form_post(
         model_admin,
         request,
         order,
-        DeclineForm(request.POST),
+        form,
         act=lambda data: staff.order_decline(order_id=order.pk, reason=data["reason"], user=request.user),
         success=lambda delivery: "Decline stored: the lender is told in a moment.",
         field="reason",
