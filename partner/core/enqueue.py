@@ -9,21 +9,50 @@ is safe in the database and the app's periodic sweep sends it again (`partner.co
 
 The inbox's notifications go out through its outbox relay instead (`partner.inbox.outbox`):
 the webhook request must not wait for the broker at all.
+
+A publish never holds its caller (a staff member's request, a task) more than
+BROKER_PUBLISH_SECONDS: one attempt, on a connection of its own whose connect, read and write
+timeouts are that long, in a thread the caller stops waiting for at that deadline whatever the
+transport's own retries do (redis-py retries a connection, kombu reconnects). A broker that is down
+or does not answer costs that second; the stored row is enough, the sweep publishes it later.
 """
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 
 from celery import current_app
+from django.conf import settings
 from django.db import transaction
 
 logger = logging.getLogger(__name__)
 
+# The transport options that bound a socket's connect, read and write, by kombu transport.
+_SOCKET_TIMEOUTS = {
+    "redis": ("socket_timeout", "socket_connect_timeout"),
+    "amqp": ("read_timeout", "write_timeout"),
+}
+# Publishes run here, so that the caller waits for them at most BROKER_PUBLISH_SECONDS; a few
+# threads, each bounded by its socket timeouts, so a broker that hangs holds no more than these.
+_publisher = ThreadPoolExecutor(max_workers=4, thread_name_prefix="publish")
+
+
+def _publish(name: str, kwargs: dict, countdown: float | None, seconds: float) -> None:
+    with current_app.connection_for_write(connect_timeout=seconds) as conn:
+        options = dict.fromkeys(_SOCKET_TIMEOUTS.get(conn.transport.driver_type, ()), seconds)
+        conn.transport_options.update({**options, "max_retries": 0})
+        current_app.send_task(name, kwargs=kwargs, countdown=countdown, connection=conn, retry=False)
+
 
 def task_send(name: str, /, *, countdown: float | None = None, **kwargs) -> bool:
     """Publish task `name` with keyword arguments now (to run after `countdown` seconds when given);
-    False (logged) when the broker refused it."""
+    False (logged) when the broker refused it or did not take it within BROKER_PUBLISH_SECONDS."""
+    seconds = settings.BROKER_PUBLISH_SECONDS
     try:
-        current_app.send_task(name, kwargs=kwargs, countdown=countdown)
+        _publisher.submit(_publish, name, kwargs, countdown, seconds).result(timeout=seconds)
+    except FutureTimeout:
+        logger.warning("broker too slow: %s %s left for the sweep (no answer within %s s)", name, kwargs, seconds)
+        return False
     except Exception as exc:  # kombu and its transports raise several types; the sweep sends it later
         logger.warning("broker unavailable: %s %s left for the sweep (%s)", name, kwargs, type(exc).__name__)
         return False

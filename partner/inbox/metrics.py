@@ -12,6 +12,12 @@ WEBHOOKS = Counter(
     "Webhook requests answered, by HTTP status (202 accepted or duplicate, 400, 401, 411, 413, 503).",
     ["status"],
 )
+REFUSED_UNSTORED = Counter(
+    "partner_webhooks_refused_unstored",
+    "Webhooks refused (signed with one product's secret, naming another) past the cap of their signing "
+    "product's window (INBOX_REFUSED_MAX_PER_WINDOW): answered 401, not stored.",
+    ["product"],
+)
 
 # Rows waiting for the relay, the broker or a worker.
 BACKLOG_STATES = (NotificationState.RECEIVED, NotificationState.QUEUED, NotificationState.PROCESSING)
