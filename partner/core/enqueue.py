@@ -37,11 +37,11 @@ _SOCKET_TIMEOUTS = {
 _publisher = ThreadPoolExecutor(max_workers=4, thread_name_prefix="publish")
 
 
-def _publish(name: str, kwargs: dict, countdown: float | None, seconds: float) -> None:
-    with current_app.connection_for_write(connect_timeout=seconds) as conn:
+def _publish(app, name: str, kwargs: dict, countdown: float | None, seconds: float) -> None:
+    with app.connection_for_write(connect_timeout=seconds) as conn:
         options = dict.fromkeys(_SOCKET_TIMEOUTS.get(conn.transport.driver_type, ()), seconds)
         conn.transport_options.update({**options, "max_retries": 0})
-        current_app.send_task(name, kwargs=kwargs, countdown=countdown, connection=conn, retry=False)
+        app.send_task(name, kwargs=kwargs, countdown=countdown, connection=conn, retry=False)
 
 
 def task_send(name: str, /, *, countdown: float | None = None, **kwargs) -> bool:
@@ -49,7 +49,9 @@ def task_send(name: str, /, *, countdown: float | None = None, **kwargs) -> bool
     False (logged) when the broker refused it or did not take it within BROKER_PUBLISH_SECONDS."""
     seconds = settings.BROKER_PUBLISH_SECONDS
     try:
-        _publisher.submit(_publish, name, kwargs, countdown, seconds).result(timeout=seconds)
+        # The caller's app: Celery's current app is per thread.
+        app = current_app._get_current_object()
+        _publisher.submit(_publish, app, name, kwargs, countdown, seconds).result(timeout=seconds)
     except FutureTimeout:
         logger.warning("broker too slow: %s %s left for the sweep (no answer within %s s)", name, kwargs, seconds)
         return False

@@ -75,3 +75,8 @@ def test_a_broker_that_is_not_there_fails_a_publish_within_the_deadline(scheme, 
     started = time.monotonic()
     assert task_send("fulfillment.order_run", order_id=2) is False
     assert time.monotonic() - started < 1.5
+
+
+def test_a_broker_that_answers_takes_the_publish(settings):
+    # The suite's own broker (SQLite, or Redis/RabbitMQ when the services answer), on the run's queue.
+    assert task_send("core.worker_ping", token="publish-deadline") is True
