@@ -70,11 +70,10 @@ UNSHARED_CACHES = (
 
 
 def _demo_values():
-    """(variable, whether it holds a demo value) for every secret or credential with a public value."""
+    """(variable, whether it holds a demo value) for every secret with a public value."""
     return [
         ("DJANGO_SECRET_KEY", _secret_key() == LOCAL_SECRET_KEY),
         ("FIELD_ENCRYPTION_KEYS", LOCAL_FIELD_ENCRYPTION_KEY in settings.FIELD_ENCRYPTION_KEYS),
-        ("SVC_CLIENT_ID", settings.SVC_CLIENT_ID == SANDBOX_CLIENT_ID),
         ("SVC_CLIENT_SECRET", settings.SVC_CLIENT_SECRET == SANDBOX_CLIENT_SECRET),
         ("SVC_SIGNING_SECRETS", SANDBOX_SIGNING_SECRET in settings.SVC_SIGNING_SECRETS),
     ]
@@ -99,6 +98,21 @@ def demo_values_check(app_configs=None, **kwargs):
         )
         for name, is_demo in _demo_values()
         if is_demo
+    ]
+
+
+@register(deploy=True)
+def demo_client_id_check(app_configs=None, **kwargs):
+    """partner.E001 too, for the sandbox's client id: it grants nothing without its secret, so it fails
+    the preflight but does not stop a start (local tests of production settings use it)."""
+    if settings.SVC_CLIENT_ID != SANDBOX_CLIENT_ID:
+        return []
+    return [
+        Error(
+            "SVC_CLIENT_ID holds a public demo value of the sandbox or of local runs.",
+            hint="Set SVC_CLIENT_ID to this deployment's own value (see .env.example).",
+            id="partner.E001",
+        )
     ]
 
 

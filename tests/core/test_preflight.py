@@ -394,6 +394,7 @@ def test_partner_checks_are_deploy_checks_only():
     deploy_only = registry.get_checks(include_deployment_checks=True)
     for function in (
         checks.demo_values_check,
+        checks.demo_client_id_check,
         checks.sandbox_check,
         checks.broker_check,
         checks.database_check,
