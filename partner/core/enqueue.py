@@ -18,6 +18,7 @@ or does not answer costs that second; the stored row is enough, the sweep publis
 """
 
 import logging
+import os
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 
@@ -32,9 +33,18 @@ _SOCKET_TIMEOUTS = {
     "redis": ("socket_timeout", "socket_connect_timeout"),
     "amqp": ("read_timeout", "write_timeout"),
 }
-# Publishes run here, so that the caller waits for them at most BROKER_PUBLISH_SECONDS; a few
-# threads, each bounded by its socket timeouts, so a broker that hangs holds no more than these.
-_publisher = ThreadPoolExecutor(max_workers=4, thread_name_prefix="publish")
+# Publishes run in these threads, so that the caller waits for them at most BROKER_PUBLISH_SECONDS;
+# a few threads, each bounded by its socket timeouts, so a broker that hangs holds no more than these.
+# One pool per process: a forked child (a Celery pool process, a gunicorn worker) makes its own, since
+# it inherits none of its parent's threads.
+_publisher: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _publisher_pool() -> ThreadPoolExecutor:
+    global _publisher
+    if _publisher is None or _publisher[0] != os.getpid():
+        _publisher = (os.getpid(), ThreadPoolExecutor(max_workers=4, thread_name_prefix="publish"))
+    return _publisher[1]
 
 
 def _publish(app, name: str, kwargs: dict, countdown: float | None, seconds: float) -> None:
@@ -51,7 +61,7 @@ def task_send(name: str, /, *, countdown: float | None = None, **kwargs) -> bool
     try:
         # The caller's app: Celery's current app is per thread.
         app = current_app._get_current_object()
-        _publisher.submit(_publish, app, name, kwargs, countdown, seconds).result(timeout=seconds)
+        _publisher_pool().submit(_publish, app, name, kwargs, countdown, seconds).result(timeout=seconds)
     except FutureTimeout:
         logger.warning("broker too slow: %s %s left for the sweep (no answer within %s s)", name, kwargs, seconds)
         return False

@@ -143,7 +143,7 @@ EVERYTHING_WRONG = {
     "DJANGO_SETTINGS_MODULE": "config.settings.production",
     # DJANGO_SECRET_KEY, SVC_CLIENT_SECRET and CELERY_BROKER_URL missing, PARTNER_* and EMAIL_URL unset.
     "DJANGO_ALLOWED_HOSTS": "*",
-    "FIELD_ENCRYPTION_KEYS": "not-a-fernet-key",
+    "FIELD_ENCRYPTION_KEYS": "not-a-fernet-key,bG9jYWwtZGV2LW9ubHkta2V5LW5vdC1zZWNyZXQtMDA=",  # the local key too
     "SVC_SIGNING_SECRETS": "a",
     "SVC_BASE_URL": "http://api.service.example",
     "TRUSTED_PROXIES": "0.0.0.0/0",

@@ -80,3 +80,17 @@ def test_a_broker_that_is_not_there_fails_a_publish_within_the_deadline(scheme, 
 def test_a_broker_that_answers_takes_the_publish(settings):
     # The suite's own broker (SQLite, or Redis/RabbitMQ when the services answer), on the run's queue.
     assert task_send("core.worker_ping", token="publish-deadline") is True
+
+
+def test_a_forked_process_publishes_with_threads_of_its_own(settings):
+    # A Celery pool process or a gunicorn worker is forked from a parent that may have published:
+    # the parent's publishing threads do not exist in the child.
+    import os
+
+    assert task_send("core.worker_ping", token="before-fork") is True
+    child = os.fork()
+    if child == 0:
+        code = 0 if task_send("core.worker_ping", token="in-the-child") else 1
+        os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
