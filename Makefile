@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PYTHON ?= python3
 
-.PHONY: setup run demo test lint bench drill migrate static clean browser image
+.PHONY: setup run demo test lint audit bench drill migrate static clean browser image
 
 setup: $(VENV)/.installed .env node_modules/.installed browser migrate static
 
@@ -79,6 +79,18 @@ test: setup
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# Known vulnerabilities of the pinned dependencies: pip-audit over requirements/base.txt and dev.txt
+# (the pins themselves, not whatever the venv holds) and npm audit over package-lock.json (the host's
+# guest library). Both ask an advisory database online: when it cannot be reached the target fails
+# and says so, it never passes in silence (docs/security.md: keeping the pins current).
+audit: $(VENV)/.installed node_modules/.installed
+	@$(VENV)/bin/pip-audit --strict --disable-pip --no-deps --progress-spinner off \
+	    --requirement requirements/base.txt --requirement requirements/dev.txt \
+	  || { echo "make audit: pip-audit failed: a vulnerable pin (listed above) or no advisory database reached"; exit 1; }
+	@npm audit --omit=dev \
+	  || { echo "make audit: npm audit failed: a vulnerable package (listed above) or no registry reached"; exit 1; }
+	@echo "make audit: no known vulnerability in the pinned dependencies"
 
 # The benchmarks and the drills, from the one table in bench/run.py (`bench/run.py --list`): all of
 # them, or some with ARGS, e.g. `make bench ARGS="--only intake,statements"`. Both need PostgreSQL

@@ -9,7 +9,7 @@ names config.settings.local in the Procfile, the test suite config.settings.test
 import os
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun, worker_ready
+from celery.signals import beat_init, task_postrun, task_prerun, worker_init, worker_ready
 from kombu.transport import TRANSPORT_ALIASES
 
 from partner.core.brokers import sqlite_broker_prepare
@@ -34,6 +34,25 @@ def _local_broker_prepared(sender, source, **kwargs):
     beat processes starting together do not race to make them (partner/core/brokers.py). Once per
     process, when its app first reads its configuration; nothing for a broker server."""
     sqlite_broker_prepare(source.broker_url or "", source.broker_transport_options, queue=source.task_default_queue)
+
+
+@worker_init.connect
+@beat_init.connect
+def _preflight(**kwargs):
+    """A worker or scheduler refuses to start on an unsafe or missing setting (PREFLIGHT_AT_START,
+    partner/core/checks.py), as the web server does. Celery logs and swallows an exception of a signal
+    handler, so the refusal is printed and the process exits."""
+    import sys
+
+    from django.core.exceptions import ImproperlyConfigured
+
+    from partner.core.checks import preflight_at_start
+
+    try:
+        preflight_at_start()
+    except ImproperlyConfigured as exc:
+        print(f"ImproperlyConfigured: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
 
 
 @task_prerun.connect

@@ -7,11 +7,18 @@ Both answer through the URL map: the webhook's view is the one the test client r
 
 import os
 
+import django
 from django.core.wsgi import get_wsgi_application
 
-# A deployment's server: production settings unless DJANGO_SETTINGS_MODULE names others (they refuse
-# to start without what a deployment must give, so a forgotten variable never runs local settings).
+# A deployment's server: production settings unless DJANGO_SETTINGS_MODULE names others (a server
+# refuses to start without what a deployment must give, so a forgotten variable never runs local settings).
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
+
+django.setup(set_prefix=False)
+from partner.core.checks import preflight_at_start  # noqa: E402 - after django.setup()
+
+# Every unsafe or missing setting in one message, before a request is served (PREFLIGHT_AT_START).
+preflight_at_start()
 
 django_application = get_wsgi_application()
 

@@ -75,6 +75,10 @@ DEBUG = False  # on in local runs only (config/settings/local.py)
 # https://docs.djangoproject.com/en/5.2/ref/settings/#secret-key
 # Required in production; local runs fall back to a public one (config/settings/local.py).
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="")
+# https://docs.djangoproject.com/en/5.2/ref/settings/#secret-key-fallbacks
+# Rotation: the new key in DJANGO_SECRET_KEY, the old one(s) here (comma-separated) until every
+# admin session, panel session and password-reset link signed with them has expired (docs/security.md).
+SECRET_KEY_FALLBACKS = env.list("DJANGO_SECRET_KEY_FALLBACKS", default=[])
 # https://docs.djangoproject.com/en/5.2/ref/settings/#allowed-hosts
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=[])
 # https://docs.djangoproject.com/en/5.2/ref/settings/#time-zone
@@ -152,6 +156,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "partner.core.middleware.TrustedProxyMiddleware",
     "partner.core.middleware.RequestIdMiddleware",
+    # A body past REQUEST_MAX_BYTES is refused from its Content-Length, before it is read.
+    "partner.core.middleware.RequestSizeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files (the page's script and style, the host's guest library) from gunicorn too.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -168,6 +174,19 @@ MIDDLEWARE = [
 # https://docs.djangoproject.com/en/5.2/ref/settings/#root-urlconf
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
+
+# REQUEST SIZES
+# ------------------------------------------------------------------------------
+# https://docs.djangoproject.com/en/5.2/ref/settings/#data-upload-max-memory-size
+# A form's fields (not its files) and a body read whole: at most this many bytes (Django's default).
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+# https://docs.djangoproject.com/en/5.2/ref/settings/#file-upload-max-memory-size
+# An uploaded file larger than this goes to a temporary file instead of memory (Django's default).
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+# The largest request body of any kind, told by its Content-Length before it is read (413 beyond:
+# partner/core/middleware.py). A staff upload of several documents of DOCUMENT_MAX_BYTES each is the
+# largest body we take. The front proxy caps bodies without a Content-Length (docs/deployment.md).
+REQUEST_MAX_BYTES = env_read("REQUEST_MAX_BYTES", env.int, default=100 * 1024 * 1024)
 
 # TEMPLATES
 # ------------------------------------------------------------------------------
@@ -229,7 +248,7 @@ elif DOCUMENT_STORAGE == "s3":
     _documents_storage = {
         "BACKEND": "storages.backends.s3.S3Storage",
         "OPTIONS": {
-            "bucket_name": env_read("DOCUMENTS_S3_BUCKET", env.str),
+            "bucket_name": env.str("DOCUMENTS_S3_BUCKET", default=""),  # required: partner.E008
             "endpoint_url": env.str("DOCUMENTS_S3_ENDPOINT_URL", default="") or None,  # MinIO, R2, ...
             "region_name": env.str("DOCUMENTS_S3_REGION", default="") or None,
             "access_key": env.str("DOCUMENTS_S3_ACCESS_KEY_ID", default="") or None,  # else the instance's role
@@ -242,6 +261,10 @@ elif DOCUMENT_STORAGE == "s3":
     }
 else:
     raise ImproperlyConfigured("DOCUMENT_STORAGE must be filesystem (the default) or s3")
+# Files on one machine's disk are seen by the processes of that machine only: with
+# DOCUMENT_STORAGE=filesystem a deployment says that every web and worker process runs there (or
+# shares MEDIA_ROOT), else `check --deploy` fails (partner.E015).
+DOCUMENTS_SINGLE_HOST = env_read("DOCUMENTS_SINGLE_HOST", env.bool, default=False)
 STORAGES = {
     "default": _documents_storage,
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
@@ -253,7 +276,8 @@ STORAGES = {
 # https://django-environ.readthedocs.io/en/latest/types.html#environ-env-email-url
 # Staff are told of a new staff-worked order and of one past its due time. EMAIL_URL as
 # django-environ reads it (smtp+tls://user:password@host:587); the console by default.
-vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
+# An empty EMAIL_URL is the console too; `check --deploy` fails on it (partner.E014).
+vars().update(env_read("EMAIL_URL", lambda name: env.email_url_config(env.str(name, default="") or "consolemail://")))
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="orders@partner.example")
 
 # SECURITY
@@ -270,8 +294,12 @@ SECURE_REFERRER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 # The load balancers or proxies (addresses or networks) whose X-Forwarded-Proto and X-Forwarded-For
-# are believed; from anyone else the headers are ignored (partner/core/middleware.py).
+# are believed; from anyone else the headers are ignored (partner/core/middleware.py, and gunicorn's
+# forwarded_allow_ips in gunicorn.conf.py, which reads the same variable).
 TRUSTED_PROXIES = env.list("TRUSTED_PROXIES", default=[])
+# The preflight at start (partner/core/checks.py: preflight_at_start): servers refuse to start on an
+# unsafe or missing setting. On in production only.
+PREFLIGHT_AT_START = False
 
 # ------------------------------------------------------------------------------
 # OUR APPS: one section each, in the order of their layers (partner/<app>/__init__.py says what
@@ -398,25 +426,36 @@ INBOX_RELAY_INTERVAL = env.float("INBOX_RELAY_INTERVAL", default=0.2)
 INBOX_RELAY_STALE_SECONDS = env.int("INBOX_RELAY_STALE_SECONDS", default=60)
 INBOX_BACKLOG_WARN_ROWS = env.int("INBOX_BACKLOG_WARN_ROWS", default=1000)
 INBOX_BACKLOG_WARN_SECONDS = env.int("INBOX_BACKLOG_WARN_SECONDS", default=300)
-# Retention (partner.core above): the notifications' bodies and headers, and their rows (dedupe keys).
+# A webhook signed with one product's secret but naming another is answered 401 and kept as `refused`
+# (partner/inbox/intake.py): its headers, its body's digest and its first INBOX_REFUSED_EXCERPT_BYTES
+# only; at most INBOX_REFUSED_MAX_PER_WINDOW rows per signing product every
+# INBOX_REFUSED_WINDOW_SECONDS, the rest counted (partner_webhooks_refused_unstored) and not stored.
+INBOX_REFUSED_EXCERPT_BYTES = env_read("INBOX_REFUSED_EXCERPT_BYTES", env.int, default=2048)
+INBOX_REFUSED_MAX_PER_WINDOW = env_read("INBOX_REFUSED_MAX_PER_WINDOW", env.int, default=100)
+INBOX_REFUSED_WINDOW_SECONDS = env_read("INBOX_REFUSED_WINDOW_SECONDS", env.int, default=3600)
+# Retention (partner.core above): the notifications' bodies and headers, and their rows (dedupe keys);
+# refused notifications (evidence of a forged or misdirected webhook) on their own, shorter, days.
 RETENTION_NOTIFICATION_BODY_DAYS = env_read("RETENTION_NOTIFICATION_BODY_DAYS", env.int, default=30)
 RETENTION_NOTIFICATION_DAYS = env_read("RETENTION_NOTIFICATION_DAYS", env.int, default=365)
+RETENTION_REFUSED_NOTIFICATION_DAYS = env_read("RETENTION_REFUSED_NOTIFICATION_DAYS", env.int, default=7)
 
 # partner.fulfillment: orders, automated and staff work, deliveries, reconciliation
 # ------------------------------------------------------------------------------
 # partner/fulfillment/__init__.py
 # Our company as lenders see it: `respondingParty` of every response and the letterhead of the
 # reports (partner/fulfillment/automated/fulfillers/base.py: partner_party). Public contact details only.
-PARTNER_NAME = env.str("PARTNER_NAME", default="Keystone Property Data, Inc.")
-PARTNER_ADDRESS = env.str("PARTNER_ADDRESS", default="100 Market Street, Suite 400")  # street line
-PARTNER_CITY = env.str("PARTNER_CITY", default="San Francisco")
-PARTNER_STATE = env.str("PARTNER_STATE", default="CA")
-PARTNER_POSTAL_CODE = env.str("PARTNER_POSTAL_CODE", default="94105")
-PARTNER_CONTACT_NAME = env.str("PARTNER_CONTACT_NAME", default="Fulfillment Desk")
-PARTNER_CONTACT_ROLE = env.str("PARTNER_CONTACT_ROLE", default="Order Support")
-PARTNER_PHONE = env.str("PARTNER_PHONE", default="415-555-0142")
-PARTNER_FAX = env.str("PARTNER_FAX", default="415-555-0143")  # shown where a response carries one
-PARTNER_EMAIL = env.str("PARTNER_EMAIL", default="orders@keystone-property-data.example")
+# The defaults are a demo company (partner/core/demo_values.py): `check --deploy` fails on them (partner.E013).
+PARTNER_NAME = env.str("PARTNER_NAME", default=demo_values.DEMO_PARTNER["PARTNER_NAME"])
+PARTNER_ADDRESS = env.str("PARTNER_ADDRESS", default=demo_values.DEMO_PARTNER["PARTNER_ADDRESS"])  # street line
+PARTNER_CITY = env.str("PARTNER_CITY", default=demo_values.DEMO_PARTNER["PARTNER_CITY"])
+PARTNER_STATE = env.str("PARTNER_STATE", default=demo_values.DEMO_PARTNER["PARTNER_STATE"])
+PARTNER_POSTAL_CODE = env.str("PARTNER_POSTAL_CODE", default=demo_values.DEMO_PARTNER["PARTNER_POSTAL_CODE"])
+PARTNER_CONTACT_NAME = env.str("PARTNER_CONTACT_NAME", default=demo_values.DEMO_PARTNER["PARTNER_CONTACT_NAME"])
+PARTNER_CONTACT_ROLE = env.str("PARTNER_CONTACT_ROLE", default=demo_values.DEMO_PARTNER["PARTNER_CONTACT_ROLE"])
+PARTNER_PHONE = env.str("PARTNER_PHONE", default=demo_values.DEMO_PARTNER["PARTNER_PHONE"])
+# The fax is shown where a response carries one.
+PARTNER_FAX = env.str("PARTNER_FAX", default=demo_values.DEMO_PARTNER["PARTNER_FAX"])
+PARTNER_EMAIL = env.str("PARTNER_EMAIL", default=demo_values.DEMO_PARTNER["PARTNER_EMAIL"])
 # A PNG or JPEG drawn at the top left of the reports; none when empty (or unreadable: a warning is
 # logged and the report goes out without it).
 PARTNER_LOGO_PATH = env.str("PARTNER_LOGO_PATH", default="")
@@ -527,6 +566,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # A task stuck on the service is interrupted (soft) and then killed (hard).
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=120)
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=150)
+# A task published by a request or a task (partner/core/enqueue.py) holds its caller at most this
+# long: one attempt with these connect/read/write timeouts; past it the stored row waits for the sweep.
+BROKER_PUBLISH_SECONDS = env_read("BROKER_PUBLISH_SECONDS", env.float, default=1.0)
 # Publishing retries a little when the broker blips, then gives up: the inbox sweeper re-enqueues.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
 # Bounded retries with exponential backoff and jitter (used by every task that calls the service;

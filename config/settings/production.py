@@ -1,32 +1,26 @@
 """Settings of a deployment: `gunicorn config.wsgi` and `celery -A config worker|beat`.
 
-Base settings with what a deployment must give required (a secret key, the allowed hosts, the field
-encryption keys, the service's client secret, a broker server), every public value of local runs
-and of the sandbox refused (partner/core/demo_values.py), cookies Secure and HSTS on. Start-up stops
-with a message that names the variable and never echoes its value. The sandbox is not installed
-unless the process environment itself (never a `.env` file) sets SANDBOX_ENABLED, and then
-`manage.py check --deploy` fails (partner.E002), as it does on the rest of what must not ship
-(partner/core/checks.py).
+Base settings with cookies Secure and HSTS on, the sandbox left out, and the preflight at start on.
+These settings load whatever is missing or unsafe, so that `manage.py check --deploy` reports every
+problem of a configuration at once, each as a system-check error with its hint
+(partner/core/checks.py): a required value missing (a secret key, the allowed hosts, the field
+encryption keys, the service's client secret, a broker server), a public value of local runs or of
+the sandbox (partner/core/demo_values.py), a weak secret, plain http to the service, a value that
+opens everything, the demo company, console e-mail, documents on one machine's disk. The servers
+still refuse to start (PREFLIGHT_AT_START: `config/wsgi.py`, `config/asgi.py`, the Celery worker and
+scheduler), with one message listing every error that makes the application unsafe or broken,
+naming variables and never echoing a value. The sandbox is not installed unless the process
+environment itself (never a `.env` file) sets SANDBOX_ENABLED, and then `check --deploy` fails
+(partner.E002).
 """
-
-from django.core.exceptions import ImproperlyConfigured
-
-from partner.core import brokers, demo_values
 
 from .base import *  # noqa: F403
 from .base import INSTALLED_APPS, env, env_read, process_env
 
 # GENERAL
 # ------------------------------------------------------------------------------
-# https://docs.djangoproject.com/en/5.2/ref/settings/#secret-key
-if SECRET_KEY in ("", demo_values.LOCAL_SECRET_KEY):  # noqa: F405
-    raise ImproperlyConfigured(
-        "DJANGO_SECRET_KEY is required in production, and not the local runs' one "
-        "(generate one with: python -c 'import secrets; print(secrets.token_urlsafe(50))')"
-    )
-# https://docs.djangoproject.com/en/5.2/ref/settings/#allowed-hosts
-if not ALLOWED_HOSTS:  # noqa: F405
-    raise ImproperlyConfigured("DJANGO_ALLOWED_HOSTS is required in production")
+# Servers refuse to start on an error of the preflight's `start` checks (partner/core/checks.py).
+PREFLIGHT_AT_START = True
 
 # SECURITY
 # ------------------------------------------------------------------------------
@@ -47,29 +41,6 @@ CSRF_COOKIE_SECURE = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "None"
 
-# partner.core
-# ------------------------------------------------------------------------------
-if not FIELD_ENCRYPTION_KEYS or demo_values.LOCAL_FIELD_ENCRYPTION_KEY in FIELD_ENCRYPTION_KEYS:  # noqa: F405
-    raise ImproperlyConfigured(
-        "FIELD_ENCRYPTION_KEYS is required in production, and must not hold the local runs' key "
-        "(generate one with: "
-        "python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')"
-    )
-
-# partner.platform
-# ------------------------------------------------------------------------------
-# No signing secret by default: products may have their own only. (A demo SVC_CLIENT_ID alone grants
-# nothing; `check --deploy` reports it, partner.E001.)
-if not SVC_CLIENT_SECRET:  # noqa: F405
-    raise ImproperlyConfigured("SVC_CLIENT_SECRET is required in production")
-if SVC_CLIENT_SECRET == demo_values.SANDBOX_CLIENT_SECRET:  # noqa: F405
-    raise ImproperlyConfigured("SVC_CLIENT_SECRET is the sandbox's public demo secret, refused in production")
-if demo_values.SANDBOX_SIGNING_SECRET in SVC_SIGNING_SECRETS:  # noqa: F405
-    raise ImproperlyConfigured(
-        "SVC_SIGNING_SECRETS holds the sandbox's public demo secret, refused in production: "
-        "anyone could sign a webhook for every product (leave it empty when each product has its own)"
-    )
-
 # partner.sandbox
 # ------------------------------------------------------------------------------
 # Only the process environment can install it here: a SANDBOX_ENABLED=true in a .env file is a local
@@ -81,13 +52,8 @@ if SANDBOX_ENABLED:
 # CELERY
 # ------------------------------------------------------------------------------
 # https://docs.celeryq.dev/en/stable/userguide/configuration.html#broker-url
-# A broker server: one that needs none (filesystem, memory, SQLite, base's default) keeps its queue
-# in one process or on one machine's disk (partner/core/brokers.py).
-_BROKER_SERVERS = "redis://host:6379/0 or amqp://user:password@host//"
+# A broker server, required: base's default (SQLite) needs none and keeps its queue on one machine's
+# disk (partner/core/brokers.py). Left empty here so that the preflight names it (partner.E008); one
+# that needs no server is partner.E003.
 if "CELERY_BROKER_URL" not in env:
-    raise ImproperlyConfigured(f"CELERY_BROKER_URL is required in production: {_BROKER_SERVERS}")
-if brokers.broker_url_serverless(CELERY_BROKER_URL):  # noqa: F405
-    raise ImproperlyConfigured(
-        "CELERY_BROKER_URL names a broker that needs no server (filesystem, memory or SQLite), refused in "
-        f"production: its queue is one machine's or one process's. Use {_BROKER_SERVERS}"
-    )
+    CELERY_BROKER_URL = ""

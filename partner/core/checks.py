@@ -14,21 +14,52 @@ local SQLite broker, a file cache, the sandbox) are untouched; registered by `Co
 - partner.E004: SQLite.
 - partner.E005: a per-process or file cache: the service token and its lock must be shared.
 - partner.E006 / E007: HOST_ORIGINS / PUBLIC_BASE_URL not https.
+- partner.E008: a setting a deployment must give is missing (the secret key, the allowed hosts, the
+  field encryption keys, the client secret, the broker, an S3 bucket).
+- partner.E009: a weak secret: short, or too few distinct characters to be random (the secret key,
+  the signing secrets, the metrics token, the client secret). A guessed secret key mints panel
+  sessions for any lender; a guessed signing secret signs webhooks.
+- partner.E010: FIELD_ENCRYPTION_KEYS holds a value that is not a Fernet key (every webhook would
+  fail when it reads the products' secrets).
+- partner.E011: an address of the service on plain http with DJANGO_DEBUG off: the client secret,
+  access tokens and lenders' partner access tokens would travel in clear. Loopback only where the
+  sandbox is mounted.
+- partner.E012: a value that opens everything: DJANGO_ALLOWED_HOSTS=*, TRUSTED_PROXIES or
+  METRICS_ALLOWED_NETWORKS of a /0 network.
+- partner.E013: the demo company (PARTNER_* unset) on every report and response.
+- partner.E014: staff e-mail going nowhere (EMAIL_URL unset: the console backend).
+- partner.E015: documents on one machine's disk (DOCUMENT_STORAGE=filesystem) without
+  DOCUMENTS_SINGLE_HOST=true saying that every web and worker process runs on that one machine.
+
+The production settings load whatever is missing, so that one `check --deploy` lists every problem
+with its hint. Servers still refuse to start: `config/wsgi.py`, `config/asgi.py` and the Celery
+worker and scheduler (`config/celery.py`) call `preflight_at_start` (PREFLIGHT_AT_START, on in
+production), which raises one ImproperlyConfigured listing every error of the checks tagged
+`start` (those above that make the application unsafe or broken at once: E001, E003, E008-E011).
 """
 
+import ipaddress
+import math
+from collections import Counter
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.core.checks import Error, register
+from django.core.checks import ERROR, Error, register, run_checks
+from django.core.exceptions import ImproperlyConfigured
 
 from partner.core.brokers import broker_url_serverless
 from partner.core.demo_values import (
+    DEMO_PARTNER,
     LOCAL_FIELD_ENCRYPTION_KEY,
     LOCAL_SECRET_KEY,
     SANDBOX_CLIENT_ID,
     SANDBOX_CLIENT_SECRET,
     SANDBOX_SIGNING_SECRET,
 )
+from partner.core.encryption import keys_malformed
+
+# The tag of the checks a server runs when it starts (preflight_at_start), besides `check --deploy`.
+START = "start"
 
 # Cache backends that are per process (locmem), per machine (file) or none at all (dummy).
 UNSHARED_CACHES = (
@@ -39,17 +70,24 @@ UNSHARED_CACHES = (
 
 
 def _demo_values():
-    """(variable, whether it holds a demo value) for every secret or credential with a public value."""
+    """(variable, whether it holds a demo value) for every secret with a public value."""
     return [
-        ("DJANGO_SECRET_KEY", settings.SECRET_KEY == LOCAL_SECRET_KEY),
+        ("DJANGO_SECRET_KEY", _secret_key() == LOCAL_SECRET_KEY),
         ("FIELD_ENCRYPTION_KEYS", LOCAL_FIELD_ENCRYPTION_KEY in settings.FIELD_ENCRYPTION_KEYS),
-        ("SVC_CLIENT_ID", settings.SVC_CLIENT_ID == SANDBOX_CLIENT_ID),
         ("SVC_CLIENT_SECRET", settings.SVC_CLIENT_SECRET == SANDBOX_CLIENT_SECRET),
         ("SVC_SIGNING_SECRETS", SANDBOX_SIGNING_SECRET in settings.SVC_SIGNING_SECRETS),
     ]
 
 
-@register(deploy=True)
+def _secret_key() -> str:
+    """SECRET_KEY without Django's refusal to read an empty one (reported by required_check)."""
+    try:
+        return settings.SECRET_KEY
+    except ImproperlyConfigured:
+        return ""
+
+
+@register(START, deploy=True)
 def demo_values_check(app_configs=None, **kwargs):
     """partner.E001: one error per variable still holding a demo value (named, never echoed)."""
     return [
@@ -60,6 +98,21 @@ def demo_values_check(app_configs=None, **kwargs):
         )
         for name, is_demo in _demo_values()
         if is_demo
+    ]
+
+
+@register(deploy=True)
+def demo_client_id_check(app_configs=None, **kwargs):
+    """partner.E001 too, for the sandbox's client id: it grants nothing without its secret, so it fails
+    the preflight but does not stop a start (local tests of production settings use it)."""
+    if settings.SVC_CLIENT_ID != SANDBOX_CLIENT_ID:
+        return []
+    return [
+        Error(
+            "SVC_CLIENT_ID holds a public demo value of the sandbox or of local runs.",
+            hint="Set SVC_CLIENT_ID to this deployment's own value (see .env.example).",
+            id="partner.E001",
+        )
     ]
 
 
@@ -78,10 +131,10 @@ def sandbox_check(app_configs=None, **kwargs):
     ]
 
 
-@register(deploy=True)
+@register(START, deploy=True)
 def broker_check(app_configs=None, **kwargs):
     """partner.E003: a broker URL (or one of its failover URLs) that needs no server."""
-    if not broker_url_serverless(settings.CELERY_BROKER_URL):
+    if not settings.CELERY_BROKER_URL or not broker_url_serverless(settings.CELERY_BROKER_URL):
         return []
     return [
         Error(
@@ -153,3 +206,263 @@ def addresses_check(app_configs=None, **kwargs):
             )
         )
     return errors
+
+
+def _required():
+    """(variable, hint) of every setting a deployment must give that it left empty."""
+    return [
+        (name, hint)
+        for name, missing, hint in [
+            (
+                "DJANGO_SECRET_KEY",
+                not _secret_key(),
+                "Generate one with: python -c 'import secrets; print(secrets.token_urlsafe(50))'",
+            ),
+            ("DJANGO_ALLOWED_HOSTS", not settings.ALLOWED_HOSTS, "Set the host names this deployment answers to."),
+            (
+                "FIELD_ENCRYPTION_KEYS",
+                not settings.FIELD_ENCRYPTION_KEYS,
+                "Generate one with: python -c "
+                "'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'",
+            ),
+            ("SVC_CLIENT_SECRET", not settings.SVC_CLIENT_SECRET, "Set the client secret the service gave us."),
+            (
+                "CELERY_BROKER_URL",
+                not settings.CELERY_BROKER_URL,
+                "Set CELERY_BROKER_URL=redis://host:6379/0 or amqp://user:password@host//",
+            ),
+            (
+                "DOCUMENTS_S3_BUCKET",
+                settings.DOCUMENT_STORAGE == "s3" and not settings.STORAGES["default"]["OPTIONS"].get("bucket_name"),
+                "DOCUMENT_STORAGE=s3 needs the bucket's name.",
+            ),
+        ]
+        if missing
+    ]
+
+
+@register(START, deploy=True)
+def required_check(app_configs=None, **kwargs):
+    """partner.E008: one error per required setting left empty."""
+    return [
+        Error(f"{name} is required in production.", hint=f"{hint} (see .env.example)", id="partner.E008")
+        for name, hint in _required()
+    ]
+
+
+# A secret we rely on: at least this many characters, and an estimate of at least this many bits
+# (its length times the Shannon entropy of its characters): `secrets.token_urlsafe(32)` has ~190.
+SECRET_MIN_LENGTH = 16
+SECRET_KEY_MIN_LENGTH = 50  # Django's own rule for SECRET_KEY (security.W009)
+SECRET_MIN_BITS = 64
+
+
+def secret_weakness(value: str, *, min_length: int = SECRET_MIN_LENGTH) -> str | None:
+    """Why a secret is weak (never echoing it), or None. Generated values always pass; a word,
+    a repeated character or a short value never does."""
+    if len(value) < min_length:
+        return f"shorter than {min_length} characters"
+    counts = Counter(value)
+    per_character = -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
+    if len(counts) < 8 or per_character * len(value) < SECRET_MIN_BITS:
+        return "too few distinct characters to be random"
+    return None
+
+
+def _secrets():
+    """(variable, value, minimum length) of every secret we rely on that is set (missing: E008)."""
+    values = [("DJANGO_SECRET_KEY", _secret_key(), SECRET_KEY_MIN_LENGTH)]
+    values += [("DJANGO_SECRET_KEY_FALLBACKS", key, SECRET_KEY_MIN_LENGTH) for key in settings.SECRET_KEY_FALLBACKS]
+    values += [("SVC_SIGNING_SECRETS", secret, SECRET_MIN_LENGTH) for secret in settings.SVC_SIGNING_SECRETS]
+    values += [("METRICS_TOKEN", settings.METRICS_TOKEN, SECRET_MIN_LENGTH)]
+    values += [("SVC_CLIENT_SECRET", settings.SVC_CLIENT_SECRET, SECRET_MIN_LENGTH)]
+    return [(name, value, length) for name, value, length in values if value]
+
+
+@register(START, deploy=True)
+def secrets_strength_check(app_configs=None, **kwargs):
+    """partner.E009: a secret we rely on that is short or not random (named, never echoed)."""
+    errors = []
+    for name, value, length in _secrets():
+        weakness = secret_weakness(value, min_length=length)
+        if weakness:
+            errors.append(
+                Error(
+                    f"{name} holds a weak value ({weakness}).",
+                    hint="Ask the service for a new client secret."
+                    if name == "SVC_CLIENT_SECRET"
+                    else f"Generate one with: python -c 'import secrets; print(secrets.token_urlsafe({length}))'",
+                    id="partner.E009",
+                )
+            )
+    return errors
+
+
+@register(START, deploy=True)
+def encryption_keys_check(app_configs=None, **kwargs):
+    """partner.E010: a value of FIELD_ENCRYPTION_KEYS that is not a Fernet key (its position, never it)."""
+    positions = keys_malformed(settings.FIELD_ENCRYPTION_KEYS)
+    if not positions:
+        return []
+    return [
+        Error(
+            "FIELD_ENCRYPTION_KEYS holds a value that is not a Fernet key "
+            f"(position {', '.join(map(str, positions))}): every stored secret, and so every webhook, would fail.",
+            hint="Each key is 32 url-safe base64 bytes: python -c "
+            "'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'",
+            id="partner.E010",
+        )
+    ]
+
+
+def _loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def service_addresses() -> list[tuple[str, str]]:
+    """(variable, address) of every address of the service we send a credential to."""
+    return [("SVC_BASE_URL", settings.SVC_BASE_URL), ("SVC_TOKEN_URL", settings.SVC_TOKEN_URL)]
+
+
+@register(START, deploy=True)
+def service_addresses_check(app_configs=None, **kwargs):
+    """partner.E011: with DJANGO_DEBUG off, an address of the service that is not https (loopback
+    http only where the sandbox is mounted, for a test against it)."""
+    if settings.DEBUG:
+        return []
+    return [
+        Error(
+            f"{name} must be https with DJANGO_DEBUG off: the client secret and every token sent to it "
+            "would travel in clear.",
+            hint=f"Set {name}=https://<the service's address>.",
+            id="partner.E011",
+        )
+        for name, url in service_addresses()
+        if not _https(url) and not (settings.SANDBOX_ENABLED and _loopback(url))
+    ]
+
+
+def _networks_everyone(values) -> bool:
+    for value in values:
+        try:
+            if ipaddress.ip_network(value, strict=False).prefixlen == 0:
+                return True
+        except ValueError:
+            continue  # malformed: refused where it is read
+    return False
+
+
+@register(deploy=True)
+def permissive_values_check(app_configs=None, **kwargs):
+    """partner.E012: a value that opens what it is meant to close."""
+    found = [
+        (
+            "DJANGO_ALLOWED_HOSTS",
+            "*" in settings.ALLOWED_HOSTS,
+            "any Host header is accepted (password-reset links, cache poisoning)",
+            "Name this deployment's host names.",
+        ),
+        (
+            "TRUSTED_PROXIES",
+            _networks_everyone(settings.TRUSTED_PROXIES),
+            "every client's X-Forwarded-For and X-Forwarded-Proto are believed (per-address limits bypassed)",
+            "Name the load balancers' addresses or network only.",
+        ),
+        (
+            "METRICS_ALLOWED_NETWORKS",
+            _networks_everyone(settings.METRICS_ALLOWED_NETWORKS),
+            "/metrics and /api/schema/ are open to every address",
+            "Name the scrapers' network, or use METRICS_TOKEN alone.",
+        ),
+    ]
+    return [
+        Error(f"{name} opens everything: {why}.", hint=hint, id="partner.E012")
+        for name, permissive, why, hint in found
+        if permissive
+    ]
+
+
+@register(deploy=True)
+def partner_company_check(app_configs=None, **kwargs):
+    """partner.E013: PARTNER_* still the demo company: its name and address on every report and response."""
+    ours = {
+        "PARTNER_NAME": settings.PARTNER_NAME,
+        "PARTNER_ADDRESS": settings.PARTNER_ADDRESS,
+        "PARTNER_CITY": settings.PARTNER_CITY,
+        "PARTNER_POSTAL_CODE": settings.PARTNER_POSTAL_CODE,
+        "PARTNER_PHONE": settings.PARTNER_PHONE,
+        "PARTNER_EMAIL": settings.PARTNER_EMAIL,
+    }
+    demo = [name for name, value in ours.items() if value == DEMO_PARTNER[name]]
+    if not demo:
+        return []
+    return [
+        Error(
+            f"{', '.join(demo)} still hold the demo company's values: lenders would see them on every "
+            "report and response.",
+            hint="Set PARTNER_NAME, PARTNER_ADDRESS, PARTNER_CITY, PARTNER_STATE, PARTNER_POSTAL_CODE, "
+            "PARTNER_CONTACT_NAME, PARTNER_CONTACT_ROLE, PARTNER_PHONE, PARTNER_FAX and PARTNER_EMAIL "
+            "to our company's (see .env.example).",
+            id="partner.E013",
+        )
+    ]
+
+
+# E-mail backends that send nothing anywhere a person reads.
+UNSENT_EMAIL = (
+    "django.core.mail.backends.console.EmailBackend",
+    "django.core.mail.backends.locmem.EmailBackend",
+    "django.core.mail.backends.dummy.EmailBackend",
+    "django.core.mail.backends.filebased.EmailBackend",
+)
+
+
+@register(deploy=True)
+def email_check(app_configs=None, **kwargs):
+    """partner.E014: staff e-mail (new orders, orders past due) sent nowhere."""
+    if settings.EMAIL_BACKEND not in UNSENT_EMAIL:
+        return []
+    return [
+        Error(
+            "EMAIL_URL is not set (or names the console, memory or a file): staff would never hear of a new "
+            "staff-worked order or of one past its due time.",
+            hint="Set EMAIL_URL=smtp+tls://user:password@host:587",
+            id="partner.E014",
+        )
+    ]
+
+
+@register(deploy=True)
+def document_storage_check(app_configs=None, **kwargs):
+    """partner.E015: documents on one machine's disk, with nothing saying there is one machine."""
+    if settings.DOCUMENT_STORAGE != "filesystem" or settings.DOCUMENTS_SINGLE_HOST:
+        return []
+    return [
+        Error(
+            "DOCUMENT_STORAGE is filesystem: documents stay on the disk of the machine that wrote them, which "
+            "web and worker processes on other machines cannot read.",
+            hint="Set DOCUMENT_STORAGE=s3 (and DOCUMENTS_S3_*), or DOCUMENTS_SINGLE_HOST=true when every web "
+            "and worker process runs on this one machine (or shares MEDIA_ROOT).",
+            id="partner.E015",
+        )
+    ]
+
+
+def preflight_at_start() -> None:
+    """Refuse to start a server (PREFLIGHT_AT_START) on any error of the `start` checks, all of them
+    listed in one ImproperlyConfigured; names and hints only, never a value."""
+    if not settings.PREFLIGHT_AT_START:
+        return
+    errors = [m for m in run_checks(tags=[START], include_deployment_checks=True) if m.level >= ERROR]
+    if errors:
+        lines = "\n".join(f"  {m.id}: {m.msg} HINT: {m.hint}" for m in errors)
+        raise ImproperlyConfigured(
+            f"Refusing to start: {len(errors)} setting(s) to fix (`manage.py check --deploy` lists "
+            f"every problem):\n{lines}"
+        )

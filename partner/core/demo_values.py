@@ -15,3 +15,18 @@ LOCAL_FIELD_ENCRYPTION_KEY = "bG9jYWwtZGV2LW9ubHkta2V5LW5vdC1zZWNyZXQtMDA="
 # The admin login `make demo` creates for working orders (`manage.py staff_account`).
 DEMO_STAFF_USERNAME = "staff.demo"
 DEMO_STAFF_PASSWORD = "staff-demo-password-1"  # noqa: S105 - public demo value
+
+# The demo company (config/settings/base.py's PARTNER_* defaults): `check --deploy` fails while any of
+# its name, address, phone or e-mail is still on a deployment's reports and responses (partner.E013).
+DEMO_PARTNER = {
+    "PARTNER_NAME": "Keystone Property Data, Inc.",
+    "PARTNER_ADDRESS": "100 Market Street, Suite 400",
+    "PARTNER_CITY": "San Francisco",
+    "PARTNER_STATE": "CA",
+    "PARTNER_POSTAL_CODE": "94105",
+    "PARTNER_CONTACT_NAME": "Fulfillment Desk",
+    "PARTNER_CONTACT_ROLE": "Order Support",
+    "PARTNER_PHONE": "415-555-0142",
+    "PARTNER_FAX": "415-555-0143",
+    "PARTNER_EMAIL": "orders@keystone-property-data.example",
+}

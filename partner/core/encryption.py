@@ -39,6 +39,22 @@ class Undecryptable(str):
         return value
 
 
+def keys_malformed(keys) -> list[int]:
+    """The positions (from 1) of the values of FIELD_ENCRYPTION_KEYS that are not Fernet keys."""
+    malformed = []
+    for position, key in enumerate(keys, start=1):
+        try:
+            Fernet(key)
+        except (ValueError, TypeError):
+            malformed.append(position)
+    return malformed
+
+
+def keys_usable() -> bool:
+    """Whether the configured keys can encrypt and decrypt (readiness: without them every webhook fails)."""
+    return bool(settings.FIELD_ENCRYPTION_KEYS) and not keys_malformed(settings.FIELD_ENCRYPTION_KEYS)
+
+
 @cache
 def _fernet(keys):
     try:

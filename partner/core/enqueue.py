@@ -9,21 +9,62 @@ is safe in the database and the app's periodic sweep sends it again (`partner.co
 
 The inbox's notifications go out through its outbox relay instead (`partner.inbox.outbox`):
 the webhook request must not wait for the broker at all.
+
+A publish never holds its caller (a staff member's request, a task) more than
+BROKER_PUBLISH_SECONDS: one attempt, on a connection of its own whose connect, read and write
+timeouts are that long, in a thread the caller stops waiting for at that deadline whatever the
+transport's own retries do (redis-py retries a connection, kombu reconnects). A broker that is down
+or does not answer costs that second; the stored row is enough, the sweep publishes it later.
 """
 
 import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 
 from celery import current_app
+from django.conf import settings
 from django.db import transaction
 
 logger = logging.getLogger(__name__)
 
+# The transport options that bound a socket's connect, read and write, by kombu transport.
+_SOCKET_TIMEOUTS = {
+    "redis": ("socket_timeout", "socket_connect_timeout"),
+    "amqp": ("read_timeout", "write_timeout"),
+}
+# Publishes run in these threads, so that the caller waits for them at most BROKER_PUBLISH_SECONDS;
+# a few threads, each bounded by its socket timeouts, so a broker that hangs holds no more than these.
+# One pool per process: a forked child (a Celery pool process, a gunicorn worker) makes its own, since
+# it inherits none of its parent's threads.
+_publisher: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _publisher_pool() -> ThreadPoolExecutor:
+    global _publisher
+    if _publisher is None or _publisher[0] != os.getpid():
+        _publisher = (os.getpid(), ThreadPoolExecutor(max_workers=4, thread_name_prefix="publish"))
+    return _publisher[1]
+
+
+def _publish(app, name: str, kwargs: dict, countdown: float | None, seconds: float) -> None:
+    with app.connection_for_write(connect_timeout=seconds) as conn:
+        options = dict.fromkeys(_SOCKET_TIMEOUTS.get(conn.transport.driver_type, ()), seconds)
+        conn.transport_options.update({**options, "max_retries": 0})
+        app.send_task(name, kwargs=kwargs, countdown=countdown, connection=conn, retry=False)
+
 
 def task_send(name: str, /, *, countdown: float | None = None, **kwargs) -> bool:
     """Publish task `name` with keyword arguments now (to run after `countdown` seconds when given);
-    False (logged) when the broker refused it."""
+    False (logged) when the broker refused it or did not take it within BROKER_PUBLISH_SECONDS."""
+    seconds = settings.BROKER_PUBLISH_SECONDS
     try:
-        current_app.send_task(name, kwargs=kwargs, countdown=countdown)
+        # The caller's app: Celery's current app is per thread.
+        app = current_app._get_current_object()
+        _publisher_pool().submit(_publish, app, name, kwargs, countdown, seconds).result(timeout=seconds)
+    except FutureTimeout:
+        logger.warning("broker too slow: %s %s left for the sweep (no answer within %s s)", name, kwargs, seconds)
+        return False
     except Exception as exc:  # kombu and its transports raise several types; the sweep sends it later
         logger.warning("broker unavailable: %s %s left for the sweep (%s)", name, kwargs, type(exc).__name__)
         return False

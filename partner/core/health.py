@@ -14,10 +14,15 @@ from collections.abc import Callable
 from celery import current_app
 from django.db import connection
 
+from partner.core.encryption import keys_usable
+
 # Checks the apps add (at start-up, in their AppConfig.ready): each returns what a person should
 # fix, without taking the instance out of service.
 _warning_checks: list[Callable[[], list[str]]] = []
 _ready_checks: list[Callable[[], list[str]]] = []
+# What makes every request of a kind fail (field encryption keys that cannot decrypt: every webhook
+# answers 500): reported as down, so that /healthz and /healthz/ready answer 503.
+_failure_checks: list[Callable[[], list[str]]] = [lambda: [] if keys_usable() else ["encryption keys"]]
 
 
 def health_warning_register(check: Callable[[], list[str]], *, ready_only: bool = False) -> None:
@@ -36,6 +41,11 @@ def health_warnings(*, ready: bool = False) -> list[str]:
         except Exception as exc:  # the database being down is reported by health_report
             warnings.append(f"{check.__name__} could not run ({type(exc).__name__})")
     return warnings
+
+
+def health_failures() -> list[str]:
+    """What is broken for every request although the database and the broker answer."""
+    return [name for check in _failure_checks for name in check()]
 
 
 def database_check() -> bool:

@@ -1,8 +1,11 @@
-"""Request middleware: a request id on every log line, and the forwarded scheme only from trusted proxies."""
+"""Request middleware: a request id on every log line, the forwarded scheme only from trusted proxies,
+and a body too large refused from its Content-Length before a byte of it is read."""
 
 import ipaddress
 import re
 import uuid
+
+from django.http import HttpResponse
 
 from partner.core.logging import request_id_var
 
@@ -78,4 +81,30 @@ class TrustedProxyMiddleware:
                 meta["REMOTE_ADDR"] = client
         elif self.proto_header in meta:
             del meta[self.proto_header]
+        return self.get_response(request)
+
+
+class RequestSizeMiddleware:
+    """Refuse (413) a request whose Content-Length is past REQUEST_MAX_BYTES, before its body is read.
+
+    Django's own DATA_UPLOAD_MAX_MEMORY_SIZE leaves out the files of a multipart body, which are
+    streamed to disk however large they are; the staff upload's size rule (DOCUMENT_MAX_BYTES) runs
+    only once the whole body was received. A body without a Content-Length (chunked) is the front
+    proxy's to cap (docs/deployment.md): gunicorn has no limit on a body."""
+
+    def __init__(self, get_response):
+        from django.conf import settings
+
+        self.get_response = get_response
+        self.limit = settings.REQUEST_MAX_BYTES
+
+    def __call__(self, request):
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0  # Django treats it as 0 too
+        if length > self.limit:
+            return HttpResponse(
+                f"The request body is larger than {self.limit} bytes.\n", status=413, content_type="text/plain"
+            )
         return self.get_response(request)

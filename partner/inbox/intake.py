@@ -17,7 +17,12 @@ connection poolers).
 A notification no handler takes (`dispatch.handler_for`) is stored as `ignored`, answered 202 like any
 other, and counted (`partner_webhooks_unhandled`; the dashboard lists the last hour's): a profile
 whose URN words are not the service's would otherwise drop every order in silence. One signed with
-a product's own secret but naming another product is refused (401) and kept as `refused`.
+a product's own secret but naming another product is refused (401) and kept as `refused`, as
+evidence that costs little: its headers, the body's digest (its key) and the first
+INBOX_REFUSED_EXCERPT_BYTES of the body, never the whole of it; at most INBOX_REFUSED_MAX_PER_WINDOW
+such rows per signing product every INBOX_REFUSED_WINDOW_SECONDS (counted in the shared cache), the
+rest counted (`partner_webhooks_refused_unstored`) and logged once per window, not stored; and they
+expire after RETENTION_REFUSED_NOTIFICATION_DAYS (`retention.py`).
 """
 
 import hashlib
@@ -26,6 +31,7 @@ import time
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import OperationalError, connections, router
 from django.db.models import F
 from django.utils import timezone
@@ -35,6 +41,7 @@ from partner.core.logging import control_characters_escape
 from partner.inbox.dispatch import handler_for
 from partner.inbox.errors import WebhookSignatureInvalid, WebhookSignerMismatch
 from partner.inbox.metrics import WEBHOOKS_UNHANDLED
+from partner.inbox.metrics import REFUSED_UNSTORED
 from partner.inbox.models import Notification, NotificationState
 from partner.inbox.notifications import ParsedNotification, notification_parse
 from partner.platform.signatures import signature_matches
@@ -284,8 +291,43 @@ def _duplicate_count(dedupe_key: str) -> int:
     return Notification.objects.only("pk").get(dedupe_key=dedupe_key).pk
 
 
+def _refused_storable(signers: list[str]) -> bool:
+    """Whether one more refused webhook signed with these products' secret may be stored in this
+    window (INBOX_REFUSED_MAX_PER_WINDOW per INBOX_REFUSED_WINDOW_SECONDS, counted per signing product
+    in the shared cache: a body may name any product, its signer is ours). Past the cap it is counted
+    and, the first time in the window, logged."""
+    window = settings.INBOX_REFUSED_WINDOW_SECONDS
+    signer = ",".join(signers) or "-"
+    bucket = int(time.time() // window)
+    key = "inbox:refused:" + hashlib.sha256(f"{signer}|{bucket}".encode()).hexdigest()
+    try:
+        cache.add(key, 0, timeout=window)
+        count = cache.incr(key)
+    except Exception:  # the cache is down: store nothing rather than let a flood reach the table
+        logger.warning("webhook refused and not stored: the cache that counts refusals cannot be reached")
+        count = settings.INBOX_REFUSED_MAX_PER_WINDOW + 2
+    if count <= settings.INBOX_REFUSED_MAX_PER_WINDOW:
+        return True
+    REFUSED_UNSTORED.labels(signer).inc()
+    if count == settings.INBOX_REFUSED_MAX_PER_WINDOW + 1:
+        logger.warning(
+            "webhooks refused: more than %s signed with the secret of %s in %s s; the rest of this window "
+            "are counted (partner_webhooks_refused_unstored), not stored",
+            settings.INBOX_REFUSED_MAX_PER_WINDOW,
+            signer,
+            window,
+        )
+    return False
+
+
+def _excerpt(body: bytes) -> str:
+    """The body's first INBOX_REFUSED_EXCERPT_BYTES, cut on a character boundary."""
+    return body[: settings.INBOX_REFUSED_EXCERPT_BYTES].decode("utf-8", errors="ignore")
+
+
 def _unbound_store(*, body: bytes, parsed: ParsedNotification, signers: list[str], headers, remote_addr) -> None:
-    """Keep a notification signed with another product's secret, as `refused`, for staff to see.
+    """Keep a notification signed with another product's secret, as `refused`, for staff to see: its
+    headers, an excerpt of its body and the body's digest, within the cap of its signer (`_refused_storable`).
 
     Its key is the body's digest, never the notification's own: a forged copy must not take the
     place of the genuine notification, which is still accepted when it comes.
@@ -293,9 +335,14 @@ def _unbound_store(*, body: bytes, parsed: ParsedNotification, signers: list[str
     named = parsed.product_name or "no product"
     reason = f"signed with the secret of {', '.join(signers)}, but names {named}: refused, not processed"
     logger.warning("webhook refused: %s (%s %s)", reason, parsed.resource_type, parsed.resource_id)
+    if not _refused_storable(signers):
+        return
+    excerpt = _excerpt(body)
+    if len(excerpt.encode()) < len(body):
+        reason += f" (body of {len(body)} bytes: its first {len(excerpt.encode())} kept)"
     dedupe_key = "refused:" + hashlib.sha256(body).hexdigest()
     stored = notification_insert(
-        **_kept_fields(parsed, body=body, headers=headers, remote_addr=remote_addr),
+        **{**_kept_fields(parsed, body=body, headers=headers, remote_addr=remote_addr), "body": excerpt},
         dedupe_key=dedupe_key,
         state=NotificationState.REFUSED,
         last_error=reason,

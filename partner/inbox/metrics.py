@@ -19,6 +19,12 @@ WEBHOOKS_UNHANDLED = Counter(
     "partner_webhooks_unhandled",
     "Signed webhooks stored and answered 202 whose resource or event type we do not handle (stored ignored).",
 )
+REFUSED_UNSTORED = Counter(
+    "partner_webhooks_refused_unstored",
+    "Webhooks refused (signed with one product's secret, naming another) past the cap of their signing "
+    "product's window (INBOX_REFUSED_MAX_PER_WINDOW): answered 401, not stored.",
+    ["product"],
+)
 
 # Rows waiting for the relay, the broker or a worker.
 BACKLOG_STATES = (NotificationState.RECEIVED, NotificationState.QUEUED, NotificationState.PROCESSING)

@@ -11,6 +11,10 @@ an event of it), whatever its age.
 - notifications (RETENTION_NOTIFICATION_DAYS, counted the same way): the rows themselves are
   deleted, long after the service stops redelivering. A copy arriving even later would only find
   its order, which stays for good, and do nothing.
+- refused notifications (RETENTION_REFUSED_NOTIFICATION_DAYS, counted from when they came): the
+  evidence of a webhook signed with one product's secret but naming another (headers, an excerpt,
+  the digest) is deleted after days, not kept as long as real notifications; never processed, it
+  belongs to no order.
 """
 
 from collections.abc import Iterator
@@ -73,6 +77,27 @@ def notifications_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
         yield deleted
 
 
+def _refused(cutoff: datetime) -> QuerySet:
+    return Notification.objects.filter(state=NotificationState.REFUSED, received_at__lt=cutoff)
+
+
+def refused_plan(cutoff: datetime) -> int:
+    return _refused(cutoff).count()
+
+
+def refused_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
+    for batch in pk_batches(_refused(cutoff), size=batch_size):
+        deleted, _ = _refused(cutoff).filter(pk__in=batch).delete()
+        yield deleted
+
+
+purge_register(
+    "refused notifications",
+    setting="RETENTION_REFUSED_NOTIFICATION_DAYS",
+    action=DELETE,
+    plan=refused_plan,
+    purge=refused_purge,
+)
 purge_register(
     "notification bodies",
     setting="RETENTION_NOTIFICATION_BODY_DAYS",

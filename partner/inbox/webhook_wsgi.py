@@ -42,6 +42,8 @@ SKIPPED_MIDDLEWARE = {
     "django.middleware.csrf.CsrfViewMiddleware": "the view is exempt: a server-to-server POST signed by HMAC",
     "django.contrib.auth.middleware.AuthenticationMiddleware": "no user: the signature is the authentication",
     "django.contrib.messages.middleware.MessageMiddleware": "no messages without a session or a page",
+    "partner.core.middleware.RequestSizeMiddleware": "the view refuses a Content-Length past WEBHOOK_MAX_BYTES "
+    "(far below REQUEST_MAX_BYTES) itself, before reading, in the webhook's own answer (413)",
 }
 # Hooks Django's handler calls around the view, and this one does not.
 _VIEW_HOOKS = ("process_view", "process_exception", "process_template_response")

@@ -13,9 +13,12 @@ def test_healthz_up(db):
     assert response.json() == {"status": "ok", "database": "ok", "broker": "ok"}
 
 
+# In production the details (what is down) are for the metrics token and staff (test_probe_details.py).
+METRICS_TOKEN = "metrics-token-Hk3vW8qZ2pLx"
 HEALTHZ_IN_SUBPROCESS = (
     "import django, json; django.setup(); from django.test import Client; "
-    "r = Client().get('/healthz', HTTP_HOST='partner.example.com', secure=True); "
+    "r = Client().get('/healthz', HTTP_HOST='partner.example.com', secure=True, "
+    f"HTTP_AUTHORIZATION='Bearer {METRICS_TOKEN}'); "
     "print(r.status_code); print(r.content.decode())"
 )
 
@@ -24,6 +27,7 @@ def test_healthz_names_what_is_down_without_secrets():
     result = run_django(
         {
             **PRODUCTION,
+            "METRICS_TOKEN": METRICS_TOKEN,
             "DATABASE_URL": "postgres://partner:db-password-123@127.0.0.1:1/partner",
             "CELERY_BROKER_URL": "redis://:broker-password-456@127.0.0.1:1/0",
         },
@@ -40,7 +44,12 @@ def test_healthz_names_what_is_down_without_secrets():
 
 def test_healthz_broker_down_only(tmp_path):
     result = run_django(
-        {**PRODUCTION, "DATABASE_URL": f"sqlite:///{tmp_path}/h.sqlite3", "CELERY_BROKER_URL": "redis://127.0.0.1:1/0"},
+        {
+            **PRODUCTION,
+            "METRICS_TOKEN": METRICS_TOKEN,
+            "DATABASE_URL": f"sqlite:///{tmp_path}/h.sqlite3",
+            "CELERY_BROKER_URL": "redis://127.0.0.1:1/0",
+        },
         HEALTHZ_IN_SUBPROCESS,
     )
     status, body = result.stdout.strip().splitlines()[-2:]

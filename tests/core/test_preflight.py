@@ -19,6 +19,7 @@ from tests.helpers.processes import (
     PRODUCTION,
     ROOT,
     django_env,
+    run_django,
 )
 from tests.helpers.products import product_create
 
@@ -34,6 +35,17 @@ GOOD = {
     "SVC_BASE_URL": "https://api.service.example",
     "SVC_CLIENT_ID": "partner-client-7c1d",
     "SVC_SIGNING_SECRETS": "a-real-signing-secret-2b9e",
+    "METRICS_TOKEN": "metrics-token-Hk3vW8qZ2pLx",
+    "EMAIL_URL": "smtp+tls://partner:mail-password-1@smtp.partner.example:587",
+    "DOCUMENT_STORAGE": "s3",
+    "DOCUMENTS_S3_BUCKET": "partner-documents",
+    "PARTNER_NAME": "Ridgeline Appraisal Co.",
+    "PARTNER_ADDRESS": "12 Harbor Road",
+    "PARTNER_CITY": "Portland",
+    "PARTNER_STATE": "OR",
+    "PARTNER_POSTAL_CODE": "97201",
+    "PARTNER_PHONE": "503-555-0100",
+    "PARTNER_EMAIL": "orders@ridgeline.example",
 }
 
 
@@ -52,6 +64,11 @@ def check_deploy(env_overrides):
 
 def partner_errors(output):
     return [line for line in output.splitlines() if "partner.E" in line or "catalog.E" in line]
+
+
+def error_ids(output):
+    """The ids of our errors, each once."""
+    return {word.strip("():") for line in partner_errors(output) for word in line.split() if ".E0" in word}
 
 
 def test_a_good_production_environment_passes():
@@ -77,6 +94,30 @@ def test_a_good_production_environment_passes():
         ),
         pytest.param({"PUBLIC_BASE_URL": "http://partner.example.com"}, "partner.E007", "PUBLIC_BASE_URL", id="public"),
         pytest.param({"SVC_CLIENT_ID": DEMO_CLIENT_ID}, "partner.E001", "SVC_CLIENT_ID", id="demo-client-id"),
+        pytest.param({"DJANGO_SECRET_KEY": "secret"}, "partner.E009", "DJANGO_SECRET_KEY", id="weak-secret-key"),
+        pytest.param({"SVC_SIGNING_SECRETS": "a"}, "partner.E009", "SVC_SIGNING_SECRETS", id="weak-signing-secret"),
+        pytest.param({"METRICS_TOKEN": "x"}, "partner.E009", "METRICS_TOKEN", id="one-character-metrics-token"),
+        pytest.param(
+            {"SVC_CLIENT_SECRET": "aaaaaaaaaaaaaaaaaaaa"}, "partner.E009", "SVC_CLIENT_SECRET", id="weak-client"
+        ),
+        pytest.param(
+            {"FIELD_ENCRYPTION_KEYS": "not-a-fernet-key"}, "partner.E010", "FIELD_ENCRYPTION_KEYS", id="bad-key"
+        ),
+        pytest.param({"SVC_BASE_URL": "http://api.service.example"}, "partner.E011", "SVC_BASE_URL", id="http-base"),
+        pytest.param(
+            {"SVC_TOKEN_URL": "http://api.service.example/t"}, "partner.E011", "SVC_TOKEN_URL", id="http-token"
+        ),
+        pytest.param({"DJANGO_ALLOWED_HOSTS": "*"}, "partner.E012", "DJANGO_ALLOWED_HOSTS", id="any-host"),
+        pytest.param({"TRUSTED_PROXIES": "0.0.0.0/0"}, "partner.E012", "TRUSTED_PROXIES", id="every-proxy"),
+        pytest.param(
+            {"METRICS_ALLOWED_NETWORKS": "::/0"}, "partner.E012", "METRICS_ALLOWED_NETWORKS", id="metrics-all"
+        ),
+        pytest.param(
+            {"PARTNER_NAME": "Keystone Property Data, Inc."}, "partner.E013", "PARTNER_NAME", id="demo-company"
+        ),
+        pytest.param({"EMAIL_URL": ""}, "partner.E014", "EMAIL_URL", id="console-email"),
+        pytest.param({"DOCUMENT_STORAGE": "filesystem"}, "partner.E015", "DOCUMENT_STORAGE", id="documents-on-disk"),
+        pytest.param({"DOCUMENTS_S3_BUCKET": ""}, "partner.E008", "DOCUMENTS_S3_BUCKET", id="no-bucket"),
     ],
 )
 def test_check_deploy_fails_on(overrides, check_id, words):
@@ -96,16 +137,137 @@ def test_check_deploy_with_the_local_defaults_names_every_problem():
     assert found == ids, output
 
 
+# One configuration with every mistake at once: production settings still load, and one
+# `check --deploy` run reports each problem as a system-check error with its hint, never a traceback.
+EVERYTHING_WRONG = {
+    "DJANGO_SETTINGS_MODULE": "config.settings.production",
+    # DJANGO_SECRET_KEY, SVC_CLIENT_SECRET and CELERY_BROKER_URL missing, PARTNER_* and EMAIL_URL unset.
+    "DJANGO_ALLOWED_HOSTS": "*",
+    "FIELD_ENCRYPTION_KEYS": "not-a-fernet-key,bG9jYWwtZGV2LW9ubHkta2V5LW5vdC1zZWNyZXQtMDA=",  # the local key too
+    "SVC_SIGNING_SECRETS": "a",
+    "SVC_BASE_URL": "http://api.service.example",
+    "TRUSTED_PROXIES": "0.0.0.0/0",
+    "METRICS_ALLOWED_NETWORKS": "0.0.0.0/0",
+    "METRICS_TOKEN": "x",
+    "DATABASE_URL": "sqlite:////srv/partner/db.sqlite3",
+    "CACHE_URL": "locmemcache://",
+    "HOST_ORIGINS": "http://host.lender.example",
+    "PUBLIC_BASE_URL": "http://partner.example.com",
+    "SVC_CLIENT_ID": DEMO_CLIENT_ID,
+}
+EVERYTHING_WRONG_NAMES = [
+    "DJANGO_SECRET_KEY",
+    "SVC_CLIENT_SECRET",
+    "CELERY_BROKER_URL",
+    "DJANGO_ALLOWED_HOSTS",
+    "FIELD_ENCRYPTION_KEYS",
+    "SVC_SIGNING_SECRETS",
+    "SVC_BASE_URL",
+    "SVC_TOKEN_URL",
+    "TRUSTED_PROXIES",
+    "METRICS_ALLOWED_NETWORKS",
+    "METRICS_TOKEN",
+    "DATABASE_URL",
+    "CACHE_URL",
+    "HOST_ORIGINS",
+    "PUBLIC_BASE_URL",
+    "SVC_CLIENT_ID",
+    "PARTNER_NAME",
+    "EMAIL_URL",
+    "DOCUMENT_STORAGE",
+]
+
+
+def test_one_check_deploy_run_reports_every_problem_of_a_configuration():
+    code, output = check_deploy(EVERYTHING_WRONG)
+    assert code != 0
+    assert "Traceback" not in output and "ImproperlyConfigured" not in output, output
+    expected = {"partner.E001", *(f"partner.E0{n:02d}" for n in (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))}
+    assert expected <= error_ids(output), output
+    errors = "\n".join(partner_errors(output))
+    for name in EVERYTHING_WRONG_NAMES:
+        assert name in errors, name
+    assert output.count("HINT:") >= len(partner_errors(output))
+    assert "not-a-fernet-key" not in output  # named, never echoed
+
+
+def test_a_server_refuses_to_start_listing_every_start_error_at_once():
+    result = run_django(EVERYTHING_WRONG)  # `import config.wsgi`, as gunicorn does
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr and "Refusing to start" in result.stderr
+    for check_id in ("partner.E001", "partner.E008", "partner.E009", "partner.E010", "partner.E011"):
+        assert check_id in result.stderr, check_id
+    for name in (
+        "DJANGO_SECRET_KEY",
+        "SVC_CLIENT_SECRET",
+        "CELERY_BROKER_URL",
+        "FIELD_ENCRYPTION_KEYS",
+        "SVC_BASE_URL",
+    ):
+        assert name in result.stderr, name
+    assert "not-a-fernet-key" not in result.stderr
+
+
+def test_a_celery_worker_refuses_to_start_on_the_preflight():
+    env = {k: v for k, v in PRODUCTION.items() if k != "DJANGO_SECRET_KEY"}
+    env["CELERY_BROKER_URL"] = "redis://127.0.0.1:1/0"  # never reached: refused before connecting
+    result = subprocess.run(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=WARNING"],
+        env=django_env(env),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "partner.E008" in result.stderr and "DJANGO_SECRET_KEY" in result.stderr, result.stderr
+
+
+def test_the_local_settings_never_run_the_preflight_at_start():
+    assert run_django({}).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("value", "weak"),
+    [
+        ("secret", True),
+        ("a", True),
+        ("x" * 60, True),
+        ("abababababababababababab", True),
+        ("4mX_9qLr-TzW2vKp", False),  # secrets.token_urlsafe(12)
+        ("a-real-signing-secret-2b9e", False),
+        ("tests-Q7vR2mXk9LpZ4sWc8NbY3hJd6FgT1aUe5oIq0rEy-secret-key", False),
+    ],
+)
+def test_secret_weakness(value, weak):
+    assert (checks.secret_weakness(value) is not None) is weak
+
+
+def test_a_secret_key_must_be_as_long_as_django_asks():
+    assert checks.secret_weakness("Q7vR2mXk9LpZ4sWc8NbY3hJd", min_length=checks.SECRET_KEY_MIN_LENGTH)
+
+
+def test_loopback_http_is_allowed_only_where_the_sandbox_is_mounted(settings):
+    settings.DEBUG = False
+    settings.SVC_BASE_URL = "http://127.0.0.1:8000/sandbox"
+    settings.SVC_TOKEN_URL = "https://api.service.example/token"
+    settings.SANDBOX_ENABLED = True
+    assert checks.service_addresses_check() == []
+    settings.SANDBOX_ENABLED = False
+    assert [e.id for e in checks.service_addresses_check()] == ["partner.E011"]
+    settings.DEBUG = True
+    assert checks.service_addresses_check() == []
+
+
 @pytest.mark.parametrize(
     "url",
     ["filesystem://", "memory://", "sqla+sqlite:///var/celery.sqlite3", "redis://redis-a.example:6379/0;memory://"],
 )
 def test_check_deploy_refuses_a_broker_that_needs_no_server(url):
-    # The production settings refuse it before any check runs, naming the variable.
+    # The production settings load it; the preflight names it (and a server refuses to start: test_settings.py).
     code, output = check_deploy({**GOOD, "CELERY_BROKER_URL": url})
     assert code != 0
-    assert "ImproperlyConfigured" in output
-    assert "CELERY_BROKER_URL" in output
+    assert [line for line in partner_errors(output) if "partner.E003" in line and "CELERY_BROKER_URL" in line]
 
 
 @pytest.mark.parametrize(
@@ -141,8 +303,8 @@ def test_broker_check_catches_a_settings_module_that_sets_a_serverless_broker(se
 def test_check_deploy_refuses_a_demo_secret(name, value):
     code, output = check_deploy({**GOOD, name: value})
     assert code != 0
-    assert "ImproperlyConfigured" in output
-    assert name in output
+    assert [line for line in partner_errors(output) if "partner.E001" in line and name in line], output
+    assert "Traceback" not in output
 
 
 def test_dot_env_file_alone_cannot_mount_the_sandbox(tmp_path):
@@ -182,7 +344,7 @@ def production_settings(settings):
     """In-process settings as config/settings/production.py would make them."""
     settings.DEBUG = False
     settings.SANDBOX_ENABLED = False
-    settings.SECRET_KEY = "x" * 50
+    settings.SECRET_KEY = PRODUCTION["DJANGO_SECRET_KEY"]
     settings.FIELD_ENCRYPTION_KEYS = [PRODUCTION["FIELD_ENCRYPTION_KEYS"]]
     settings.SVC_CLIENT_ID = GOOD["SVC_CLIENT_ID"]
     settings.SVC_CLIENT_SECRET = PRODUCTION["SVC_CLIENT_SECRET"]
@@ -232,11 +394,20 @@ def test_partner_checks_are_deploy_checks_only():
     deploy_only = registry.get_checks(include_deployment_checks=True)
     for function in (
         checks.demo_values_check,
+        checks.demo_client_id_check,
         checks.sandbox_check,
         checks.broker_check,
         checks.database_check,
         checks.cache_check,
         checks.addresses_check,
+        checks.required_check,
+        checks.secrets_strength_check,
+        checks.encryption_keys_check,
+        checks.service_addresses_check,
+        checks.permissive_values_check,
+        checks.partner_company_check,
+        checks.email_check,
+        checks.document_storage_check,
     ):
         assert function in deploy_only
         assert function not in registry.get_checks(include_deployment_checks=False)

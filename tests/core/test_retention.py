@@ -231,6 +231,7 @@ def test_purge_erases_and_deletes_what_is_past_retention_and_nothing_of_an_open_
         "order steps": 2,
         "notification bodies": 5,  # the ancient one's too, erased before its row is deleted
         "notifications": 1,
+        "refused notifications": 0,
         "sandbox transactions": 1,
         "sandbox webhook deliveries": 2,
         "sandbox origins": 1,

@@ -61,7 +61,12 @@ def test_the_server_entry_points_default_to_production_and_manage_py_to_local():
     # A deployment that forgets DJANGO_SETTINGS_MODULE gets production's refusals, never local settings.
     env = {k: v for k, v in django_env({}).items() if k != "DJANGO_SETTINGS_MODULE"}
     for entry in ("config.wsgi", "config.asgi", "config.celery"):
-        code = f"import {entry}; from django.conf import settings; print(settings.SECRET_KEY)"
+        # The web entry points refuse when imported (as a server does); the Celery app when its
+        # worker starts (the preflight at start, config/celery.py), and its settings are production's.
+        code = f"import {entry}; from django.conf import settings; print(settings.SETTINGS_MODULE)"
+        if entry == "config.celery":
+            code += "; import django; django.setup()"
+            code += "; from partner.core.checks import preflight_at_start; preflight_at_start()"
         result = subprocess.run(
             [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); {code}"],
             env=env,

@@ -28,7 +28,11 @@ def django_env(env_overrides):
     return env
 
 
-def run_django(env_overrides, code="import django; django.setup(); print('started')"):
+# A server's start: `config.wsgi` (gunicorn's entry), which runs the preflight at start in production.
+START = "import config.wsgi; print('started')"
+
+
+def run_django(env_overrides, code=START):
     return subprocess.run(
         [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); {code}"],
         env=django_env(env_overrides),
@@ -41,11 +45,15 @@ def run_django(env_overrides, code="import django; django.setup(); print('starte
 
 PRODUCTION = {
     "DJANGO_SETTINGS_MODULE": "config.settings.production",
-    "DJANGO_SECRET_KEY": "x" * 50,
+    # Strong values: the preflight refuses short or repetitive secrets (partner.E009).
+    "DJANGO_SECRET_KEY": "tests-Q7vR2mXk9LpZ4sWc8NbY3hJd6FgT1aUe5oIq0rEy-secret-key",
     "DJANGO_ALLOWED_HOSTS": "partner.example.com",
     # Not the local runs' key (config/settings/local.py), which production refuses.
     "FIELD_ENCRYPTION_KEYS": "dGVzdHMtZmllbGQta2V5LW5vdC1hLXJlYWwtb25lLTA=",
-    "SVC_CLIENT_SECRET": "a-real-secret",
+    "SVC_CLIENT_ID": "partner-client-7c1d",  # not the sandbox's (partner.E001)
+    "SVC_CLIENT_SECRET": "client-secret-K4wP9zR2xT7mQ",
+    # https: plain http to the service is refused with DJANGO_DEBUG off (partner.E011).
+    "SVC_BASE_URL": "https://api.service.example",
     # A broker server: one that needs none is refused in production (settings do not connect).
     "CELERY_BROKER_URL": "redis://redis.partner.example:6379/0",
 }
