@@ -509,8 +509,8 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 # The worker's model: one process whose tasks run in threads (`celery -A config worker` with no
 # --pool runs it; the Procfile and docs/deployment.md name it). A task spends almost all of its
 # time waiting on the service (300-500 ms a call), and a waiting thread costs no process: 32
-# threads keep one worker host's cores busy at the platform's real latency in about 200 MiB,
-# where 2 prefork processes reached 0.6 of their 1 ms rate in 450 MiB (docs/performance.md).
+# threads keep one worker host busy at the platform's real latency in about 200 MiB, where 2
+# prefork processes made 0.12 of their 1 ms rate in 445 MiB (docs/performance.md).
 # Thread pools do not enforce CELERY_TASK_*_TIME_LIMIT: every call has its SVC_TIMEOUT instead.
 CELERY_WORKER_POOL = env.str("CELERY_WORKER_POOL", default="threads")
 CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=32)
