@@ -253,6 +253,7 @@ def sandbox_stack(*, database: str, web_workers: int = 4, lifetime: int = 3600, 
         settings="bench.settings_loopback",  # the sandbox's upload slots are on the loopback, over http
         SANDBOX_TOKEN_LIFETIME=lifetime,
     )
+    stack.manage("migrate", "--no-input", "-v", "0", env=env)  # the sandbox's own tables too
     django_setup(env)
     from partner.catalog.services import partner_account_set, products_pull
     from partner.sandbox.seeding import sandbox_seed

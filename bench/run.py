@@ -38,6 +38,11 @@ TARGETS = {
     "end_to_end_per_s_2_workers": 30,
     "service_calls_per_transaction": 5,  # 4 for the order with one attachment + 1 for the callback event
     "token_requests_per_lifetime": 1,
+    # At the platform's real latency (300 ms per API call, 500 ms per upload), issue 26:
+    "latency_over_fast": 0.8,  # one worker host's orders/s / its orders/s against the ~1 ms platform
+    "latency_worker_rss_mib": 1024,  # every worker process of the host together
+    "staff_burst_over_latency": 1.5,  # 200 staff deliveries at once / the time the waits alone explain
+    "staff_admin_page_p99_ms": 300,  # the admin's order page while they send
 }
 
 
@@ -83,6 +88,20 @@ BENCHMARKS = (
         "bench.end_to_end:end_to_end_bench",
         "orders/s with 1 and 2 worker processes against the sandbox; calls and tokens per order; CPU by process",
         lambda args, database: _sized(args, database, transactions=args.transactions or 200),
+    ),
+    Entry(
+        "latency",
+        "bench.latency:latency_bench",
+        "orders/s, latency, CPU, RSS against a 300/500 ms platform and the 1 ms one; 200 staff deliveries (~6 min)",
+        lambda args, database: _sized(
+            args,
+            database,
+            transactions=args.transactions,
+            pools=tuple(args.pools.split(",")) if args.pools else None,
+            api_ms=args.api_ms,
+            upload_ms=args.upload_ms,
+            staff_deliveries=args.staff_deliveries,
+        ),
     ),
     Entry(
         "order_cpu",
@@ -190,6 +209,10 @@ def main(argv=None) -> int:
     parser.add_argument("--web-workers", type=int, default=int(os.environ.get("BENCH_WEB_WORKERS", 4)))
     parser.add_argument("--web-threads", type=int, default=int(os.environ.get("BENCH_WEB_THREADS", 1)))
     parser.add_argument("--transactions", type=int, default=None, help="orders per run (each benchmark's default)")
+    parser.add_argument("--pools", default="", help='latency: worker models, e.g. "threads:32,prefork:2"')
+    parser.add_argument("--api-ms", type=float, default=300.0, help="latency: the platform's wait per API call")
+    parser.add_argument("--upload-ms", type=float, default=500.0, help="latency: the platform's wait per upload")
+    parser.add_argument("--staff-deliveries", type=int, default=200, help="latency: the staff's burst (0: none)")
     args = parser.parse_args(argv)
 
     if args.list:
@@ -333,6 +356,9 @@ def verdicts(results: dict) -> dict:
                 run["token_lifetimes_spanned"],
                 tokens <= run["token_lifetimes_spanned"],
             )
+    latency = results.get("latency")
+    if latency:
+        found.update(latency_verdicts(latency))
     statements = results.get("statements")
     if statements:
         total, target = statements["total"], TARGETS["statements_per_order"]
@@ -370,6 +396,41 @@ def verdicts(results: dict) -> dict:
         found["panel_service_calls"] = verdict("service calls while 100 panels poll", calls, 0, calls == 0)
         most = panels["queries_per_poll"]["max"]
         found["panel_queries_per_poll"] = verdict("queries per progress poll (most)", most, 2, most <= 2)
+    return found
+
+
+def latency_verdicts(latency: dict) -> dict:
+    found = {}
+    for model, runs in latency["models"].items():
+        ratio = runs["slow_over_fast"]
+        rates = f"{runs['slow']['orders_per_s']} / {runs['fast']['orders_per_s']}"
+        found[f"latency_over_fast_{model}"] = verdict(
+            f"orders/s at 300/500 ms / at 1 ms ({model}: {rates})",
+            ratio,
+            TARGETS["latency_over_fast"],
+            ratio is not None and ratio >= TARGETS["latency_over_fast"],
+        )
+        rss = max(runs["slow"]["worker_peak_rss_mib"], runs["fast"]["worker_peak_rss_mib"])
+        found[f"latency_worker_rss_{model}"] = verdict(
+            f"peak RSS of the worker host, MiB ({model})", rss, TARGETS["latency_worker_rss_mib"], rss <= 1024
+        )
+    staff = latency.get("staff")
+    if staff:
+        over = staff["over_latency"]
+        times = f"{staff['burst_s']} s / {staff['latency_explains_s']} s the waits explain"
+        found["staff_burst_over_latency"] = verdict(
+            f"{staff['deliveries']} staff deliveries at once: {times}",
+            over,
+            TARGETS["staff_burst_over_latency"],
+            staff["all_sent"] and over <= TARGETS["staff_burst_over_latency"],
+        )
+        p99 = staff["admin_page"]["p99_ms"]
+        found["staff_admin_page_p99_ms"] = verdict(
+            "admin order page p99 ms while they send",
+            p99,
+            TARGETS["staff_admin_page_p99_ms"],
+            p99 is not None and p99 < TARGETS["staff_admin_page_p99_ms"],
+        )
     return found
 
 

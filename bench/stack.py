@@ -198,11 +198,19 @@ class Process:
 
 
 def children(pid: int) -> list[int]:
+    """The child processes of `pid`, whichever of its threads forked them (a prefork pool replaces
+    its processes from a thread of the main process, not from its main thread)."""
+    found = []
     try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
         return []
-    return [int(item) for item in text.split()]
+    for task in tasks:
+        try:
+            found += [int(item) for item in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
 
 
 def peak_rss_kib(pid: int) -> int | None:
@@ -301,7 +309,8 @@ def web_workers(process: Process) -> list[int]:
     return children(process.popen.pid)
 
 
-def celery_start(name: str, env: dict, *, concurrency: int, beat: bool = False) -> Process:
+def celery_start(name: str, env: dict, *, concurrency: int, beat: bool = False, pool: str = "prefork") -> Process:
+    """`celery -A config worker` with `concurrency` slots of `pool` (prefork processes, threads)."""
     argv = [
         PYTHON,
         "-m",
@@ -309,7 +318,7 @@ def celery_start(name: str, env: dict, *, concurrency: int, beat: bool = False) 
         "-A",
         "config",
         "worker",
-        "--pool=prefork",
+        f"--pool={pool}",
         f"--concurrency={concurrency}",
         "--loglevel=WARNING",
         "--without-gossip",
@@ -319,7 +328,7 @@ def celery_start(name: str, env: dict, *, concurrency: int, beat: bool = False) 
     if beat:
         argv.append("-B")
     popen, log = spawn(name, argv, env)
-    return Process(name=name, popen=popen, log=log, extra={"concurrency": concurrency})
+    return Process(name=name, popen=popen, log=log, extra={"concurrency": concurrency, "pool": pool})
 
 
 def relay_start(name: str, env: dict) -> Process:

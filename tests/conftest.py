@@ -139,7 +139,12 @@ def celery_worker_live(service):
     app.control.purge()
     try:
         with start_worker(
-            app, pool="threads", concurrency=4, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30
+            app,
+            pool=app.conf.worker_pool,  # production's model (CELERY_WORKER_POOL, threads)
+            concurrency=4,
+            perform_ping_check=False,
+            loglevel="WARNING",
+            shutdown_timeout=30,
         ) as worker:
             yield worker
     finally:

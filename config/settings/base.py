@@ -561,7 +561,15 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 # A killed child process requeues its task instead of acknowledging it.
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
-# One message at a time per process: tasks wait on the service, not the CPU.
+# The worker's model: one process whose tasks run in threads (`celery -A config worker` with no
+# --pool runs it; the Procfile and docs/deployment.md name it). A task spends almost all of its
+# time waiting on the service (300-500 ms a call), and a waiting thread costs no process: 32
+# threads keep one worker host busy at the platform's real latency in about 200 MiB, where 2
+# prefork processes made 0.12 of their 1 ms rate in 445 MiB (docs/performance.md).
+# Thread pools do not enforce CELERY_TASK_*_TIME_LIMIT: every call has its SVC_TIMEOUT instead.
+CELERY_WORKER_POOL = env.str("CELERY_WORKER_POOL", default="threads")
+CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=32)
+# One message at a time per thread (32 in flight per worker): a lost worker's are redelivered.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # A task stuck on the service is interrupted (soft) and then killed (hard).
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=120)

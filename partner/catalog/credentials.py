@@ -18,6 +18,7 @@ a value may be secret, and even a wrong username is not echoed.
 import hmac
 import logging
 import re
+import threading
 from dataclasses import dataclass, field
 
 from django.contrib.auth.hashers import make_password
@@ -205,16 +206,33 @@ def _check_worth_recording(account: PartnerAccount) -> bool:
 PASSWORD_ACCEPTED_SECONDS = 120
 
 
+# A worker runs many orders at once in threads (docs/performance.md): a batch of one lender's
+# orders arrives together, and every thread would miss the cache and hash the same password. The
+# threads of a process checking the same values wait for the first one's answer instead.
+_checking: dict[str, threading.Lock] = {}
+_checking_guard = threading.Lock()
+
+
 def _password_accepted(account: PartnerAccount, password: str) -> bool:
     payload = f"{account.pk}\x00{account.password}\x00{password}"
     digest = salted_hmac("partner.catalog.password", payload, algorithm="sha256").hexdigest()
     key = f"catalog:password-accepted:{digest}"
     if cache.get(key):
         return True
-    if not account.check_password(password):
-        return False
-    cache.set(key, True, PASSWORD_ACCEPTED_SECONDS)
-    return True
+    with _checking_guard:
+        lock = _checking.setdefault(key, threading.Lock())
+    try:
+        with lock:
+            if cache.get(key):  # another thread of this process has just accepted it
+                return True
+            if not account.check_password(password):
+                return False
+            cache.set(key, True, PASSWORD_ACCEPTED_SECONDS)
+            return True
+    finally:
+        with _checking_guard:
+            if not lock.locked():
+                _checking.pop(key, None)
 
 
 def _refused(product, code, username_def, password_def) -> CredentialCheck:

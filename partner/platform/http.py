@@ -53,7 +53,7 @@ logger = logging.getLogger(__name__)
 
 USER_AGENT = "partner-application/0.1 (+python-requests)"
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
-POOL_SIZE = 20  # connections per host: web threads or worker threads of one process
+POOL_SIZE = 64  # connections kept per host: web threads or worker threads of one process
 
 _sessions: dict[str, requests.Session] = {}
 _sessions_pid: int | None = None

@@ -1,6 +1,8 @@
 """The one credential check: definition rules, user scope against accounts, company scope, no echoed value."""
 
 import json
+import threading
+import time
 
 import pytest
 
@@ -202,6 +204,37 @@ class TestAcceptedPasswordRemembered:
         monkeypatch.setattr(cache, "set", lambda key, *a, **k: keys.append(key) or original_set(key, *a, **k))
         credentials_check(product=product, credentials=creds())
         assert keys and all(USER_PASSWORD not in key for key in keys)
+
+    def test_threads_checking_one_password_at_once_hash_it_once(self, account, monkeypatch):
+        """A batch of one lender's orders on a worker's threads: the first thread hashes, the others
+        wait for its answer instead of each paying for the slow hash (here made as slow as in
+        production, so that every thread would miss the cache without the wait)."""
+        from partner.catalog import credentials
+        from partner.catalog.models import PartnerAccount
+
+        calls = []
+        original = PartnerAccount.check_password
+
+        def slow(self, raw_password):
+            calls.append(self.username)
+            time.sleep(0.2)
+            return original(self, raw_password)
+
+        monkeypatch.setattr(PartnerAccount, "check_password", slow)
+        barrier, answers = threading.Barrier(8), []
+
+        def check():
+            barrier.wait()
+            answers.append(credentials._password_accepted(account, USER_PASSWORD))
+
+        threads = [threading.Thread(target=check) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert answers == [True] * 8
+        assert calls == ["lender.demo"]
+        assert credentials._checking == {}  # nothing kept once the checks are done
 
     def test_a_refusal_is_not_remembered(self, product, account, hashes):
         assert not credentials_check(product=product, credentials=creds(password="wrong-password-1")).ok

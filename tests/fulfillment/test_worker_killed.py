@@ -127,3 +127,61 @@ def test_worker_killed_during_a_slow_upload_is_handed_back_and_completes_with_on
         UploadSlot.objects.filter(transaction_id=txn.id, uploaded_at__isnull=False).values_list("id", flat=True)
     )
     assert referenced and referenced <= uploaded  # the PATCH names what was really uploaded
+
+
+def test_a_worker_killed_with_several_orders_in_flight_in_its_threads_hands_each_back_once(demo, service, tmp_path):
+    """Production's worker runs its orders in threads of one process: several orders wait on the
+    service at once in that process, and killing it leaves every one of them to another worker,
+    each completed with one upload per slot that its PATCH names and one PATCH."""
+    from config.celery import app
+
+    app.control.purge()
+    held = fault_set(endpoint="upload", latency=20, count=3)  # three PUTs held at once
+    log = tmp_path / "worker.log"
+
+    first = worker_start(service, log)
+    try:
+        ids = [
+            transaction_create(
+                product=demo.products["address-verification"], user=demo.users["lender.demo"], loan=demo.loans[2]
+            ).id
+            for _ in range(3)
+        ]
+        wait_for(
+            lambda: FaultRule.objects.filter(pk=held.pk, remaining=0).exists(),
+            timeout=90,
+            message=lambda: f"three uploads held by the service at once; worker log:\n{log.read_text()[-3000:]}",
+        )
+        in_flight = OrderDocument.objects.filter(
+            order__transaction_id__in=ids, upload_started_at__isnull=False, uploaded_at__isnull=True
+        )
+        assert in_flight.count() == 3  # three orders waiting on the service at once ...
+        assert _children(first.pid) == []  # ... in one process: no pool processes
+    finally:
+        worker_kill(first)
+    assert Order.objects.filter(transaction_id__in=ids, claimed_until__isnull=False).count() == 3
+
+    second = worker_start(service, log)
+    try:
+        wait_for(
+            lambda: Order.objects.filter(transaction_id__in=ids, status=OrderStatus.REQUEST_COMPLETED).count() == 3,
+            timeout=90,
+            message=lambda: f"completion of the three; worker log:\n{log.read_text()[-3000:]}",
+        )
+    finally:
+        worker_kill(second)
+
+    for txn in ids:
+        response = Response.objects.get(transaction_id=txn)
+        assert response.patch_count == 1
+        referenced = {resource["id"] for resource in response.data["resources"]}
+        uploaded = set(
+            UploadSlot.objects.filter(transaction_id=txn, uploaded_at__isnull=False).values_list("id", flat=True)
+        )
+        assert referenced and referenced <= uploaded
+
+
+def _children(pid: int) -> list[int]:
+    from pathlib import Path
+
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]

@@ -21,7 +21,8 @@ def database_url() -> str:
 
 
 def worker_start(service, log_path: Path, **environ) -> subprocess.Popen:
-    """`celery -A config worker` (one pool process) on the test database, calling the live server's sandbox."""
+    """`celery -A config worker` as production runs it (its pool and concurrency are the settings':
+    one process, its tasks in threads) on the test database, calling the live server's sandbox."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings.test",
@@ -33,7 +34,7 @@ def worker_start(service, log_path: Path, **environ) -> subprocess.Popen:
     }
     log = log_path.open("ab")
     return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=prefork", "--concurrency=1", "-l", "INFO"],
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-l", "INFO"],
         cwd=ROOT,
         env=env,
         stdout=log,

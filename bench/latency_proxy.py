@@ -1,0 +1,137 @@
+"""The platform at its real latency: a reverse proxy in front of the sandbox that answers each call late.
+
+Run in its own process (`python -m bench.latency_proxy --port P --upstream 127.0.0.1:Q`): every
+request under `/sandbox/` waits `--api-ms` (an upload, under `/sandbox/uploads/`, `--upload-ms`)
+before it is forwarded to the sandbox served by gunicorn, and its answer is passed back. The waits
+are asyncio sleeps in one event loop, so a thousand waiting calls hold no thread and no gunicorn
+worker: what the bench measures is what *our* side does while the platform is slow. Paths outside
+`/sandbox/` are forwarded at once.
+
+HTTP/1.1 with keep-alive towards the client (request bodies by Content-Length or chunked); one
+connection per call towards the sandbox (`Connection: close`), its answer read to the end and sent
+back with a Content-Length. The `Host` header is passed unchanged, so the sandbox builds its upload
+locations on the proxy's address and the uploads are late too.
+"""
+
+import argparse
+import asyncio
+import signal
+
+
+async def _read_head(reader: asyncio.StreamReader) -> tuple[str, list[tuple[str, str]]] | None:
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return None
+    lines = head.decode("latin-1").split("\r\n")
+    headers = []
+    for line in lines[1:]:
+        if line:
+            name, _, value = line.partition(":")
+            headers.append((name.strip(), value.strip()))
+    return lines[0], headers
+
+
+def _header(headers: list[tuple[str, str]], name: str) -> str | None:
+    for key, value in headers:
+        if key.lower() == name:
+            return value
+    return None
+
+
+async def _read_body(reader: asyncio.StreamReader, headers: list[tuple[str, str]], *, to_eof: bool = False) -> bytes:
+    if (_header(headers, "transfer-encoding") or "").lower() == "chunked":
+        body = bytearray()
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)
+            if size == 0:
+                while (await reader.readuntil(b"\r\n")) != b"\r\n":  # trailers
+                    pass
+                return bytes(body)
+            body += await reader.readexactly(size)
+            await reader.readexactly(2)
+    length = _header(headers, "content-length")
+    if length is not None:
+        return await reader.readexactly(int(length))
+    return await reader.read() if to_eof else b""
+
+
+def _framed(first: str, headers: list[tuple[str, str]], body: bytes, *, close: bool) -> bytes:
+    hop = {"connection", "keep-alive", "transfer-encoding", "content-length", "proxy-connection"}
+    lines = [first] + [f"{name}: {value}" for name, value in headers if name.lower() not in hop]
+    lines += [f"Content-Length: {len(body)}", f"Connection: {'close' if close else 'keep-alive'}"]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+class Proxy:
+    def __init__(self, *, upstream: tuple[str, int], api_delay: float, upload_delay: float):
+        self.upstream = upstream
+        self.api_delay = api_delay
+        self.upload_delay = upload_delay
+
+    def delay(self, path: str) -> float:
+        if path.startswith("/sandbox/uploads/"):
+            return self.upload_delay
+        if path.startswith("/sandbox/"):
+            return self.api_delay
+        return 0.0
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                request = await _read_head(reader)
+                if request is None:
+                    return
+                first, headers = request
+                body = await _read_body(reader, headers)
+                wait = self.delay(first.split(" ")[1] if " " in first else "")
+                if wait:
+                    await asyncio.sleep(wait)
+                close = (_header(headers, "connection") or "").lower() == "close"
+                writer.write(await self.forward(first, headers, body, close=close))
+                await writer.drain()
+                if close:
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return
+        finally:
+            writer.close()
+
+    async def forward(self, first: str, headers: list[tuple[str, str]], body: bytes, *, close: bool) -> bytes:
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self.upstream)
+        except OSError:
+            return _framed("HTTP/1.1 502 Bad Gateway", [], b"sandbox not answering", close=close)
+        try:
+            up_writer.write(_framed(first, headers, body, close=True))
+            await up_writer.drain()
+            answer = await _read_head(up_reader)
+            if answer is None:
+                return _framed("HTTP/1.1 502 Bad Gateway", [], b"no answer from the sandbox", close=close)
+            status_line, answer_headers = answer
+            answer_body = await _read_body(up_reader, answer_headers, to_eof=True)
+            return _framed(status_line, answer_headers, answer_body, close=close)
+        finally:
+            up_writer.close()
+
+
+async def main(port: int, upstream: tuple[str, int], api_ms: float, upload_ms: float) -> None:
+    proxy = Proxy(upstream=upstream, api_delay=api_ms / 1000, upload_delay=upload_ms / 1000)
+    server = await asyncio.start_server(proxy.serve, "127.0.0.1", port, backlog=2048)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with server:
+        await stop.wait()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--upstream", required=True, help="host:port of the gunicorn serving the sandbox")
+    parser.add_argument("--api-ms", type=float, default=300.0)
+    parser.add_argument("--upload-ms", type=float, default=500.0)
+    args = parser.parse_args()
+    host, _, upstream_port = args.upstream.rpartition(":")
+    asyncio.run(main(args.port, (host, int(upstream_port)), args.api_ms, args.upload_ms))
