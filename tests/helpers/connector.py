@@ -1,0 +1,41 @@
+"""Connected orders for the connector's tests, made the way the pipeline makes them."""
+
+from partner.fulfillment.orders.services import order_open
+from tests.helpers.orders import order_ran
+from tests.helpers.products import LENDER_CREDENTIALS
+
+TXN = "txn-connected-1"
+LOAN = {
+    "loanNumber": "LN-2026-0042",
+    "property": {"streetAddress": "500 Howard Street", "postalCode": "94105"},
+    "borrower": {"name": "Ann Example"},
+}
+# The request may carry the property and the loan number (not the borrower); the response the appraisal.
+APPRAISAL_ENTITLEMENTS = {
+    "data": {
+        "transaction": [
+            {
+                "requestTypes": ["NEW_REQUEST"],
+                "request": {"fields": ["property", "loanNumber"]},
+                "response": {"fields": ["property", "appraisal"]},
+            }
+        ]
+    }
+}
+PDF = b"%PDF-1.7\n% an appraisal report\n"
+
+
+def connected_order(fake, *, transaction_id: str, product_name: str):
+    """A connected order of lender.demo, acknowledged by the pipeline (its order.created stored)."""
+    fake.transaction_add(
+        transaction_id,
+        request={
+            "type": "NEW_REQUEST",
+            "loan": LOAN,
+            "credentials": LENDER_CREDENTIALS,
+            "options": {"comments": "Gate code 1234"},
+        },
+        product_name=product_name,
+    )
+    order, _, _ = order_open(transaction_id=transaction_id, product_name=product_name)
+    return order_ran(order_id=order.pk)
