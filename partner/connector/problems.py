@@ -15,6 +15,9 @@ from partner.core.errors import ApplicationError
 CONTENT_TYPE = "application/problem+json"
 TYPE_BASE = "https://partner.example/problems/"
 
+# An order's rule refused a well-formed answer (a final already made, a file that is no document,
+# an order a staff member took over): 422, whatever status the rule's error carries elsewhere.
+_STATUS = {"StaffActionRefused": 422}
 # exception class name -> (type slug, title)
 _APPLICATION = {
     "OrderNotFound": ("order-not-found", "Order not found"),
@@ -46,7 +49,8 @@ def problem(*, slug: str, title: str, status: int, detail: str, errors=None, hea
 def problem_handler(exc, context):
     if isinstance(exc, ApplicationError):
         slug, title = _APPLICATION.get(type(exc).__name__, ("refused", "Refused"))
-        return problem(slug=slug, title=title, status=exc.status_code, detail=exc.message, errors=exc.extra or None)
+        status = _STATUS.get(type(exc).__name__, exc.status_code)
+        return problem(slug=slug, title=title, status=status, detail=exc.message, errors=exc.extra or None)
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(detail=exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
     if isinstance(exc, Http404):

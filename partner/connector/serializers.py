@@ -50,6 +50,10 @@ class OrderOut(OrderSummaryOut):
         return order_request(order)
 
 
+class AcknowledgeIn(serializers.Serializer):
+    """Nothing to send: the system says it has the order."""
+
+
 class StatusUpdateIn(serializers.Serializer):
     text = serializers.CharField(max_length=PARTNER_STATUS_MAX, help_text="What the lender reads (partnerStatus).")
 
@@ -61,7 +65,9 @@ class DeliverIn(serializers.Serializer):
         required=False, default=dict, help_text="Loan fields the product's response data entitlement allows."
     )
     documents = serializers.ListField(
-        child=serializers.IntegerField(), required=False, default=list, help_text="Ids of uploaded documents."
+        child=serializers.IntegerField(),
+        required=False,
+        help_text="Ids of uploaded documents to deliver; left out: every uploaded one not delivered yet.",
     )
 
 

@@ -21,6 +21,7 @@ from partner.connector.models import Connection
 from partner.connector.problems import problem_handler
 from partner.connector.selectors import FEED_PAGE, connection_orders, events_feed
 from partner.connector.serializers import (
+    AcknowledgeIn,
     DeclineIn,
     DeliverIn,
     DeliveryOut,
@@ -145,7 +146,7 @@ class OrderDetailApi(ConnectorApi):
 
 
 class OrderAcknowledgeApi(AnswerApi):
-    answer_in = inline_serializer("AcknowledgeIn", {})
+    answer_in = AcknowledgeIn
 
     @extend_schema(
         operation_id="orders_acknowledge",
@@ -204,7 +205,7 @@ class OrderDeliverApi(AnswerApi):
             final=data["final"],
             message=data["message"],
             loan=data["loan"],
-            document_ids=data["documents"],
+            document_ids=data.get("documents"),
         )
         return _delivered(connection, order_id, delivery)
 

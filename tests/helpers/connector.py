@@ -39,3 +39,29 @@ def connected_order(fake, *, transaction_id: str, product_name: str):
     )
     order, _, _ = order_open(transaction_id=transaction_id, product_name=product_name)
     return order_ran(order_id=order.pk)
+
+
+class ApiClient:
+    """A partner system's client of the connector's API: a token by client credentials, then calls."""
+
+    def __init__(self, base_url: str, client_id: str, client_secret: str, scope: str = "read answer"):
+        import requests
+
+        self.base = f"{base_url}/api/v1"
+        self.session = requests.Session()
+        answer = self.session.post(
+            f"{self.base}/oauth/token",
+            data={"grant_type": "client_credentials", "scope": scope},
+            auth=(client_id, client_secret),
+            timeout=10,
+        )
+        answer.raise_for_status()
+        self.session.headers["Authorization"] = f"Bearer {answer.json()['access_token']}"
+
+    def get(self, path: str, **params):
+        return self.session.get(f"{self.base}{path}", params=params, timeout=10)
+
+    def post(self, path: str, *, key: str, json=None, files=None):
+        return self.session.post(
+            f"{self.base}{path}", json=json, files=files, headers={"Idempotency-Key": key}, timeout=10
+        )
