@@ -65,3 +65,81 @@ class ApiClient:
         return self.session.post(
             f"{self.base}{path}", json=json, files=files, headers={"Idempotency-Key": key}, timeout=10
         )
+
+
+class OrderSystem:
+    """A partner's order system as a test starts it: an HTTP server that verifies each event's
+    signature with the `standardwebhooks` library, keeps each webhook-id once (a repeat is answered
+    204 and not kept again), answers the scripted statuses (or waits `delay` seconds first, past the
+    sender's timeout), and hands each new event to `on_event` (in another thread) when set."""
+
+    def __init__(self, secret: str, *, on_event=None):
+        import json
+        import threading
+        import time
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        from standardwebhooks.webhooks import Webhook
+
+        self.webhook = Webhook(secret)
+        self.events: list[dict] = []  # verified, each webhook-id once, in arrival order
+        self.posts = 0
+        self.refused = 0  # signature or timestamp refused
+        self.script: list = []  # statuses (int) or ("slow", seconds) answered in turn; then 200
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.most_at_once = 0
+        system = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with system.lock:
+                    system.posts += 1
+                    system.in_flight += 1
+                    system.most_at_once = max(system.most_at_once, system.in_flight)
+                    step = system.script.pop(0) if system.script else 200
+                try:
+                    if isinstance(step, tuple):
+                        time.sleep(step[1])
+                        step = 200
+                    status = self._receive(body, step)
+                finally:
+                    with system.lock:
+                        system.in_flight -= 1
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def _receive(self, body: bytes, status: int) -> int:
+                try:
+                    payload = system.webhook.verify(body, dict(self.headers))
+                except Exception:
+                    with system.lock:
+                        system.refused += 1
+                    return 401
+                if status >= 300:
+                    return status
+                message_id = self.headers["webhook-id"]
+                with system.lock:
+                    if any(e["id"] == message_id for e in system.events):
+                        return 204
+                    system.events.append({"id": message_id, **json.loads(body)})
+                if on_event is not None:
+                    threading.Thread(target=on_event, args=(payload,), daemon=True).start()
+                return 200
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_port}/events"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def types(self, order_id=None) -> list[str]:
+        return [e["type"] for e in self.events if order_id is None or e["data"]["order"]["id"] == order_id]
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
