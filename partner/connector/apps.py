@@ -21,5 +21,10 @@ class ConnectorConfig(AppConfig):
         # connector stores an event in that transaction (a layer below never imports this one).
         order_announced.connect(order_announced_receive, dispatch_uid="connector-events")
         lease_hand_back_register("events", events_left_hand_back)
+
+        from partner.connector.selectors import connection_health_warnings
+        from partner.core.health import health_warning_register
+
+        health_warning_register(connection_health_warnings, ready_only=True)
         if settings.CONNECTOR_RELAY_INTERVAL > 0:
             housekeeping_chore_register(relay_chore(interval=settings.CONNECTOR_RELAY_INTERVAL))

@@ -20,6 +20,7 @@ from django.db.models import Q
 from partner.core.encryption import EncryptedTextField
 from partner.core.leases import LeasedModel
 from partner.core.models import TimeStampedModel
+from partner.fulfillment.models import Order
 
 SECRET_PREFIX = "whsec_"  # noqa: S105 - the form of a secret, not one
 
@@ -161,3 +162,13 @@ class IdempotentAnswer(models.Model):
 
     def __str__(self):
         return self.key
+
+
+class ConnectedOrder(Order):
+    """A connected order as staff see it in the connector's admin: its events and their attempts, and
+    the take-over by hand. A proxy: the same rows as the orders, another page."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "connected order"
+        verbose_name_plural = "connected orders"

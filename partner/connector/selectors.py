@@ -51,3 +51,18 @@ def connection_orders(connection: Connection) -> QuerySet:
         .select_related("assigned_to", "ordered_by__company")
         .order_by("-updated_at", "-pk")
     )
+
+
+def connection_health_warnings() -> list[str]:
+    """For /healthz/ready: connections disabled after a spent retry schedule, or failing now."""
+    warnings = []
+    for name, enabled, since in (
+        Connection.objects.exclude(endpoint_url="")
+        .filter(Q(enabled=False) | ~Q(failing_since=None))
+        .values_list("name", "enabled", "failing_since")
+    ):
+        if not enabled:
+            warnings.append(f"connection {name} is disabled: its events wait (see the connector's admin)")
+        else:
+            warnings.append(f"connection {name} failing since {since:%Y-%m-%d %H:%M} UTC")
+    return warnings
