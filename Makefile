@@ -54,6 +54,7 @@ demo: setup
 	$(PY) manage.py product_settings appraisal --turnaround-hours 48 --staff-email appraisals@partner.example
 	@printf 'demo-password-1\n' | $(PY) manage.py partner_account lender.demo --company DEMO01
 	@printf 'staff-demo-password-1\n' | $(PY) manage.py staff_account staff.demo --email staff.demo@partner.example
+	$(PY) manage.py connection_demo appraisal
 
 run: demo
 	@echo ""
@@ -62,6 +63,8 @@ run: demo
 	@echo "  Staff login (orders)  staff.demo / staff-demo-password-1 at http://127.0.0.1:8000/admin/"
 	@echo "  Health                http://127.0.0.1:8000/healthz"
 	@echo "  Metrics               http://127.0.0.1:8000/metrics"
+	@echo "  Order system (demo)   .venv/bin/python examples/order_system/order_system.py   (in another terminal:"
+	@echo "                        it works the appraisal's orders through /api/v1/; docs/connecting.md)"
 	@echo ""
 	@rm -rf var/metrics  # the figures of this run's processes only (Prometheus multiprocess mode)
 	$(VENV)/bin/honcho -f Procfile start
