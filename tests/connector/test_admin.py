@@ -75,3 +75,21 @@ def test_a_disabled_connection_is_a_readiness_warning(connection):
     assert not any("acme-amc" in w for w in health_warnings(ready=True))
     Connection.objects.filter(pk=connection.pk).update(enabled=False)
     assert "connection acme-amc is disabled: its events wait (see the connector's admin)" in health_warnings(ready=True)
+
+
+def test_the_demo_connection_is_refused_outside_debug_and_idempotent(settings, connected_product):
+    from django.core.management import CommandError, call_command
+
+    from partner.catalog.models import Product
+    from partner.connector.services import DEMO_CLIENT_ID
+
+    Product.objects.filter(pk=connected_product.pk).update(fulfiller="staff_worked")
+    settings.DEBUG = False
+    with pytest.raises(CommandError, match="public"):
+        call_command("connection_demo", "appraisal")
+    settings.DEBUG = True
+    call_command("connection_demo", "appraisal")
+    call_command("connection_demo", "appraisal")
+    [connection] = Connection.objects.filter(name="demo-order-system")
+    assert connection.application.client_id == DEMO_CLIENT_ID
+    assert Product.objects.get(pk=connected_product.pk).fulfiller == "connected"
