@@ -17,6 +17,8 @@ class ConnectorConfig(AppConfig):
         from partner.core.leases import lease_hand_back_register
         from partner.fulfillment.orders.announcements import order_announced
 
+        from . import retention  # noqa: F401 - registers what it keeps and how it is purged
+
         # The fulfillment announces an order's moments inside the transaction that makes them; the
         # connector stores an event in that transaction (a layer below never imports this one).
         order_announced.connect(order_announced_receive, dispatch_uid="connector-events")

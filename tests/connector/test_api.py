@@ -173,3 +173,37 @@ def test_the_openapi_document_describes_the_api(live_server):
     assert "multipart/form-data" in paths["/api/v1/orders/{order_id}/documents"]["post"]["requestBody"]["content"]
     assert any("oauth2" in str(s).lower() for s in schema["components"].get("securitySchemes", {}).values())
     assert TXN not in str(schema)
+
+
+def test_concurrent_finals_make_exactly_one(api, order):
+    """Four finals at once (a system retrying with new keys, or racing a colleague): the order's lock
+    lets one through, the others are refused by the rule, and one final delivery exists."""
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    barrier = Barrier(4)
+
+    def final(n):
+        barrier.wait()
+        return api.post(f"/orders/{order.pk}/deliveries", key=key(), json={"final": True, "message": f"Done {n}"})
+
+    with ThreadPoolExecutor(4) as pool:
+        statuses = sorted(answer.status_code for answer in pool.map(final, range(4)))
+    assert statuses == [201, 422, 422, 422]
+    assert Delivery.objects.filter(order=order, kind=DeliveryKind.FINAL).count() == 1
+
+
+def test_the_same_key_sent_twice_at_once_answers_once(api, order):
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    barrier, one = Barrier(2), key()
+
+    def post(_):
+        barrier.wait()
+        return api.post(f"/orders/{order.pk}/status-updates", key=one, json={"text": "Booked"})
+
+    with ThreadPoolExecutor(2) as pool:
+        answers = list(pool.map(post, range(2)))
+    assert [a.status_code for a in answers] == [201, 201] and answers[0].json() == answers[1].json()
+    assert Delivery.objects.filter(order=order, kind=DeliveryKind.STATUS_UPDATE).count() == 1
