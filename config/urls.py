@@ -37,12 +37,12 @@ api_v1 = [
 connector_v1 = [
     path("oauth/token", TokenView.as_view(), name="token"),
     path("orders", OrderListApi.as_view(), name="orders"),
-    path("orders/<int:order_id>", OrderDetailApi.as_view(), name="order"),
-    path("orders/<int:order_id>/acknowledge", OrderAcknowledgeApi.as_view(), name="order-acknowledge"),
-    path("orders/<int:order_id>/status-updates", OrderStatusUpdateApi.as_view(), name="order-status-update"),
-    path("orders/<int:order_id>/documents", OrderDocumentUploadApi.as_view(), name="order-documents"),
-    path("orders/<int:order_id>/deliveries", OrderDeliverApi.as_view(), name="order-deliver"),
-    path("orders/<int:order_id>/decline", OrderDeclineApi.as_view(), name="order-decline"),
+    path("orders/<str:order_id>", OrderDetailApi.as_view(), name="order"),
+    path("orders/<str:order_id>/acknowledge", OrderAcknowledgeApi.as_view(), name="order-acknowledge"),
+    path("orders/<str:order_id>/status-updates", OrderStatusUpdateApi.as_view(), name="order-status-update"),
+    path("orders/<str:order_id>/documents", OrderDocumentUploadApi.as_view(), name="order-documents"),
+    path("orders/<str:order_id>/deliveries", OrderDeliverApi.as_view(), name="order-deliver"),
+    path("orders/<str:order_id>/decline", OrderDeclineApi.as_view(), name="order-decline"),
     path("events", EventListApi.as_view(), name="events"),
 ]
 

@@ -22,15 +22,20 @@ class OrderNotFound(ApplicationError):
     status_code = 404
 
 
-def order_of(*, connection: Connection, order_id: int) -> Order:
-    """The connection's order `order_id`; OrderNotFound for any other (another system's included)."""
-    order = connection_orders(connection).filter(pk=order_id).first()
+ID_MAX = 2**63 - 1  # the largest primary key: a larger number names no order
+
+
+def order_of(*, connection: Connection, order_id) -> Order:
+    """The connection's order `order_id` (its id, as a number or the path's digits); OrderNotFound
+    for any other (another system's included, or no id at all)."""
+    number = int(order_id) if str(order_id).isdigit() and str(order_id).isascii() else 0
+    order = connection_orders(connection).filter(pk=number).first() if 0 < number <= ID_MAX else None
     if order is None:
         raise OrderNotFound(f"The connection has no order {order_id}.")
     return order
 
 
-def order_acknowledge(*, connection: Connection, order_id: int) -> Order:
+def order_acknowledge(*, connection: Connection, order_id: int | str) -> Order:
     """The system says it has the order. The service was acknowledged on arrival, so nothing is sent;
     refused (as every answer) when a staff member took the order over."""
     order = order_of(connection=connection, order_id=order_id)
@@ -41,12 +46,12 @@ def order_acknowledge(*, connection: Connection, order_id: int) -> Order:
     return order
 
 
-def status_update_post(*, connection: Connection, order_id: int, text: str) -> Delivery:
+def status_update_post(*, connection: Connection, order_id: int | str, text: str) -> Delivery:
     order = order_of(connection=connection, order_id=order_id)
     return staff.status_update_post(order_id=order.pk, text=text, user=connection.user)
 
 
-def document_upload(*, connection: Connection, order_id: int, upload) -> OrderDocument:
+def document_upload(*, connection: Connection, order_id: int | str, upload) -> OrderDocument:
     order = order_of(connection=connection, order_id=order_id)
     return staff.document_attach(order_id=order.pk, upload=upload, user=connection.user)
 
@@ -54,7 +59,7 @@ def document_upload(*, connection: Connection, order_id: int, upload) -> OrderDo
 def delivery_request(
     *,
     connection: Connection,
-    order_id: int,
+    order_id: int | str,
     final: bool,
     message: str = "",
     loan: dict | None = None,
@@ -71,6 +76,6 @@ def delivery_request(
     )
 
 
-def order_decline(*, connection: Connection, order_id: int, reason: str) -> Delivery:
+def order_decline(*, connection: Connection, order_id: int | str, reason: str) -> Delivery:
     order = order_of(connection=connection, order_id=order_id)
     return staff.order_decline(order_id=order.pk, reason=reason, user=connection.user)

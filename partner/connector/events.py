@@ -20,6 +20,7 @@ import uuid
 from django.db.models import F
 from django.utils import timezone
 
+from partner.catalog.product_cache import catalog_product
 from partner.catalog.selectors import product_get
 from partner.connector.models import Connection, Event, EventState
 from partner.fulfillment.models import Delivery, Order
@@ -41,12 +42,13 @@ EVENT_OF = {
 }
 
 
-def connection_of(order: Order) -> Connection | None:
-    """The connection that works the order's product, when the product is a connected one."""
-    product = product_get(name=order.product_name) if order.product_name else None
+def connection_of(product_name: str) -> Connection | None:
+    """The connection that works the product, when it is a connected one (the shared catalog
+    answers for every other product: no query)."""
+    product = catalog_product(service_id=None, name=product_name) if product_name else None
     if product is None or product.fulfiller != CONNECTED:
         return None
-    return Connection.objects.filter(products=product).select_related("user").first()
+    return Connection.objects.filter(products__name=product_name).select_related("user").first()
 
 
 def request_loan_fields(product_raw: dict, *, request_type: str) -> list[str] | None:
@@ -139,12 +141,11 @@ def order_announced_receive(sender, *, order_id: int, what: str, delivery_id: in
     event_type = EVENT_OF.get(what)
     if event_type is None:
         return
-    order = Order.objects.select_related("assigned_to", "ordered_by__company").filter(pk=order_id).first()
-    if order is None:
-        return
-    connection = connection_of(order)
+    product_name = Order.objects.filter(pk=order_id).values_list("product_name", flat=True).first()
+    connection = connection_of(product_name or "")
     if connection is None:
         return
+    order = Order.objects.select_related("assigned_to", "ordered_by__company").get(pk=order_id)
     data = {}
     if what == announcements.ACKNOWLEDGED:
         # The system works the order from now on: it answers as its connection's user.

@@ -53,7 +53,8 @@ PROBLEM = inline_serializer(
         "errors": serializers.JSONField(required=False),
     },
 )
-ERRORS = dict.fromkeys((400, 401, 403, 404, 409, 422), PROBLEM)
+# Every error is application/problem+json (partner/connector/problems.py).
+ERRORS = {(code, "application/problem+json"): PROBLEM for code in (400, 401, 403, 404, 422)}
 
 
 class NoConnection(ApplicationError):
@@ -84,10 +85,10 @@ class AnswerApi(ConnectorApi):
     parser_classes = [JSONParser]
     answer_in: type[serializers.Serializer]
 
-    def answer(self, connection: Connection, order_id: int, data: dict) -> tuple[int, dict]:
+    def answer(self, connection: Connection, order_id: str, data: dict) -> tuple[int, dict]:
         raise NotImplementedError
 
-    def post(self, request: HttpRequest, order_id: int):
+    def post(self, request: HttpRequest, order_id: str):
         connection = self.connection()
         incoming = self.answer_in(data=request.data)
         incoming.is_valid(raise_exception=True)
@@ -106,7 +107,7 @@ def _json(data) -> dict:
     return json.loads(json.dumps(data, default=str))
 
 
-def _delivered(connection: Connection, order_id: int, delivery) -> tuple[int, dict]:
+def _delivered(connection: Connection, order_id: str, delivery) -> tuple[int, dict]:
     order = answers.order_of(connection=connection, order_id=order_id)
     return 201, _json({"order": OrderOut(order).data, "delivery": DeliveryOut(delivery).data})
 
@@ -123,7 +124,18 @@ class OrderListApi(ConnectorApi):
     @extend_schema(
         operation_id="orders_list",
         parameters=[Filter, OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
-        responses={200: OrderSummaryOut(many=True), **ERRORS},
+        responses={
+            200: inline_serializer(
+                "OrderPage",
+                {
+                    "count": serializers.IntegerField(),
+                    "next": serializers.URLField(allow_null=True),
+                    "previous": serializers.URLField(allow_null=True),
+                    "results": OrderSummaryOut(many=True),
+                },
+            ),
+            **ERRORS,
+        },
     )
     def get(self, request):
         query = self.Filter(data=request.query_params)
@@ -140,7 +152,7 @@ class OrderListApi(ConnectorApi):
 
 class OrderDetailApi(ConnectorApi):
     @extend_schema(operation_id="orders_read", responses={200: OrderOut, **ERRORS})
-    def get(self, request, order_id: int):
+    def get(self, request, order_id: str):
         order = answers.order_of(connection=self.connection(), order_id=order_id)
         return Response(OrderOut(order).data)
 
@@ -154,7 +166,7 @@ class OrderAcknowledgeApi(AnswerApi):
         parameters=[IDEMPOTENCY_KEY],
         responses={200: OrderOut, **ERRORS},
     )
-    def post(self, request, order_id: int):
+    def post(self, request, order_id: str):
         return super().post(request, order_id)
 
     def answer(self, connection, order_id, data):
@@ -165,7 +177,7 @@ class OrderStatusUpdateApi(AnswerApi):
     answer_in = StatusUpdateIn
 
     @extend_schema(operation_id="orders_status_update", request=StatusUpdateIn, parameters=[IDEMPOTENCY_KEY])
-    def post(self, request, order_id: int):
+    def post(self, request, order_id: str):
         return super().post(request, order_id)
 
     def answer(self, connection, order_id, data):
@@ -183,7 +195,7 @@ class OrderDocumentUploadApi(AnswerApi):
         parameters=[IDEMPOTENCY_KEY],
         responses={201: DocumentOut, **ERRORS},
     )
-    def post(self, request, order_id: int):
+    def post(self, request, order_id: str):
         return super().post(request, order_id)
 
     def answer(self, connection, order_id, data):
@@ -195,7 +207,7 @@ class OrderDeliverApi(AnswerApi):
     answer_in = DeliverIn
 
     @extend_schema(operation_id="orders_deliver", request=DeliverIn, parameters=[IDEMPOTENCY_KEY])
-    def post(self, request, order_id: int):
+    def post(self, request, order_id: str):
         return super().post(request, order_id)
 
     def answer(self, connection, order_id, data):
@@ -214,7 +226,7 @@ class OrderDeclineApi(AnswerApi):
     answer_in = DeclineIn
 
     @extend_schema(operation_id="orders_decline", request=DeclineIn, parameters=[IDEMPOTENCY_KEY])
-    def post(self, request, order_id: int):
+    def post(self, request, order_id: str):
         return super().post(request, order_id)
 
     def answer(self, connection, order_id, data):
@@ -229,7 +241,7 @@ for view in (OrderStatusUpdateApi, OrderDeliverApi, OrderDeclineApi):
 
 class EventListApi(ConnectorApi):
     class Cursor(serializers.Serializer):
-        after = serializers.IntegerField(required=False, default=0, min_value=0)
+        after = serializers.IntegerField(required=False, default=0, min_value=0, max_value=2**63 - 1)
         limit = serializers.IntegerField(required=False, default=FEED_PAGE, min_value=1, max_value=FEED_PAGE)
 
     @extend_schema(operation_id="events_list", parameters=[Cursor], responses={200: EventPageOut, **ERRORS})
