@@ -55,6 +55,7 @@ demo: setup
 	$(PY) manage.py product_settings appraisal --turnaround-hours 48 --staff-email appraisals@partner.example
 	@printf 'demo-password-1\n' | $(PY) manage.py partner_account lender.demo --company DEMO01
 	@printf 'staff-demo-password-1\n' | $(PY) manage.py staff_account staff.demo --email staff.demo@partner.example --keep-existing
+	$(PY) manage.py connection_demo appraisal
 
 # The processes of the Procfile under honcho; bin/run prints the links last, once each answers, and
 # ends with status 0 on Ctrl-C (a stop asked for is no error of make's).

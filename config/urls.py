@@ -4,7 +4,18 @@ the sandbox. Every `/v1/` route of the partner API is declared here, in one plac
 from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, reverse_lazy
+from oauth2_provider.views import TokenView
 
+from partner.connector.views import (
+    EventListApi,
+    OrderAcknowledgeApi,
+    OrderDeclineApi,
+    OrderDeliverApi,
+    OrderDetailApi,
+    OrderDocumentUploadApi,
+    OrderListApi,
+    OrderStatusUpdateApi,
+)
 from partner.core.ratelimits import admin_login_limited
 from partner.core.views import favicon
 from partner.fulfillment.orders.views import OrderStatusApi
@@ -20,8 +31,23 @@ api_v1 = [
     path("origins/<str:origin_id>", origin_proxy, name="origin-proxy"),
 ]
 
+# The connector's API (docs/connecting.md): a partner's own order system reads its orders and
+# events and answers its orders; OAuth 2.0 client credentials at /api/v1/oauth/token.
+connector_v1 = [
+    path("oauth/token", TokenView.as_view(), name="token"),
+    path("orders", OrderListApi.as_view(), name="orders"),
+    path("orders/<str:order_id>", OrderDetailApi.as_view(), name="order"),
+    path("orders/<str:order_id>/acknowledge", OrderAcknowledgeApi.as_view(), name="order-acknowledge"),
+    path("orders/<str:order_id>/status-updates", OrderStatusUpdateApi.as_view(), name="order-status-update"),
+    path("orders/<str:order_id>/documents", OrderDocumentUploadApi.as_view(), name="order-documents"),
+    path("orders/<str:order_id>/deliveries", OrderDeliverApi.as_view(), name="order-deliver"),
+    path("orders/<str:order_id>/decline", OrderDeclineApi.as_view(), name="order-decline"),
+    path("events", EventListApi.as_view(), name="events"),
+]
+
 urlpatterns = [
     path("v1/", include((api_v1, "v1"))),
+    path("api/v1/", include((connector_v1, "connector"))),
     path("healthz", healthz, name="healthz"),
     path("healthz/live", healthz_live, name="healthz-live"),
     path("healthz/ready", healthz_ready, name="healthz-ready"),

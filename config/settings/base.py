@@ -143,10 +143,12 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "oauth2_provider",
     "partner.catalog",
     "partner.inbox",
     "partner.fulfillment",
     "partner.ui",
+    "partner.connector",
     "partner.operations",
 ]
 
@@ -475,6 +477,33 @@ CONFIRMATION_WAIT_SECONDS = env.int("CONFIRMATION_WAIT_SECONDS", default=900)
 RETENTION_ORDER_DATA_DAYS = env_read("RETENTION_ORDER_DATA_DAYS", env.int, default=90)
 RETENTION_DOCUMENT_DAYS = env_read("RETENTION_DOCUMENT_DAYS", env.int, default=90)
 RETENTION_STEP_DAYS = env_read("RETENTION_STEP_DAYS", env.int, default=365)
+
+# partner.connector: the partner's own order system (events out, answers in)
+# ------------------------------------------------------------------------------
+# partner/connector/__init__.py
+# Waits before each retry of an event its endpoint did not take (seconds, one per retry; the first
+# try is at once): Svix's schedule, about a day in all. Once spent, the event fails and its
+# connection is disabled with a notice.
+CONNECTOR_RETRY_SCHEDULE = env.list(
+    "CONNECTOR_RETRY_SCHEDULE", cast=float, default=[5, 300, 1800, 7200, 18000, 36000, 36000]
+)
+# One POST of an event waits this long for an answer (seconds).
+CONNECTOR_SEND_TIMEOUT = env.float("CONNECTOR_SEND_TIMEOUT", default=5.0)
+# The relay in each worker hands due events to the workers; it looks again after this many seconds
+# when there was nothing to hand over (0: events are not sent from this deployment's workers).
+CONNECTOR_RELAY_INTERVAL = env.float("CONNECTOR_RELAY_INTERVAL", default=0.5)
+# An Idempotency-Key's first answer is replayed for this long (hours), then the key is forgotten.
+CONNECTOR_IDEMPOTENCY_HOURS = env.int("CONNECTOR_IDEMPOTENCY_HOURS", default=48)
+# The API's OAuth 2.0 server (django-oauth-toolkit, https://django-oauth-toolkit.readthedocs.io/en/latest/settings.html):
+# client credentials only, one client per partner system; access tokens live an hour.
+OAUTH2_PROVIDER = {
+    "SCOPES": {"read": "Read orders and events", "answer": "Answer orders"},
+    "DEFAULT_SCOPES": ["read", "answer"],
+    "ACCESS_TOKEN_EXPIRE_SECONDS": env.int("CONNECTOR_TOKEN_SECONDS", default=3600),
+    "ALLOWED_GRANT_TYPES": ["client_credentials"],
+    "PKCE_REQUIRED": False,
+}
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
 
 # partner.ui: the embedded pages and the origin proxy
 # ------------------------------------------------------------------------------

@@ -75,3 +75,8 @@ if "CELERY_BROKER_URL" not in process_env:
     CELERY_DATABASE_ENGINE_OPTIONS = {"connect_args": {"timeout": brokers.SQLITE_BUSY_TIMEOUT}}  # noqa: F405
     if "CELERY_RESULT_BACKEND" not in process_env:
         CELERY_RESULT_BACKEND = f"db+sqlite:///{RUN_DIR / 'celery-results.sqlite3'}"
+
+# The connector's retries in seconds, not hours: the fault tests watch a whole schedule.
+CONNECTOR_RETRY_SCHEDULE = process_env.list("CONNECTOR_RETRY_SCHEDULE", cast=float, default=[0.5, 1, 1, 2, 2])
+CONNECTOR_SEND_TIMEOUT = process_env.float("CONNECTOR_SEND_TIMEOUT", default=2.0)
+CONNECTOR_RELAY_INTERVAL = process_env.float("CONNECTOR_RELAY_INTERVAL", default=0.2)

@@ -1,6 +1,6 @@
 """The code's shape, as DESIGN.md and the README's layout describe it.
 
-- Imports go down the layers only: core <- platform <- catalog <- fulfillment <- inbox and ui,
+- Imports go down the layers only: core <- platform <- catalog <- fulfillment <- inbox, ui and connector,
   operations (the dashboard, health and metrics) on top beside them, the sandbox apart (it may use
   core and platform; no domain app imports it), and core imports nothing of the project's config.
   Imports inside functions count.
@@ -29,6 +29,7 @@ ALLOWED = {
     "fulfillment": {"core", "platform", "catalog"},
     "inbox": {"core", "platform", "catalog", "fulfillment"},
     "ui": {"core", "platform", "catalog", "fulfillment"},
+    "connector": {"core", "platform", "catalog", "fulfillment"},
     "operations": {"core", "platform", "catalog", "fulfillment", "inbox"},
     "sandbox": {"core", "platform"},
 }

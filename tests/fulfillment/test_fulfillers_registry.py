@@ -7,7 +7,7 @@ from partner.fulfillment.automated.fulfillers import FULFILLERS, Fulfiller, Unkn
 
 
 def test_registry_holds_every_fulfiller_under_its_own_key():
-    assert set(FULFILLERS) == {"address_verification", "disclosure_status", "staff_worked"}
+    assert set(FULFILLERS) == {"address_verification", "disclosure_status", "staff_worked", "connected"}
     for key, fulfiller_class in FULFILLERS.items():
         assert issubclass(fulfiller_class, Fulfiller)
         assert fulfiller_class.key == key

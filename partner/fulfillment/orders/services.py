@@ -26,6 +26,7 @@ from partner.fulfillment.models import (
     Order,
     OrderStatus,
 )
+from partner.fulfillment.orders import announcements
 from partner.fulfillment.orders.history import first_time, step_record
 from partner.fulfillment.orders.metrics import order_completed, order_failed
 from partner.fulfillment.orders.states import delivery_move, order_move, order_move_check, order_move_returning
@@ -138,6 +139,8 @@ def order_fail(*, order: Order, code: str, reason: str, tell_lender: bool = Fals
                 partner_status=f"{FAILURE_NOTICE_PREFIX}{reason}"[:PARTNER_STATUS_MAX],
             )
         step_record(order, "failed", reason)
+        if failed:
+            announcements.order_announce(order_id=order.pk, what=announcements.FAILED)
     if failed:
         order_failed(order, code)
     logger.warning("transaction %s failed: %s (%s)", order.transaction_id, reason, code)
@@ -153,16 +156,19 @@ def order_complete(*, transaction_id: str, event_id: str = "", because: str = ""
     statement that returns the row; the order is read only when it did not complete one.
     """
     now = timezone.now()
-    completed = order_move_returning(
-        Order.objects.filter(transaction_id=transaction_id),
-        OrderStatus.REQUEST_COMPLETED,
-        completed_at=now,
-        # The service processed our response, so it was delivered, even if the worker
-        # that sent the PATCH has not recorded it yet.
-        delivered_at=first_time("delivered_at", now),
-        event_id=event_id,
-        updated_at=now,
-    )
+    with transaction.atomic():  # the completion and what it announces, together
+        completed = order_move_returning(
+            Order.objects.filter(transaction_id=transaction_id),
+            OrderStatus.REQUEST_COMPLETED,
+            completed_at=now,
+            # The service processed our response, so it was delivered, even if the worker
+            # that sent the PATCH has not recorded it yet.
+            delivered_at=first_time("delivered_at", now),
+            event_id=event_id,
+            updated_at=now,
+        )
+        if completed:
+            announcements.order_announce(order_id=completed[0].pk, what=announcements.COMPLETED)
     if not completed:
         return Order.objects.filter(transaction_id=transaction_id).first()
     order = completed[0]

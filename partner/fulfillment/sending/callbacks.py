@@ -5,10 +5,12 @@ it is; the order completes when that delivery is its last word (an automated res
 delivery). Any other event is recorded for staff to read.
 """
 
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order
+from partner.fulfillment.orders import announcements
 from partner.fulfillment.orders.history import step_record
 from partner.fulfillment.orders.services import order_complete
 from partner.fulfillment.orders.states import DELIVERY_MOVES, delivery_move_returning
@@ -46,6 +48,11 @@ def delivery_confirm(*, transaction_id: str, event_id: str, version=None) -> Del
     none (or a version we have no record of) confirms the latest sent, or else the one being sent
     now (the service may call back before our PATCH returns). The order completes when the confirmed
     delivery ends it. A callback that finds nothing to confirm (a replay) changes nothing."""
+    with transaction.atomic():  # the confirmation and what it announces, together
+        return _delivery_confirm(transaction_id=transaction_id, event_id=event_id, version=version)
+
+
+def _delivery_confirm(*, transaction_id: str, event_id: str, version) -> Delivery | None:
     now = timezone.now()
     deliveries = Delivery.objects.filter(order__transaction_id=transaction_id)
     delivery = None
@@ -69,6 +76,9 @@ def delivery_confirm(*, transaction_id: str, event_id: str, version=None) -> Del
         return None
     if delivery.kind not in SILENT_KINDS:
         step_record(Order(pk=delivery.order_id), "confirmed", f"{delivery.get_kind_display()} ({event_id})")
+    announcements.order_announce(
+        order_id=delivery.order_id, what=announcements.DELIVERY_CONFIRMED, delivery_id=delivery.pk
+    )
     if delivery.kind in COMPLETING_KINDS:
         order_complete(transaction_id=transaction_id, event_id=event_id)
     return delivery

@@ -36,6 +36,7 @@ from partner.fulfillment.models import (
     OrderDocument,
     OrderStatus,
 )
+from partner.fulfillment.orders import announcements
 from partner.fulfillment.orders.history import first_time, step_record
 from partner.fulfillment.orders.metrics import order_declined, order_delivered
 from partner.fulfillment.orders.services import OrderFailed, order_fail
@@ -96,6 +97,7 @@ def _response_version_next(order: Order):
 def _acknowledged(order: Order, delivery: Delivery, now, release: dict) -> bool:
     order_move_where_allowed(Order.objects.filter(pk=order.pk), OrderStatus.WITH_STAFF, updated_at=now, **release)
     step_record(order, "acknowledged", delivery.partner_status)
+    announcements.order_announce(order_id=order.pk, what=announcements.ACKNOWLEDGED, delivery_id=delivery.pk)
     staff_notice_request(order, NEW_ORDER)  # sent by a task after this commits
     return True
 
@@ -135,6 +137,7 @@ def _declined(order: Order, delivery: Delivery, now, release: dict) -> bool:
     declined = order_move(Order.objects.filter(pk=order.pk), OrderStatus.DECLINED, updated_at=now, **release)
     if declined:
         order_declined(order)
+        announcements.order_announce(order_id=order.pk, what=announcements.DECLINED, delivery_id=delivery.pk)
     return bool(declined)
 
 
@@ -201,13 +204,16 @@ def _path(url: str) -> str:
 
 def _refused(order: Order, delivery: Delivery, reason: str, *, code: str = FailureCode.SERVICE_REJECTED) -> None:
     """The delivery failed for good. One the pipeline made fails its order with it."""
-    delivery_move(
-        Delivery.objects.filter(pk=delivery.pk),
-        DeliveryState.FAILED,
-        failed_at=timezone.now(),
-        failure_reason=reason[:2000],
-    )
-    step_record(order, "delivery_failed", f"{delivery.get_kind_display()}: {reason}")
+    with transaction.atomic():
+        failed = delivery_move(
+            Delivery.objects.filter(pk=delivery.pk),
+            DeliveryState.FAILED,
+            failed_at=timezone.now(),
+            failure_reason=reason[:2000],
+        )
+        step_record(order, "delivery_failed", f"{delivery.get_kind_display()}: {reason}")
+        if failed:
+            announcements.order_announce(order_id=order.pk, what=announcements.DELIVERY_FAILED, delivery_id=delivery.pk)
     logger.warning("transaction %s: %s failed: %s", order.transaction_id, delivery.get_kind_display(), reason)
     if delivery.kind in PIPELINE_KINDS:
         order_fail(order=order, code=code, reason=reason)

@@ -38,6 +38,7 @@ from partner.fulfillment.models import (
     OrderDocument,
     OrderStatus,
 )
+from partner.fulfillment.orders import announcements
 from partner.fulfillment.orders.history import step_record
 from partner.fulfillment.orders.states import delivery_move
 from partner.platform import formats
@@ -114,6 +115,7 @@ def order_take(*, order_id: int, user, take_over: bool = False) -> Order:
         step_record(
             order, "taken_over" if previous else "taken", f"from {previous}" if previous else "", actor=_actor(user)
         )
+        announcements.order_announce(order_id=order.pk, what=announcements.TAKEN)
     return order
 
 
@@ -278,10 +280,18 @@ def status_update_post(*, order_id: int, text: str, user) -> Delivery:
 
 
 def delivery_request(
-    *, order_id: int, final: bool, user, partner_status: str = "", loan: dict | None = None, result=None
+    *,
+    order_id: int,
+    final: bool,
+    user,
+    partner_status: str = "",
+    loan: dict | None = None,
+    result=None,
+    document_ids: list[int] | None = None,
 ) -> Delivery:
     """Deliver the waiting documents, the loan fields and a result: `processing` (partial) or
-    `completed` (final: the order is done once the service confirms it)."""
+    `completed` (final: the order is done once the service confirms it). `document_ids` names the
+    waiting documents to deliver (the API's callers name them); None delivers every waiting one."""
     loan = loan or {}
     partner_status = partner_status.strip()
     if partner_status:
@@ -292,6 +302,11 @@ def delivery_request(
         if problems:
             raise StaffActionRefused(" ".join(problems))
         documents = documents_waiting(order)
+        if document_ids is not None:
+            unknown = sorted(set(document_ids) - {d.pk for d in documents})
+            if unknown:
+                raise StaffActionRefused(f"No waiting document of this order has the id {unknown[0]}.")
+            documents = [d for d in documents if d.pk in set(document_ids)]
         if not final and not (documents or loan or result or partner_status):
             raise StaffActionRefused("A partial delivery needs something to deliver: a document, data or a status.")
         kind = DeliveryKind.FINAL if final else DeliveryKind.PARTIAL

@@ -11,6 +11,7 @@ The first entry is the partner's main product: the default when no fulfiller cla
 
 from partner.fulfillment.automated.fulfillers.address_verification import AddressVerificationFulfiller
 from partner.fulfillment.automated.fulfillers.base import Attachment, Fulfiller, Fulfillment, FulfillmentRefused
+from partner.fulfillment.automated.fulfillers.connected import ConnectedFulfiller
 from partner.fulfillment.automated.fulfillers.disclosure_status import DisclosureStatusFulfiller
 from partner.fulfillment.automated.fulfillers.staff_worked import StaffWorkedFulfiller
 
@@ -18,6 +19,7 @@ FULFILLERS: dict[str, type[Fulfiller]] = {
     AddressVerificationFulfiller.key: AddressVerificationFulfiller,
     DisclosureStatusFulfiller.key: DisclosureStatusFulfiller,
     StaffWorkedFulfiller.key: StaffWorkedFulfiller,
+    ConnectedFulfiller.key: ConnectedFulfiller,
 }
 
 

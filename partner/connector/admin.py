@@ -1,0 +1,278 @@
+"""The connector in the admin: each connection's health, its events and their attempts, replays,
+and the take-over of a connected order by hand.
+
+Thin: each action calls one service (`partner.connector.services`). Secrets are never shown on a
+list or a change page: a connection's client secret and first signing secret are shown once, when it
+is created, and a rotation's new secret once, when it is added.
+"""
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ActionForm
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Q
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils.html import format_html
+
+from partner.catalog.models import Product
+from partner.connector import services
+from partner.connector.models import ConnectedOrder, Connection, Event, EventAttempt, EventState, secret_new
+from partner.connector.selectors import connection_health
+from partner.core.errors import ApplicationError
+
+
+class ReplayForm(ActionForm):
+    since = forms.DateTimeField(required=False, help_text="For “Replay everything since”: YYYY-MM-DD HH:MM (UTC).")
+
+
+class ConnectionForm(forms.ModelForm):
+    class Meta:
+        model = Connection
+        fields = ["name", "endpoint_url", "event_types", "enabled", "products", "notify_email"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["products"].queryset = Product.objects.filter(fulfiller="connected")
+        self.fields["products"].help_text = "The connected products whose orders it works (fulfiller “connected”)."
+
+
+@admin.register(Connection)
+class ConnectionAdmin(admin.ModelAdmin):
+    form = ConnectionForm
+    action_form = ReplayForm
+    list_display = ["name", "state", "endpoint_url", "last_success_at", "failing_since", "backlog"]
+    readonly_fields = ["health", "secrets_held", "client_id"]
+    actions = ["replay_failed", "replay_since", "enable", "secret_add", "secret_drop_oldest"]
+
+    def get_queryset(self, request):
+        waiting = Count("events", filter=Q(events__state=EventState.PENDING))
+        return super().get_queryset(request).annotate(waiting=waiting)
+
+    def get_fieldsets(self, request, obj=None):
+        main = (None, {"fields": ["name", "endpoint_url", "enabled", "products", "event_types", "notify_email"]})
+        if obj is None:
+            return [main]
+        return [("Health", {"fields": ["health"]}), main, ("Credentials", {"fields": ["client_id", "secrets_held"]})]
+
+    @admin.display(description="state")
+    def state(self, connection):
+        if not connection.enabled:
+            return "disabled"
+        return "failing" if connection.failing_since else "healthy"
+
+    @admin.display(description="waiting events", ordering="waiting")
+    def backlog(self, connection):
+        return connection.waiting
+
+    @admin.display(description="health")
+    def health(self, connection):
+        health = connection_health(connection)
+        events = reverse("admin:connector_event_changelist") + f"?connection__id__exact={connection.pk}"
+        rows = [
+            (
+                "State",
+                self.state(connection) + (f": {connection.disabled_reason}" if connection.disabled_reason else ""),
+            ),
+            ("Last success", health.last_success_at or "never"),
+            ("Last failure", health.last_failure_at or "never"),
+            ("Failing since", health.failing_since or "—"),
+            ("Failures in a row", health.consecutive_failures),
+            ("Events waiting", health.backlog),
+            ("Oldest waiting since", health.oldest_waiting_at or "—"),
+            ("Events failed", health.failed),
+        ]
+        table = format_html(
+            '<table class="connection-health">{}</table>',
+            format_html("".join(format_html("<tr><th>{}</th><td>{}</td></tr>", k, v) for k, v in rows)),
+        )
+        return format_html('{}<p><a href="{}">Its events and their attempts</a></p>', table, events)
+
+    @admin.display(description="signing secrets")
+    def secrets_held(self, connection):
+        return f"{len(connection.secrets())} held (never shown after they are made)"
+
+    @admin.display(description="OAuth client id")
+    def client_id(self, connection):
+        return connection.application.client_id if connection.application else "—"
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        created = services.connection_create(
+            name=obj.name, endpoint_url=obj.endpoint_url, notify_email=obj.notify_email
+        )
+        obj.pk, obj.user_id, obj.application_id = created.connection.pk, created.connection.user_id, None
+        Connection.objects.filter(pk=obj.pk).update(event_types=obj.event_types, enabled=obj.enabled)
+        obj.refresh_from_db()
+        messages.warning(
+            request,
+            f"Give these to the partner's system now; they are not shown again. OAuth client id: "
+            f"{created.client_id}  client secret: {created.client_secret}  signing secret: {created.signing_secret}",
+        )
+
+    @admin.action(description="Replay the failed events")
+    def replay_failed(self, request, queryset):
+        events = Event.objects.filter(connection__in=queryset, state=EventState.FAILED)
+        count = sum(services.event_replay(event_id=pk) for pk in events.values_list("pk", flat=True))
+        self.message_user(request, f"{count} event(s) will be sent again.")
+
+    @admin.action(description="Replay everything since (the time below)")
+    def replay_since(self, request, queryset):
+        form = ReplayForm(request.POST)
+        if not form.is_valid() or not form.cleaned_data.get("since"):
+            self.message_user(request, "Give the time to replay from.", messages.ERROR)
+            return
+        try:
+            count = sum(
+                services.events_replay_since(connection_id=c.pk, since=form.cleaned_data["since"]) for c in queryset
+            )
+        except ApplicationError as refusal:
+            self.message_user(request, refusal.message, messages.ERROR)
+            return
+        self.message_user(request, f"{count} event(s) will be sent again, oldest first.")
+
+    @admin.action(description="Enable (send what waits)")
+    def enable(self, request, queryset):
+        for connection in queryset:
+            services.connection_enable(connection_id=connection.pk)
+        self.message_user(request, "Enabled: their waiting events go out now.")
+
+    @admin.action(description="Rotation: add a new signing secret")
+    def secret_add(self, request, queryset):
+        for connection in queryset:
+            secret = secret_new()
+            connection.signing_secrets = "\n".join([*connection.secrets(), secret])
+            connection.save(update_fields=["signing_secrets", "updated_at"])
+            messages.warning(request, f"{connection.name}: new signing secret (shown once): {secret}")
+
+    @admin.action(description="Rotation: drop the oldest signing secret")
+    def secret_drop_oldest(self, request, queryset):
+        for connection in queryset:
+            held = connection.secrets()
+            if len(held) < 2:
+                self.message_user(request, f"{connection.name}: its only secret is kept.", messages.ERROR)
+                continue
+            connection.signing_secrets = "\n".join(held[1:])
+            connection.save(update_fields=["signing_secrets", "updated_at"])
+            self.message_user(request, f"{connection.name}: the oldest secret dropped.")
+
+
+class AttemptInline(admin.TabularInline):
+    model = EventAttempt
+    extra = 0
+    can_delete = False
+    fields = readonly_fields = ["started_at", "status_code", "duration_ms", "succeeded", "answer"]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Event)
+class EventAdmin(admin.ModelAdmin):
+    list_display = ["id", "type", "order_link", "connection", "state", "attempts", "next_attempt_at", "created_at"]
+    list_filter = ["state", "type", "connection"]
+    search_fields = ["message_id", "order__transaction_id", "order__reference_number"]
+    list_select_related = ["order", "connection"]
+    fields = readonly_fields = [
+        "connection",
+        "order_link",
+        "type",
+        "message_id",
+        "state",
+        "attempts",
+        "next_attempt_at",
+        "delivered_at",
+        "last_error",
+        "created_at",
+        "payload",
+    ]
+    inlines = [AttemptInline]
+    actions = ["replay"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="order")
+    def order_link(self, event):
+        url = reverse("admin:connector_connectedorder_change", args=[event.order_id])
+        return format_html('<a href="{}">{}</a>', url, event.order.reference_number or event.order_id)
+
+    @admin.action(description="Replay these events")
+    def replay(self, request, queryset):
+        count = sum(services.event_replay(event_id=pk) for pk in queryset.values_list("pk", flat=True))
+        self.message_user(request, f"{count} event(s) will be sent again.")
+
+
+class EventInline(admin.TabularInline):
+    model = Event
+    fk_name = "order"
+    extra = 0
+    can_delete = False
+    fields = readonly_fields = ["event_link", "type", "state", "attempts", "last_answer", "created_at"]
+    ordering = ["id"]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="event")
+    def event_link(self, event):
+        return format_html('<a href="{}">{}</a>', reverse("admin:connector_event_change", args=[event.pk]), event.pk)
+
+    @admin.display(description="last attempt")
+    def last_answer(self, event):
+        attempt = event.tries.order_by("-id").first()
+        if attempt is None:
+            return "—"
+        return f"{attempt.status_code or 'no answer'} in {attempt.duration_ms} ms"
+
+
+@admin.register(ConnectedOrder)
+class ConnectedOrderAdmin(admin.ModelAdmin):
+    list_display = ["reference_number", "product_name", "status", "assigned_to", "updated_at"]
+    list_filter = ["status"]
+    search_fields = ["reference_number", "transaction_id"]
+    fields = readonly_fields = ["reference_number", "product_name", "status", "assigned_to", "due_at", "updated_at"]
+    inlines = [EventInline]
+    actions = ["take_over"]
+    change_form_template = "admin/connector/connectedorder/change_form.html"
+
+    def get_queryset(self, request):
+        connected = Product.objects.filter(fulfiller="connected").values("name")
+        return super().get_queryset(request).filter(staff_worked=True, product_name__in=connected)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def _take_over(self, request, order_id) -> bool:
+        try:
+            services.order_take_over(order_id=order_id, user=request.user)
+        except ApplicationError as refusal:
+            self.message_user(request, refusal.message, messages.ERROR)
+            return False
+        return True
+
+    @admin.action(description="Take over by hand (staff work it; the system's answers are refused)")
+    def take_over(self, request, queryset):
+        taken = sum(self._take_over(request, pk) for pk in queryset.values_list("pk", flat=True))
+        self.message_user(request, f"{taken} order(s) are yours to work in “Orders to work”.")
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        # The one POST of this page is the take-over: a service call, never a save of the order.
+        if request.method == "POST" and object_id is not None:
+            if not self.has_view_permission(request):
+                raise PermissionDenied
+            known = self.get_queryset(request).filter(pk=object_id).exists()
+            if "_take_over" in request.POST and known and self._take_over(request, int(object_id)):
+                return redirect(reverse("admin:fulfillment_stafforder_change", args=[object_id]))
+            return redirect(request.path)
+        return super().changeform_view(request, object_id, form_url, extra_context)
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -1,0 +1,81 @@
+"""A partner system's answers to its orders: each one a staff action, made as the connection's user.
+
+The system acts as its connection's user (`Connection.user`), to whom its connected orders are
+assigned when they arrive, so each answer goes through the staff's rules and becomes the same stored
+`Delivery` a staff member's would (`partner.fulfillment.staff.services`, called, never copied),
+sent by the same sender. The staff's order lock serialises the system's answers with a staff
+member's: exactly one final delivery or decline. An order a staff member took over refuses the
+system's answers (the staff's rule: only the one who works the order acts on it).
+"""
+
+from django.db import transaction
+
+from partner.connector.models import Connection
+from partner.connector.selectors import connection_orders
+from partner.core.errors import ApplicationError
+from partner.fulfillment.models import Delivery, Order, OrderDocument
+from partner.fulfillment.orders.history import step_record
+from partner.fulfillment.staff import services as staff
+
+
+class OrderNotFound(ApplicationError):
+    status_code = 404
+
+
+ID_MAX = 2**63 - 1  # the largest primary key: a larger number names no order
+
+
+def order_of(*, connection: Connection, order_id) -> Order:
+    """The connection's order `order_id` (its id, as a number or the path's digits); OrderNotFound
+    for any other (another system's included, or no id at all)."""
+    number = int(order_id) if str(order_id).isdigit() and str(order_id).isascii() else 0
+    order = connection_orders(connection).filter(pk=number).first() if 0 < number <= ID_MAX else None
+    if order is None:
+        raise OrderNotFound(f"The connection has no order {order_id}.")
+    return order
+
+
+def order_acknowledge(*, connection: Connection, order_id: int | str) -> Order:
+    """The system says it has the order. The service was acknowledged on arrival, so nothing is sent;
+    refused (as every answer) when a staff member took the order over."""
+    order = order_of(connection=connection, order_id=order_id)
+    with transaction.atomic():
+        order = staff.order_take(order_id=order.pk, user=connection.user)
+        if not order.steps.filter(name="system_acknowledged").exists():
+            step_record(order, "system_acknowledged", connection.name, actor=connection.user.get_username())
+    return order
+
+
+def status_update_post(*, connection: Connection, order_id: int | str, text: str) -> Delivery:
+    order = order_of(connection=connection, order_id=order_id)
+    return staff.status_update_post(order_id=order.pk, text=text, user=connection.user)
+
+
+def document_upload(*, connection: Connection, order_id: int | str, upload) -> OrderDocument:
+    order = order_of(connection=connection, order_id=order_id)
+    return staff.document_attach(order_id=order.pk, upload=upload, user=connection.user)
+
+
+def delivery_request(
+    *,
+    connection: Connection,
+    order_id: int | str,
+    final: bool,
+    message: str = "",
+    loan: dict | None = None,
+    document_ids: list[int] | None = None,
+) -> Delivery:
+    order = order_of(connection=connection, order_id=order_id)
+    return staff.delivery_request(
+        order_id=order.pk,
+        final=final,
+        user=connection.user,
+        partner_status=message,
+        loan=loan,
+        document_ids=document_ids,
+    )
+
+
+def order_decline(*, connection: Connection, order_id: int | str, reason: str) -> Delivery:
+    order = order_of(connection=connection, order_id=order_id)
+    return staff.order_decline(order_id=order.pk, reason=reason, user=connection.user)

@@ -1,0 +1,163 @@
+"""The events a partner's system is told of: made from the fulfillment's announcements, stored at once.
+
+The fulfillment announces an order's moments (`partner.fulfillment.orders.announcements`) inside the
+transaction that makes them; `order_announced_receive` turns each announcement about a connected
+order into an `Event` for its connection, in that same transaction, so an event exists exactly when
+its move committed. A worker sends it after the commit (`partner.connector.sending`).
+
+Each payload follows the Standard Webhooks convention, `{"type", "timestamp", "data"}`; `data`
+carries the order as it stands (its status and its `version`, the number of events made for it so
+far), so a receiver that gets two events out of order keeps the higher version.
+
+`order.created` carries the order as the lender sent it: the loan data the product's request data
+entitlement allows (the service already sends no more), the options and notes, who ordered it and
+when it is due. Never the lender's credential values: the order keeps none (`Order.request`).
+"""
+
+import logging
+import uuid
+
+from django.db.models import F
+from django.utils import timezone
+
+from partner.catalog.product_cache import catalog_product
+from partner.catalog.selectors import product_get
+from partner.connector.models import Connection, Event, EventState
+from partner.fulfillment.models import Delivery, Order
+from partner.fulfillment.orders import announcements
+
+logger = logging.getLogger(__name__)
+
+CONNECTED = "connected"  # the fulfiller key of a connected product
+
+# announcement -> the event type it becomes
+EVENT_OF = {
+    announcements.ACKNOWLEDGED: "order.created",
+    announcements.DELIVERY_CONFIRMED: "order.delivery.confirmed",
+    announcements.DELIVERY_FAILED: "order.delivery.failed",
+    announcements.COMPLETED: "order.completed",
+    announcements.DECLINED: "order.declined",
+    announcements.FAILED: "order.failed",
+    announcements.TAKEN: "order.taken_over",
+}
+
+
+def connection_of(product_name: str) -> Connection | None:
+    """The connection that works the product, when it is a connected one (the shared catalog
+    answers for every other product: no query)."""
+    product = catalog_product(service_id=None, name=product_name) if product_name else None
+    if product is None or product.fulfiller != CONNECTED:
+        return None
+    return Connection.objects.filter(products__name=product_name).select_related("user").first()
+
+
+def request_loan_fields(product_raw: dict, *, request_type: str) -> list[str] | None:
+    """The top-level loan fields the product may read of a request (`entitlements.data.transaction[]
+    .request.fields` for the request type); None when it names none (the service's word stands)."""
+    entitlements = product_raw.get("entitlements") if isinstance(product_raw, dict) else None
+    data = entitlements.get("data") if isinstance(entitlements, dict) else None
+    items = data.get("transaction") if isinstance(data, dict) else None
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and request_type in (item.get("requestTypes") or []):
+            request = item.get("request")
+            fields = request.get("fields") if isinstance(request, dict) else None
+            return [f for f in fields if isinstance(f, str)] if isinstance(fields, list) else None
+    return None
+
+
+def _time(value) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value else None
+
+
+def order_data(order: Order, *, version: int) -> dict:
+    """The order as every event carries it: where it stands, and its version."""
+    return {
+        "id": order.pk,
+        "reference": order.reference_number,
+        "product": order.product_name,
+        "status": order.status,
+        "version": version,
+        "due_at": _time(order.due_at),
+        "updated_at": _time(order.updated_at),
+        "worked_by": order.assigned_to.get_username() if order.assigned_to_id else None,
+    }
+
+
+def order_request(order: Order) -> dict:
+    """What the lender sent (order.created): loan data as entitled, options, notes, who, no credentials."""
+    request = {key: value for key, value in (order.request or {}).items() if key != "credentials"}
+    loan = request.get("loan") if isinstance(request.get("loan"), dict) else {}
+    product = product_get(name=order.product_name)
+    allowed = request_loan_fields(product.raw if product else {}, request_type=order.request_type or "NEW_REQUEST")
+    if allowed is not None:
+        loan = {name: value for name, value in loan.items() if name in allowed}
+    ordered_by = None
+    if order.ordered_by_id:
+        account = order.ordered_by
+        ordered_by = {"username": account.username, "company": account.company.name if account.company else None}
+    return {
+        "type": request.get("type"),
+        "loan": loan,
+        "options": request.get("options") or {},
+        "notes": (request.get("options") or {}).get("comments") or request.get("comments") or "",
+        "ordered_by": ordered_by,
+        "originating_party": request.get("originatingParty"),
+    }
+
+
+def delivery_data(delivery: Delivery) -> dict:
+    return {
+        "id": delivery.pk,
+        "kind": delivery.kind,
+        "state": delivery.state,
+        "partner_status": delivery.partner_status,
+        "failure_reason": delivery.failure_reason,
+    }
+
+
+def event_store(*, connection: Connection, order: Order, event_type: str, data: dict) -> Event | None:
+    """Store one event for the connection (in the caller's transaction); None when it does not want the type."""
+    if not connection.wants(event_type):
+        return None
+    version = Event.objects.filter(connection=connection, order=order).count() + 1
+    now = timezone.now()
+    payload = {
+        "type": event_type,
+        "timestamp": _time(now),
+        "data": {"order": order_data(order, version=version), **data},
+    }
+    return Event.objects.create(
+        connection=connection,
+        order=order,
+        message_id=f"msg_{uuid.uuid4().hex}",
+        type=event_type,
+        payload=payload,
+        state=EventState.PENDING if connection.endpoint_url else EventState.PULL,
+    )
+
+
+def order_announced_receive(sender, *, order_id: int, what: str, delivery_id: int | None = None, **kwargs) -> None:
+    """The receiver of the fulfillment's announcements (connected in `ConnectorConfig.ready`)."""
+    event_type = EVENT_OF.get(what)
+    if event_type is None:
+        return
+    product_name = Order.objects.filter(pk=order_id).values_list("product_name", flat=True).first()
+    connection = connection_of(product_name or "")
+    if connection is None:
+        return
+    order = Order.objects.select_related("assigned_to", "ordered_by__company").get(pk=order_id)
+    data = {}
+    if what == announcements.ACKNOWLEDGED:
+        # The system works the order from now on: it answers as its connection's user.
+        Order.objects.filter(pk=order.pk, assigned_to__isnull=True).update(
+            assigned_to=connection.user, assigned_at=timezone.now(), updated_at=F("updated_at")
+        )
+        order.refresh_from_db()
+        data["request"] = order_request(order)
+    elif what == announcements.TAKEN and order.assigned_to_id == connection.user_id:
+        return  # the system's own assignment, not a staff member's
+    if delivery_id is not None:
+        delivery = Delivery.objects.filter(pk=delivery_id).first()
+        if delivery is not None:
+            data["delivery"] = delivery_data(delivery)
+    event_store(connection=connection, order=order, event_type=event_type, data=data)

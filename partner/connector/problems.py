@@ -1,0 +1,68 @@
+"""The API's errors as `application/problem+json` (RFC 9457): type, title, status, detail, errors.
+
+A client branches on `type`; `detail` is safe to show (our rules' messages); `errors` holds the
+field errors of a request its serializer refused. The connector's views use this handler instead
+of the `{"message", "extra"}` one of the other endpoints (`partner.core.api`).
+"""
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404
+from rest_framework import exceptions
+from rest_framework.response import Response
+
+from partner.core.errors import ApplicationError
+
+CONTENT_TYPE = "application/problem+json"
+TYPE_BASE = "https://partner.example/problems/"
+
+# An order's rule refused a well-formed answer (a final already made, a file that is no document,
+# an order a staff member took over): 422, whatever status the rule's error carries elsewhere.
+_STATUS = {"StaffActionRefused": 422}
+# exception class name -> (type slug, title)
+_APPLICATION = {
+    "OrderNotFound": ("order-not-found", "Order not found"),
+    "StaffActionRefused": ("answer-refused", "The answer breaks a rule of the order"),
+    "IdempotencyKeyReused": ("idempotency-key-reused", "The Idempotency-Key was used with another request"),
+    "IdempotencyKeyMissing": ("idempotency-key-missing", "Every POST takes an Idempotency-Key"),
+    "NoConnection": ("no-connection", "The client has no connection"),
+}
+_DRF = [
+    (exceptions.ValidationError, "invalid-request", "The request is not valid"),
+    (exceptions.ParseError, "invalid-request", "The request is not valid"),
+    (exceptions.NotAuthenticated, "unauthenticated", "Authentication is required"),
+    (exceptions.AuthenticationFailed, "unauthenticated", "Authentication failed"),
+    (exceptions.PermissionDenied, "forbidden", "The token's scope does not allow this"),
+    (exceptions.NotFound, "not-found", "Not found"),
+    (exceptions.MethodNotAllowed, "method-not-allowed", "Method not allowed"),
+    (exceptions.UnsupportedMediaType, "unsupported-media-type", "Unsupported media type"),
+    (exceptions.Throttled, "throttled", "Too many requests"),
+]
+
+
+def problem(*, slug: str, title: str, status: int, detail: str, errors=None, headers=None) -> Response:
+    body = {"type": TYPE_BASE + slug, "title": title, "status": status, "detail": detail}
+    if errors:
+        body["errors"] = errors
+    return Response(body, status=status, headers=headers, content_type=CONTENT_TYPE)
+
+
+def problem_handler(exc, context):
+    if isinstance(exc, ApplicationError):
+        slug, title = _APPLICATION.get(type(exc).__name__, ("refused", "Refused"))
+        status = _STATUS.get(type(exc).__name__, exc.status_code)
+        return problem(slug=slug, title=title, status=status, detail=exc.message, errors=exc.extra or None)
+    if isinstance(exc, DjangoValidationError):
+        exc = exceptions.ValidationError(detail=exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    for kind, slug, title in _DRF:
+        if isinstance(exc, kind):
+            headers = {}
+            if getattr(exc, "auth_header", None):
+                headers["WWW-Authenticate"] = exc.auth_header
+            if isinstance(exc, exceptions.ValidationError):
+                return problem(slug=slug, title=title, status=exc.status_code, detail=title, errors=exc.detail)
+            return problem(slug=slug, title=title, status=exc.status_code, detail=str(exc.detail), headers=headers)
+    if isinstance(exc, exceptions.APIException):
+        return problem(slug="error", title="Error", status=exc.status_code, detail=str(exc.detail))
+    return None

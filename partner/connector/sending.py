@@ -1,0 +1,198 @@
+"""Events out: each stored event POSTed to its connection's endpoint, signed, at least once, in order.
+
+A relay (`events_relay`, a chore of every worker's housekeeping loop, `partner.core.housekeeping`)
+finds the events due: the oldest pending event of each (connection, order) whose connection is
+enabled, that is due (`next_attempt_at`), and of whose (connection, order) no event is held by a
+worker. It takes each one's lease (`partner.core.leases`) and hands it to a worker in the message
+(`connector.event_send`); the worker sends it under that lease (`event_send`). So an order's events
+go one at a time and in order, never two at once to one endpoint for one order, and a worker that
+dies mid-send leaves a lease that runs out: the housekeeping hands the event back and it is sent
+again (the receiver dedupes by `webhook-id`).
+
+Each try is one `EventAttempt` (status, duration, the answer's start). Any 2xx delivers the event;
+anything else (another status, a timeout, no connection) waits the next step of the retry schedule
+(CONNECTOR_RETRY_SCHEDULE: Svix's, about a day in all) and, once it is spent, fails the event: the
+connection is disabled and whoever it names is told. Staff replay one event or everything since a
+time (`partner.connector.services`).
+
+Signatures are the Standard Webhooks ones (`standardwebhooks`, its reference Python library): one
+`v1,<base64 HMAC-SHA256>` over `id.timestamp.body` per secret of the connection, so a receiver
+holding either secret of a rotation verifies.
+"""
+
+import json
+import logging
+import time
+from datetime import datetime, timedelta
+
+import requests
+from celery import current_app
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import transaction
+from django.db.models import Exists, F, OuterRef, Q
+from django.utils import timezone
+from standardwebhooks.webhooks import Webhook
+
+from partner.connector.models import Connection, Event, EventAttempt, EventState
+from partner.core.housekeeping import Chore
+from partner.core.leases import Lease, LeaseLost, lease_free, lease_kept, lease_until, leases_expired_free
+
+logger = logging.getLogger(__name__)
+
+SEND_TASK = "connector.event_send"
+ANSWER_KEPT = 1000  # characters of an endpoint's answer kept per attempt
+BATCH = 100
+
+
+def event_body(event: Event) -> bytes:
+    return json.dumps(event.payload, separators=(",", ":"), sort_keys=True).encode()
+
+
+def signature_headers(event: Event, secrets: list[str], *, now: datetime | None = None) -> dict:
+    """The Standard Webhooks headers of one send: webhook-id, webhook-timestamp and one signature per secret."""
+    now = now or timezone.now()
+    body = event_body(event).decode()
+    signatures = [Webhook(secret).sign(event.message_id, now, body) for secret in secrets]
+    return {
+        "webhook-id": event.message_id,
+        "webhook-timestamp": str(int(now.timestamp())),
+        "webhook-signature": " ".join(signatures),
+        "content-type": "application/json",
+        "user-agent": "partner-connector/1",
+    }
+
+
+# The relay ---------------------------------------------------------------------------------------
+
+
+def events_due(now: datetime):
+    """The events to send now: the oldest pending one of each (connection, order), due, free, and of
+    a (connection, order) no worker is sending an event of."""
+    same_order = Event.objects.filter(connection=OuterRef("connection"), order=OuterRef("order"))
+    return (
+        Event.objects.filter(state=EventState.PENDING, connection__enabled=True)
+        .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
+        .filter(lease_free(now))
+        .exclude(Exists(same_order.filter(state=EventState.PENDING, pk__lt=OuterRef("pk"))))
+        .exclude(Exists(same_order.filter(claimed_until__gte=now)))
+        .order_by("pk")
+    )
+
+
+def events_relay(*, limit: int = BATCH) -> int:
+    """Take the lease of each event due and hand it to a worker; how many went."""
+    now = timezone.now()
+    sent = 0
+    for pk in list(events_due(now).values_list("pk", flat=True)[:limit]):
+        until = lease_until()
+        with transaction.atomic():
+            taken = Event.objects.filter(pk=pk, state=EventState.PENDING).filter(lease_free(now))
+            if not taken.update(claimed_until=until):
+                continue
+        try:
+            current_app.send_task(SEND_TASK, kwargs={"event_id": pk, "lease_until": until.isoformat()})
+        except Exception as exc:  # the broker away: the lease runs out and the event is handed back
+            logger.warning("broker unavailable: event %s left for later (%s)", pk, type(exc).__name__)
+            return sent
+        sent += 1
+    return sent
+
+
+def relay_chore(*, interval: float) -> Chore:
+    return Chore(name="connector events", run=lambda: events_relay() >= BATCH, interval=interval)
+
+
+def events_left_hand_back() -> int:
+    """Free the events whose worker died while sending them (the relay takes them again); how many."""
+    return len(leases_expired_free(Event.objects.filter(state=EventState.PENDING)))
+
+
+# The send ----------------------------------------------------------------------------------------
+
+
+def _post(connection: Connection, event: Event) -> tuple[int | None, str, int]:
+    """POST the event: (status or None, the answer's start or the error, milliseconds)."""
+    started = time.monotonic()
+    try:
+        answer = requests.post(
+            connection.endpoint_url,
+            data=event_body(event),
+            headers=signature_headers(event, connection.secrets()),
+            timeout=settings.CONNECTOR_SEND_TIMEOUT,
+            allow_redirects=False,
+        )
+        status, text = answer.status_code, answer.text[:ANSWER_KEPT]
+    except requests.RequestException as exc:
+        status, text = None, f"{type(exc).__name__}: no answer"
+    return status, text, int((time.monotonic() - started) * 1000)
+
+
+def retry_wait(attempts: int) -> float | None:
+    """Seconds before the next try of an event tried `attempts` times (None: the schedule is spent)."""
+    schedule = settings.CONNECTOR_RETRY_SCHEDULE
+    return float(schedule[attempts - 1]) if attempts <= len(schedule) else None
+
+
+def event_send(*, event_id: int, lease_until: datetime) -> bool | None:
+    """Send one event under the lease the relay took; True delivered, False to be tried again or
+    failed, None when it was not this worker's to send (already delivered, lease lost)."""
+    lease = Lease(Event, event_id, lease_until)
+    event = Event.objects.select_related("connection").filter(pk=event_id).first()
+    if event is None or event.state != EventState.PENDING:
+        lease.release()
+        return None
+    connection = event.connection
+    if not connection.enabled or not connection.endpoint_url:
+        lease.release()
+        return None
+    with lease_kept(lease):
+        try:
+            lease.confirm(attempts=F("attempts") + 1)  # the fence, and the try counted before it is made
+        except LeaseLost:
+            return None
+        started_at = timezone.now()
+        status, text, duration = _post(connection, event)
+    delivered = status is not None and 200 <= status < 300
+    _outcome_record(event, lease, started_at=started_at, status=status, text=text, duration=duration, ok=delivered)
+    return delivered
+
+
+def _outcome_record(event: Event, lease: Lease, *, started_at, status, text, duration, ok: bool) -> None:
+    now = timezone.now()
+    attempts = event.attempts + 1
+    connection = Connection.objects.filter(pk=event.connection_id)
+    with transaction.atomic():
+        EventAttempt.objects.create(
+            event=event, started_at=started_at, duration_ms=duration, status_code=status, answer=text, succeeded=ok
+        )
+        if ok:
+            lease.release(state=EventState.DELIVERED, delivered_at=now, last_error="", next_attempt_at=None)
+            connection.update(last_success_at=now, failing_since=None, consecutive_failures=0)
+            return
+        error = f"status {status}" if status is not None else text
+        wait = retry_wait(attempts)
+        connection.filter(failing_since__isnull=True).update(failing_since=now)
+        connection.update(last_failure_at=now, consecutive_failures=F("consecutive_failures") + 1)
+        if wait is not None:
+            lease.release(last_error=error[:2000], next_attempt_at=now + timedelta(seconds=wait))
+            return
+        lease.release(state=EventState.FAILED, last_error=error[:2000], next_attempt_at=None)
+        reason = f"{event.type} {event.message_id} failed after {attempts} tries ({error[:200]})"
+        disabled = connection.filter(enabled=True).update(enabled=False, disabled_reason=reason)
+    logger.warning("connector %s: event %s given up; connection disabled", event.connection_id, event.message_id)
+    if disabled:
+        _staff_tell(Connection.objects.get(pk=event.connection_id), reason)
+
+
+def _staff_tell(connection: Connection, reason: str) -> None:
+    """E-mail whoever the connection names that its endpoint keeps failing (no order data)."""
+    if not connection.notify_email:
+        return
+    send_mail(
+        subject=f"Connection {connection.name} disabled: its endpoint keeps failing",
+        message=f"{reason}\nEvents wait until the connection is enabled again; "
+        "replay the failed ones from the admin.\n",
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        recipient_list=[connection.notify_email],
+    )

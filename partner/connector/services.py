@@ -1,0 +1,137 @@
+"""The rules of a connection and of its events: create one, replay events, take an order over.
+
+A connection is created with its user (who the system acts as) and its OAuth client (client
+credentials, confidential): the client secret is shown once, to the person who created it.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+from oauth2_provider.generators import generate_client_secret
+from oauth2_provider.models import get_application_model
+
+from partner.connector.models import Connection, Event, EventState, secret_new
+from partner.core.errors import ApplicationError
+from partner.fulfillment.staff.services import order_take
+
+
+class ConnectionRefused(ApplicationError):
+    """A connection action that breaks a rule: `message` says which."""
+
+
+@dataclass(frozen=True)
+class Created:
+    connection: Connection
+    client_id: str
+    client_secret: str  # shown once: only its hash is kept
+    signing_secret: str
+
+
+def connection_create(
+    *,
+    name: str,
+    endpoint_url: str = "",
+    products=(),
+    notify_email: str = "",
+    client_id: str = "",
+    client_secret: str = "",
+    signing_secret: str = "",
+) -> Created:
+    """A connection with its user, its OAuth client and a first signing secret (made here unless
+    given: the local demo gives its public ones, `connection_demo`)."""
+    if Connection.objects.filter(name=name).exists():
+        raise ConnectionRefused(f"A connection named {name!r} exists already.")
+    with transaction.atomic():
+        user = get_user_model().objects.create_user(f"system.{name}"[:150])
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+        client_secret = client_secret or generate_client_secret()
+        extra = {"client_id": client_id} if client_id else {}
+        application = get_application_model().objects.create(
+            **extra,
+            name=f"Order system {name}",
+            user=user,
+            client_type="confidential",
+            authorization_grant_type="client-credentials",
+            client_secret=client_secret,
+        )
+        signing_secret = signing_secret or secret_new()
+        connection = Connection.objects.create(
+            name=name,
+            endpoint_url=endpoint_url,
+            signing_secrets=signing_secret,
+            user=user,
+            application=application,
+            notify_email=notify_email,
+        )
+        connection.products.set(products)
+    return Created(connection, application.client_id, client_secret, signing_secret)
+
+
+def connection_enable(*, connection_id: int) -> None:
+    """Enable a connection again: its waiting events go out, oldest first, from the next relay round."""
+    Connection.objects.filter(pk=connection_id).update(enabled=True, disabled_reason="")
+
+
+def _replayed(rows) -> int:
+    return rows.update(state=EventState.PENDING, attempts=0, next_attempt_at=None, delivered_at=None, last_error="")
+
+
+def event_replay(*, event_id: int) -> bool:
+    """Send one event again (the same message: the same webhook-id); False when it is waiting already."""
+    rows = Event.objects.filter(pk=event_id, connection__endpoint_url__gt="").exclude(state=EventState.PENDING)
+    return bool(_replayed(rows))
+
+
+def events_replay_since(*, connection_id: int, since: datetime) -> int:
+    """Send again every event of the connection made since `since`, in their order; how many."""
+    if since > timezone.now():
+        raise ConnectionRefused("That time is in the future: nothing to replay.")
+    rows = Event.objects.filter(connection_id=connection_id, created_at__gte=since, connection__endpoint_url__gt="")
+    return _replayed(rows.exclude(state=EventState.PENDING))
+
+
+def order_take_over(*, order_id: int, user) -> None:
+    """A staff member works a connected order by hand from now on: the system's answers are refused
+    (it is told by `order.taken_over`), and the order is worked as a staff-worked one."""
+    order_take(order_id=order_id, user=user, take_over=True)
+
+
+# The local demo's connection (`manage.py connection_demo`, `make demo`): public values, refused
+# with DJANGO_DEBUG off, which examples/order_system/ uses by default.
+DEMO_NAME = "demo-order-system"
+DEMO_CLIENT_ID = "demo-order-system"
+DEMO_CLIENT_SECRET = "demo-order-system-secret-1"  # noqa: S105 - public demo value, refused outside DEBUG
+DEMO_SIGNING_SECRET = "whsec_ZGVtby1vcmRlci1zeXN0ZW0tc2lnbmluZy1zZWNyZXQ="  # noqa: S105 - likewise
+DEMO_ENDPOINT = "http://127.0.0.1:8001/events"
+
+
+def connection_demo(*, product_name: str) -> Connection:
+    """The local demo: `product_name` made a connected product, worked by the demo order system."""
+    from django.conf import settings
+
+    from partner.catalog.models import Product
+    from partner.catalog.product_cache import catalog_cache_drop
+
+    if not settings.DEBUG:
+        raise ConnectionRefused("The demo connection's secrets are public: with DJANGO_DEBUG off, make your own.")
+    product = Product.objects.filter(name=product_name).first()
+    if product is None:
+        raise ConnectionRefused(f"No product named {product_name!r}: pull the products first.")
+    with transaction.atomic():
+        Product.objects.filter(pk=product.pk).update(fulfiller="connected")
+        catalog_cache_drop()
+        connection = Connection.objects.filter(name=DEMO_NAME).first()
+        if connection is None:
+            connection = connection_create(
+                name=DEMO_NAME,
+                endpoint_url=DEMO_ENDPOINT,
+                client_id=DEMO_CLIENT_ID,
+                client_secret=DEMO_CLIENT_SECRET,
+                signing_secret=DEMO_SIGNING_SECRET,
+            ).connection
+        connection.products.add(product)
+    return connection

@@ -1,0 +1,253 @@
+"""The connector's API under /api/v1/: a partner system reads its orders and events and answers its
+orders. Thin views: authenticate (OAuth 2.0 client credentials, a scope per view), validate with a
+serializer, call one service (`answers`), under an Idempotency-Key for every POST."""
+
+import json
+
+from django.http import HttpRequest
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from oauth2_provider.contrib.rest_framework import OAuth2Authentication, TokenHasScope
+from rest_framework import serializers
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from partner.connector import answers
+from partner.connector.idempotency import answer_once, fingerprint
+from partner.connector.models import Connection
+from partner.connector.problems import problem_handler
+from partner.connector.selectors import FEED_PAGE, connection_orders, events_feed
+from partner.connector.serializers import (
+    AcknowledgeIn,
+    DeclineIn,
+    DeliverIn,
+    DeliveryOut,
+    DocumentIn,
+    DocumentOut,
+    EventOut,
+    EventPageOut,
+    OrderOut,
+    OrderSummaryOut,
+    StatusUpdateIn,
+)
+from partner.core.errors import ApplicationError
+from partner.fulfillment.models import OrderStatus
+
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    required=True,
+    description="Unique per answer: a retry with the same key and body gets the first answer and changes nothing.",
+)
+PROBLEM = inline_serializer(
+    "Problem",
+    {
+        "type": serializers.CharField(),
+        "title": serializers.CharField(),
+        "status": serializers.IntegerField(),
+        "detail": serializers.CharField(),
+        "errors": serializers.JSONField(required=False),
+    },
+)
+# Every error is application/problem+json (partner/connector/problems.py).
+ERRORS = {(code, "application/problem+json"): PROBLEM for code in (400, 401, 403, 404, 422)}
+
+
+class NoConnection(ApplicationError):
+    status_code = 403
+
+
+class ConnectorApi(APIView):
+    authentication_classes = [OAuth2Authentication]
+    permission_classes = [TokenHasScope]
+    renderer_classes = [JSONRenderer]
+    required_scopes = ["read"]
+
+    def get_exception_handler(self):
+        return problem_handler
+
+    def connection(self) -> Connection:
+        application = getattr(self.request.auth, "application", None)
+        connection = Connection.objects.select_related("user").filter(application=application).first()
+        if application is None or connection is None:
+            raise NoConnection("This client is not the client of a connection.")
+        return connection
+
+
+class AnswerApi(ConnectorApi):
+    """A POST that answers an order: validated, then made once per Idempotency-Key."""
+
+    required_scopes = ["answer"]
+    parser_classes = [JSONParser]
+    answer_in: type[serializers.Serializer]
+
+    def answer(self, connection: Connection, order_id: str, data: dict) -> tuple[int, dict]:
+        raise NotImplementedError
+
+    def post(self, request: HttpRequest, order_id: str):
+        connection = self.connection()
+        incoming = self.answer_in(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        status, body = answer_once(
+            connection=connection,
+            key=request.headers.get("Idempotency-Key", ""),
+            request_fingerprint=fingerprint(
+                method="POST", path=request.path, data=request.data, files=getattr(request, "FILES", {})
+            ),
+            run=lambda: self.answer(connection, order_id, incoming.validated_data),
+        )
+        return Response(body, status=status)
+
+
+def _json(data) -> dict:
+    return json.loads(json.dumps(data, default=str))
+
+
+def _delivered(connection: Connection, order_id: str, delivery) -> tuple[int, dict]:
+    order = answers.order_of(connection=connection, order_id=order_id)
+    return 201, _json({"order": OrderOut(order).data, "delivery": DeliveryOut(delivery).data})
+
+
+class OrderListApi(ConnectorApi):
+    class Filter(serializers.Serializer):
+        status = serializers.ChoiceField(choices=OrderStatus.choices, required=False)
+        updated_since = serializers.DateTimeField(required=False)
+
+    class Page(LimitOffsetPagination):
+        default_limit = 50
+        max_limit = 200
+
+    @extend_schema(
+        operation_id="orders_list",
+        parameters=[Filter, OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
+        responses={
+            200: inline_serializer(
+                "OrderPage",
+                {
+                    "count": serializers.IntegerField(),
+                    "next": serializers.URLField(allow_null=True),
+                    "previous": serializers.URLField(allow_null=True),
+                    "results": OrderSummaryOut(many=True),
+                },
+            ),
+            **ERRORS,
+        },
+    )
+    def get(self, request):
+        query = self.Filter(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        orders = connection_orders(self.connection())
+        if "status" in query.validated_data:
+            orders = orders.filter(status=query.validated_data["status"])
+        if "updated_since" in query.validated_data:
+            orders = orders.filter(updated_at__gte=query.validated_data["updated_since"])
+        page = self.Page()
+        rows = page.paginate_queryset(orders, request, view=self)
+        return page.get_paginated_response(OrderSummaryOut(rows, many=True).data)
+
+
+class OrderDetailApi(ConnectorApi):
+    @extend_schema(operation_id="orders_read", responses={200: OrderOut, **ERRORS})
+    def get(self, request, order_id: str):
+        order = answers.order_of(connection=self.connection(), order_id=order_id)
+        return Response(OrderOut(order).data)
+
+
+class OrderAcknowledgeApi(AnswerApi):
+    answer_in = AcknowledgeIn
+
+    @extend_schema(
+        operation_id="orders_acknowledge",
+        request=None,
+        parameters=[IDEMPOTENCY_KEY],
+        responses={200: OrderOut, **ERRORS},
+    )
+    def post(self, request, order_id: str):
+        return super().post(request, order_id)
+
+    def answer(self, connection, order_id, data):
+        return 200, _json(OrderOut(answers.order_acknowledge(connection=connection, order_id=order_id)).data)
+
+
+class OrderStatusUpdateApi(AnswerApi):
+    answer_in = StatusUpdateIn
+
+    @extend_schema(operation_id="orders_status_update", request=StatusUpdateIn, parameters=[IDEMPOTENCY_KEY])
+    def post(self, request, order_id: str):
+        return super().post(request, order_id)
+
+    def answer(self, connection, order_id, data):
+        delivery = answers.status_update_post(connection=connection, order_id=order_id, text=data["text"])
+        return _delivered(connection, order_id, delivery)
+
+
+class OrderDocumentUploadApi(AnswerApi):
+    answer_in = DocumentIn
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(
+        operation_id="orders_document_upload",
+        request={"multipart/form-data": DocumentIn},
+        parameters=[IDEMPOTENCY_KEY],
+        responses={201: DocumentOut, **ERRORS},
+    )
+    def post(self, request, order_id: str):
+        return super().post(request, order_id)
+
+    def answer(self, connection, order_id, data):
+        document = answers.document_upload(connection=connection, order_id=order_id, upload=data["file"])
+        return 201, _json(DocumentOut(document).data)
+
+
+class OrderDeliverApi(AnswerApi):
+    answer_in = DeliverIn
+
+    @extend_schema(operation_id="orders_deliver", request=DeliverIn, parameters=[IDEMPOTENCY_KEY])
+    def post(self, request, order_id: str):
+        return super().post(request, order_id)
+
+    def answer(self, connection, order_id, data):
+        delivery = answers.delivery_request(
+            connection=connection,
+            order_id=order_id,
+            final=data["final"],
+            message=data["message"],
+            loan=data["loan"],
+            document_ids=data.get("documents"),
+        )
+        return _delivered(connection, order_id, delivery)
+
+
+class OrderDeclineApi(AnswerApi):
+    answer_in = DeclineIn
+
+    @extend_schema(operation_id="orders_decline", request=DeclineIn, parameters=[IDEMPOTENCY_KEY])
+    def post(self, request, order_id: str):
+        return super().post(request, order_id)
+
+    def answer(self, connection, order_id, data):
+        delivery = answers.order_decline(connection=connection, order_id=order_id, reason=data["reason"])
+        return _delivered(connection, order_id, delivery)
+
+
+ANSWERED = inline_serializer("Answered", {"order": OrderOut(), "delivery": DeliveryOut()})
+for view in (OrderStatusUpdateApi, OrderDeliverApi, OrderDeclineApi):
+    view.post = extend_schema(responses={201: ANSWERED, **ERRORS})(view.post)
+
+
+class EventListApi(ConnectorApi):
+    class Cursor(serializers.Serializer):
+        after = serializers.IntegerField(required=False, default=0, min_value=0, max_value=2**63 - 1)
+        limit = serializers.IntegerField(required=False, default=FEED_PAGE, min_value=1, max_value=FEED_PAGE)
+
+    @extend_schema(operation_id="events_list", parameters=[Cursor], responses={200: EventPageOut, **ERRORS})
+    def get(self, request):
+        cursor = self.Cursor(data=request.query_params)
+        cursor.is_valid(raise_exception=True)
+        after = cursor.validated_data["after"]
+        events = events_feed(connection=self.connection(), after=after, limit=cursor.validated_data["limit"])
+        return Response({"events": EventOut(events, many=True).data, "next_after": events[-1].pk if events else after})

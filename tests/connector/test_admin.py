@@ -1,0 +1,95 @@
+"""The connector's admin: a connection made with its credentials shown once, its health, the events
+and attempts of an order, replays, and the take-over of a connected order by hand (through the
+admin's pages, the Django test client)."""
+
+import pytest
+from django.urls import reverse
+
+from partner.connector.models import Connection, Event, EventAttempt, EventState
+from partner.fulfillment.models import Order
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_connection_is_made_with_its_user_client_and_secret_shown_once(staff, connected_product):
+    answer = staff.post(
+        reverse("admin:connector_connection_add"),
+        {
+            "name": "title-desk",
+            "endpoint_url": "https://title.example/hooks",
+            "enabled": "on",
+            "event_types": "[]",
+            "products": [connected_product.pk],
+            "notify_email": "",
+        },
+        follow=True,
+    )
+    connection = Connection.objects.get(name="title-desk")
+    assert connection.user.username == "system.title-desk" and connection.application is not None
+    [secret] = connection.secrets()
+    page = answer.content.decode()
+    assert secret in page and "client secret" in page  # once, on creation
+    change = staff.get(reverse("admin:connector_connection_change", args=[connection.pk])).content.decode()
+    assert secret not in change and "1 held" in change
+    assert connection.application.client_id in change
+
+
+def test_the_health_and_the_events_and_attempts_of_an_order(staff, order, connection):
+    event = Event.objects.get(order=order)
+    Event.objects.filter(pk=event.pk).update(state=EventState.FAILED, attempts=3, last_error="status 500")
+    EventAttempt.objects.create(
+        event=event, started_at=event.created_at, status_code=500, answer="oops", duration_ms=12
+    )
+    Connection.objects.filter(pk=connection.pk).update(
+        enabled=False, disabled_reason="order.created failed", consecutive_failures=3
+    )
+    listing = staff.get(reverse("admin:connector_connection_changelist")).content.decode()
+    assert "disabled" in listing
+    page = staff.get(reverse("admin:connector_connection_change", args=[connection.pk])).content.decode()
+    assert "Failures in a row" in page and "order.created failed" in page and "Events failed" in page
+    order_page = staff.get(reverse("admin:connector_connectedorder_change", args=[order.pk])).content.decode()
+    assert "order.created" in order_page and "500 in 12 ms" in order_page
+    attempts = staff.get(reverse("admin:connector_event_change", args=[event.pk])).content.decode()
+    assert "oops" in attempts
+
+    staff.post(
+        reverse("admin:connector_connection_changelist"),
+        {"action": "replay_failed", "_selected_action": [connection.pk]},
+    )
+    assert Event.objects.get(pk=event.pk).state == EventState.PENDING
+
+
+def test_staff_take_a_connected_order_over_by_hand(staff, order, connection):
+    answer = staff.post(reverse("admin:connector_connectedorder_change", args=[order.pk]), {"_take_over": "1"})
+    assert answer.status_code == 302 and answer["Location"] == reverse(
+        "admin:fulfillment_stafforder_change", args=[order.pk]
+    )
+    order = Order.objects.get(pk=order.pk)
+    assert order.assigned_to.username == "staff" and order.status == "WITH_STAFF"
+    assert [e.type for e in Event.objects.filter(order=order).order_by("pk")] == ["order.created", "order.taken_over"]
+
+
+def test_a_disabled_connection_is_a_readiness_warning(connection):
+    from partner.core.health import health_warnings
+
+    assert not any("acme-amc" in w for w in health_warnings(ready=True))
+    Connection.objects.filter(pk=connection.pk).update(enabled=False)
+    assert "connection acme-amc is disabled: its events wait (see the connector's admin)" in health_warnings(ready=True)
+
+
+def test_the_demo_connection_is_refused_outside_debug_and_idempotent(settings, connected_product):
+    from django.core.management import CommandError, call_command
+
+    from partner.catalog.models import Product
+    from partner.connector.services import DEMO_CLIENT_ID
+
+    Product.objects.filter(pk=connected_product.pk).update(fulfiller="staff_worked")
+    settings.DEBUG = False
+    with pytest.raises(CommandError, match="public"):
+        call_command("connection_demo", "appraisal")
+    settings.DEBUG = True
+    call_command("connection_demo", "appraisal")
+    call_command("connection_demo", "appraisal")
+    [connection] = Connection.objects.filter(name="demo-order-system")
+    assert connection.application.client_id == DEMO_CLIENT_ID
+    assert Product.objects.get(pk=connected_product.pk).fulfiller == "connected"

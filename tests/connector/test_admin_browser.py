@@ -1,0 +1,54 @@
+"""The connector's admin in Chromium: a connection's page shows its health, leads to its events and
+their attempts, and a connected order is taken over by hand with one button. Screenshots in
+test-artifacts/ui/."""
+
+import pytest
+from django.conf import settings
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from partner.connector.models import Connection, Event, EventAttempt, EventState
+from partner.fulfillment.models import Order
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def signed_in(live_server, page, django_user_model):
+    user = django_user_model.objects.create_superuser("staff", "staff@example.com", "staff-password-1")
+    client = Client()
+    client.force_login(user)
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
+    page.context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": cookie, "url": live_server.url}])
+    return page
+
+
+def test_the_connection_page_shows_health_events_and_attempts(live_server, signed_in, shot, order, connection):
+    page = signed_in
+    event = Event.objects.get(order=order)
+    Event.objects.filter(pk=event.pk).update(attempts=2, last_error="status 503")
+    EventAttempt.objects.create(event=event, started_at=timezone.now(), status_code=503, answer="busy", duration_ms=40)
+    Connection.objects.filter(pk=connection.pk).update(failing_since=timezone.now(), consecutive_failures=2)
+
+    page.goto(live_server.url + reverse("admin:connector_connection_changelist"))
+    assert "failing" in page.locator("#result_list").inner_text()
+    page.get_by_role("link", name="acme-amc").click()
+    health = page.locator("table.connection-health")
+    text = health.inner_text()
+    assert "Failures in a row\t2" in text and "Events waiting\t1" in text
+    shot("connector-connection-health")
+    assert "whsec_" not in page.content()
+
+    page.get_by_role("link", name="Its events and their attempts").click()
+    assert "order.created" in page.locator("#result_list").inner_text()
+    page.locator("#result_list tbody th a").first.click()
+    assert "busy" in page.content() and "503" in page.locator(".inline-group").inner_text()
+    shot("connector-event-attempts")
+
+    page.goto(live_server.url + reverse("admin:connector_connectedorder_change", args=[order.pk]))
+    assert "503 in 40 ms" in page.locator(".inline-group").inner_text()
+    page.get_by_role("button", name="Take over by hand").click()
+    page.wait_for_url(f"**{reverse('admin:fulfillment_stafforder_change', args=[order.pk])}")
+    assert Order.objects.get(pk=order.pk).assigned_to.username == "staff"
+    assert Event.objects.filter(order=order, type="order.taken_over", state=EventState.PENDING).exists()

@@ -1,0 +1,117 @@
+"""The connector's events, rule by rule: made from the fulfillment's announcements in the
+transaction that made them, for connected orders only, as the connection wants them."""
+
+import pytest
+from django.db import transaction
+
+from partner.connector.models import Event, EventState
+from partner.fulfillment.models import Delivery, DeliveryKind, Order, OrderStatus
+from partner.fulfillment.orders import announcements
+from partner.fulfillment.orders.services import order_complete, order_fail
+from partner.fulfillment.sending.callbacks import delivery_confirm
+from partner.fulfillment.staff import services as staff
+from tests.helpers.connector import TXN, connected_order
+from tests.helpers.products import product_create
+from tests.helpers.staff_orders import staff_member
+
+pytestmark = pytest.mark.django_db
+
+
+def events(order) -> list[Event]:
+    return list(Event.objects.filter(order=order).order_by("pk"))
+
+
+def test_a_connected_order_is_acknowledged_at_once_and_its_system_told(fake_platform, order, connection):
+    [ack] = [payload for _, payload in fake_platform.called("patch_response")]
+    assert ack["status"] == "processing" and ack["partnerStatus"] == "Order received"
+    assert order.status == OrderStatus.WITH_STAFF and order.staff_worked
+    assert order.assigned_to == connection.user  # the system works it
+    [created] = events(order)
+    assert created.type == "order.created" and created.state == EventState.PENDING
+    assert created.message_id.startswith("msg_")
+    data = created.payload["data"]
+    assert created.payload["type"] == "order.created" and created.payload["timestamp"]
+    assert data["order"]["id"] == order.pk and data["order"]["status"] == "WITH_STAFF"
+    assert data["order"]["version"] == 1 and data["order"]["due_at"]
+    request = data["request"]
+    assert request["options"] == {"comments": "Gate code 1234"} and request["notes"] == "Gate code 1234"
+    assert request["ordered_by"]["username"] == "lender.demo"
+
+
+def test_order_created_carries_the_loan_the_request_entitlement_allows_and_never_credentials(order):
+    [created] = events(order)
+    loan = created.payload["data"]["request"]["loan"]
+    assert set(loan) == {"property", "loanNumber"}  # the borrower is not entitled
+    text = str(created.payload)
+    assert "demo-password-1" not in text and "credentials" not in text
+
+
+def test_a_staff_worked_order_makes_no_event(fake_platform, connection):
+    product_create(name="inspection", fulfiller="staff_worked")
+    order = connected_order(fake_platform, transaction_id="txn-staff-2", product_name="inspection")
+    assert order.status == OrderStatus.WITH_STAFF
+    assert events(order) == [] and order.assigned_to is None
+
+
+def test_the_lifecycle_makes_one_event_per_moment_with_growing_versions(order, connection):
+    update = staff.status_update_post(order_id=order.pk, text="Inspection booked", user=connection.user)
+    Delivery.objects.filter(pk=update.pk).update(state="sent", sequence=2)
+    delivery_confirm(transaction_id=TXN, event_id="ev-1", version=2)
+    final = staff.delivery_request(order_id=order.pk, final=True, partner_status="Done", user=connection.user)
+    Delivery.objects.filter(pk=final.pk).update(state="sent", sequence=3)
+    delivery_confirm(transaction_id=TXN, event_id="ev-2", version=3)
+    kinds = [(e.type, e.payload["data"]["order"]["version"]) for e in events(order)]
+    assert kinds == [
+        ("order.created", 1),
+        ("order.delivery.confirmed", 2),
+        ("order.delivery.confirmed", 3),
+        ("order.completed", 4),
+    ]
+    confirmed = events(order)[2].payload["data"]["delivery"]
+    assert confirmed["id"] == final.pk and confirmed["kind"] == DeliveryKind.FINAL
+    assert events(order)[-1].payload["data"]["order"]["status"] == OrderStatus.REQUEST_COMPLETED
+
+
+def test_a_replayed_completion_makes_no_second_event(order):
+    order_complete(transaction_id=TXN, because="a staff member")
+    order_complete(transaction_id=TXN, because="a staff member")
+    assert [e.type for e in events(order)] == ["order.created", "order.completed"]
+
+
+def test_a_failure_is_told(order):
+    order_fail(order=order, code="retries_exhausted", reason="Gave up")
+    assert [e.type for e in events(order)][-1] == "order.failed"
+
+
+def test_a_staff_take_over_is_told_and_the_system_take_is_not(order, connection):
+    staff.order_take(order_id=order.pk, user=connection.user)  # the system's own: nothing new
+    assert [e.type for e in events(order)] == ["order.created"]
+    staff.order_take(order_id=order.pk, user=staff_member(), take_over=True)
+    assert [e.type for e in events(order)] == ["order.created", "order.taken_over"]
+    assert events(order)[-1].payload["data"]["order"]["worked_by"] == "appraiser.ann"
+
+
+def test_an_event_is_stored_with_its_move_or_not_at_all(order):
+    class Undone(Exception):
+        pass
+
+    with pytest.raises(Undone), transaction.atomic():
+        Order.objects.filter(pk=order.pk).update(status=OrderStatus.FAILED)
+        announcements.order_announce(order_id=order.pk, what=announcements.FAILED)
+        assert [e.type for e in events(order)][-1] == "order.failed"
+        raise Undone
+    assert [e.type for e in events(order)] == ["order.created"]
+
+
+def test_a_connection_gets_only_the_types_it_wants(order, connection):
+    connection.event_types = ["order.completed"]
+    connection.save()
+    order_fail(order=order, code="retries_exhausted", reason="Gave up")
+    assert [e.type for e in events(order)] == ["order.created"]
+
+
+def test_a_connection_without_an_endpoint_keeps_its_events_for_the_feed(order, connection):
+    connection.endpoint_url = ""
+    connection.save()
+    order_fail(order=order, code="retries_exhausted", reason="Gave up")
+    assert events(order)[-1].state == EventState.PULL

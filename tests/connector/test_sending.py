@@ -1,0 +1,135 @@
+"""Events out, rule by rule: the relay takes the head of each order's events, a worker sends it
+signed (verified here with the `standardwebhooks` library) and records each attempt; failures wait
+the retry schedule, a spent schedule fails the event, disables the connection and tells staff;
+replays send events again."""
+
+from datetime import timedelta
+
+import pytest
+from django.core import mail
+from django.utils import timezone
+
+from partner.connector import sending
+from partner.connector.models import Connection, Event, EventAttempt, EventState
+from partner.connector.services import event_replay, events_replay_since
+from partner.fulfillment.orders.services import order_fail
+from tests.helpers.connector import OrderSystem
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def system(connection):
+    running = OrderSystem(connection.created.signing_secret)
+    Connection.objects.filter(pk=connection.pk).update(endpoint_url=running.url)
+    yield running
+    running.close()
+
+
+def relayed(tasks_sent) -> list[dict]:
+    """One relay round; the send tasks it published (their kwargs)."""
+    tasks_sent.clear()
+    sending.events_relay()
+    return [kwargs for name, kwargs in tasks_sent if name == sending.SEND_TASK]
+
+
+def send(kwargs):
+    from django.utils.dateparse import parse_datetime
+
+    return sending.event_send(event_id=kwargs["event_id"], lease_until=parse_datetime(kwargs["lease_until"]))
+
+
+def test_an_event_goes_signed_once_and_its_attempt_is_recorded(order, system, tasks_sent):
+    [task] = relayed(tasks_sent)
+    assert relayed(tasks_sent) == []  # held by its worker: not handed out twice
+    assert send(task) is True
+    [event] = Event.objects.filter(order=order)
+    assert event.state == EventState.DELIVERED and event.attempts == 1 and event.claimed_until is None
+    assert system.types() == ["order.created"] and system.refused == 0
+    assert system.events[0]["id"] == event.message_id
+    [attempt] = EventAttempt.objects.filter(event=event)
+    assert attempt.succeeded and attempt.status_code == 200 and attempt.duration_ms >= 0
+    assert Connection.objects.get(pk=event.connection_id).last_success_at is not None
+    assert relayed(tasks_sent) == []
+
+
+def test_every_secret_of_a_rotation_signs(order, system, connection, tasks_sent):
+    from standardwebhooks.webhooks import Webhook
+
+    event = Event.objects.get(order=order)
+    headers = sending.signature_headers(event, ["whsec_" + "QUJD" * 8, connection.created.signing_secret])
+    assert len(headers["webhook-signature"].split(" ")) == 2
+    Webhook(connection.created.signing_secret).verify(sending.event_body(event), headers)
+    Webhook("whsec_" + "QUJD" * 8).verify(sending.event_body(event), headers)
+
+
+def test_an_orders_events_go_one_at_a_time_in_order(order, system, tasks_sent):
+    order_fail(order=order, code="retries_exhausted", reason="Gave up")
+    [first] = relayed(tasks_sent)  # the later event waits for the first
+    assert Event.objects.get(pk=first["event_id"]).type == "order.created"
+    send(first)
+    [second] = relayed(tasks_sent)
+    send(second)
+    assert system.types() == ["order.created", "order.failed"]
+
+
+def test_a_failing_endpoint_waits_the_schedule_then_is_disabled_and_staff_told(order, system, settings, tasks_sent):
+    settings.CONNECTOR_RETRY_SCHEDULE = [60, 120]
+    system.script = [500, 503, 500]
+    [task] = relayed(tasks_sent)
+    assert send(task) is False
+    event = Event.objects.get(order=order)
+    assert event.state == EventState.PENDING and event.last_error == "status 500"
+    assert 55 < (event.next_attempt_at - timezone.now()).total_seconds() <= 60
+    assert relayed(tasks_sent) == []  # not due yet
+    connection = Connection.objects.get(pk=event.connection_id)
+    assert connection.failing_since and connection.consecutive_failures == 1 and connection.enabled
+
+    for _ in range(2):
+        Event.objects.filter(pk=event.pk).update(next_attempt_at=timezone.now())
+        [task] = relayed(tasks_sent)
+        send(task)
+    event.refresh_from_db()
+    assert event.state == EventState.FAILED and event.attempts == 3
+    assert [a.status_code for a in EventAttempt.objects.filter(event=event)] == [500, 503, 500]
+    connection.refresh_from_db()
+    assert not connection.enabled and "failed after 3 tries" in connection.disabled_reason
+    [notice] = mail.outbox
+    assert notice.to == ["ops@x.example"] and "acme-amc" in notice.subject
+    assert "LN-2026-0042" not in notice.body  # no order data
+
+
+def test_a_timeout_is_a_failed_attempt(order, system, settings, tasks_sent):
+    settings.CONNECTOR_SEND_TIMEOUT = 0.5
+    system.script = [("slow", 1.5)]
+    [task] = relayed(tasks_sent)
+    assert send(task) is False
+    [attempt] = EventAttempt.objects.all()
+    assert attempt.status_code is None and "Timeout" in attempt.answer and not attempt.succeeded
+
+
+def test_staff_replay_one_event_or_everything_since(order, system, tasks_sent):
+    order_fail(order=order, code="retries_exhausted", reason="Gave up")
+    for _ in range(2):
+        [task] = relayed(tasks_sent)
+        send(task)
+    created = Event.objects.get(order=order, type="order.created")
+    assert event_replay(event_id=created.pk)
+    assert not event_replay(event_id=created.pk)  # waiting already
+    [task] = relayed(tasks_sent)
+    send(task)
+    assert system.posts == 3 and system.types() == ["order.created", "order.failed"]  # same webhook-id: deduped
+
+    since = timezone.now() - timedelta(minutes=5)
+    assert events_replay_since(connection_id=created.connection_id, since=since) == 2
+    assert Event.objects.filter(state=EventState.PENDING).count() == 2
+
+
+def test_a_worker_that_died_leaves_its_event_to_be_handed_back(order, system, tasks_sent):
+    [task] = relayed(tasks_sent)
+    Event.objects.filter(pk=task["event_id"]).update(claimed_until=timezone.now() - timedelta(seconds=1))
+    assert sending.events_left_hand_back() == 1
+    [again] = relayed(tasks_sent)
+    assert again["event_id"] == task["event_id"]
+    assert send(task) is None  # the dead worker's lease is no longer valid: it sends nothing
+    assert send(again) is True and system.posts == 1
