@@ -146,6 +146,11 @@ def app_env(
         "LOG_LEVEL": "WARNING",
         "PYTHONDONTWRITEBYTECODE": "1",
     }
+    if not sandbox and settings != "bench.settings_loopback":
+        # Processes that never call the service (the intake, memory and restart benchmarks): an https
+        # address, as the production settings require at start (partner.E011).
+        env["SVC_BASE_URL"] = "https://service.invalid"
+        env["SVC_TOKEN_URL"] = "https://service.invalid/token"
     env.pop("DJANGO_CONFIGURATION", None)
     env.update({key: str(value) for key, value in extra.items()})
     return env

@@ -23,7 +23,7 @@ local SQLite broker, a file cache, the sandbox) are untouched; registered by `Co
   fail when it reads the products' secrets).
 - partner.E011: an address of the service on plain http with DJANGO_DEBUG off: the client secret,
   access tokens and lenders' partner access tokens would travel in clear. Loopback only where the
-  sandbox is mounted.
+  sandbox is mounted or a test's settings module runs against an emulator on this machine.
 - partner.E012: a value that opens everything: DJANGO_ALLOWED_HOSTS=*, TRUSTED_PROXIES or
   METRICS_ALLOWED_NETWORKS of a /0 network.
 - partner.E013: the demo company (PARTNER_* unset) on every report and response.
@@ -325,6 +325,10 @@ def _loopback(url: str) -> bool:
         return False
 
 
+def _emulator_allowed(url: str) -> bool:
+    return (settings.SANDBOX_ENABLED and _loopback(url)) or not settings.SVC_UPLOAD_LOCATION_STRICT
+
+
 def service_addresses() -> list[tuple[str, str]]:
     """(variable, address) of every address of the service we send a credential to."""
     return [("SVC_BASE_URL", settings.SVC_BASE_URL), ("SVC_TOKEN_URL", settings.SVC_TOKEN_URL)]
@@ -332,8 +336,10 @@ def service_addresses() -> list[tuple[str, str]]:
 
 @register(START, deploy=True)
 def service_addresses_check(app_configs=None, **kwargs):
-    """partner.E011: with DJANGO_DEBUG off, an address of the service that is not https (loopback
-    http only where the sandbox is mounted, for a test against it)."""
+    """partner.E011: with DJANGO_DEBUG off, an address of the service that is not https. http only
+    for a run against an emulator: loopback where the sandbox is mounted, or any address where a
+    settings module of a test or benchmark turned SVC_UPLOAD_LOCATION_STRICT off (no variable of
+    the environment can: tests/deploy/image_settings, bench/settings_loopback.py)."""
     if settings.DEBUG:
         return []
     return [
@@ -344,7 +350,7 @@ def service_addresses_check(app_configs=None, **kwargs):
             id="partner.E011",
         )
         for name, url in service_addresses()
-        if not _https(url) and not (settings.SANDBOX_ENABLED and _loopback(url))
+        if not _https(url) and not _emulator_allowed(url)
     ]
 
 

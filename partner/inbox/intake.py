@@ -40,8 +40,7 @@ from partner.catalog.selectors import product_signing_secrets
 from partner.core.logging import control_characters_escape
 from partner.inbox.dispatch import handler_for
 from partner.inbox.errors import WebhookSignatureInvalid, WebhookSignerMismatch
-from partner.inbox.metrics import WEBHOOKS_UNHANDLED
-from partner.inbox.metrics import REFUSED_UNSTORED
+from partner.inbox.metrics import REFUSED_UNSTORED, WEBHOOKS_UNHANDLED
 from partner.inbox.models import Notification, NotificationState
 from partner.inbox.notifications import ParsedNotification, notification_parse
 from partner.platform.signatures import signature_matches
