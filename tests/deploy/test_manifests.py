@@ -207,10 +207,10 @@ def test_every_process_asks_for_memory_and_the_worker_for_its_measured_size():
         assert resources_["requests"]["memory"].endswith("Mi") and resources_["limits"]["memory"].endswith("Mi")
         assert int(resources_["limits"]["memory"][:-2]) > int(resources_["requests"]["memory"][:-2]), name
     worker = pod_specs()["partner-worker"]["containers"][0]
-    concurrency = {item["name"]: item["value"] for item in worker["env"]}["WORKER_CONCURRENCY"]
-    # Measured (docs/performance.md): a main process of about 138 MiB and pool processes of up to
-    # 165 MiB with orders.
-    assert int(worker["resources"]["requests"]["memory"][:-2]) >= 138 + 165 * int(concurrency)
+    threads = {item["name"]: item["value"] for item in worker["env"]}["CELERY_WORKER_CONCURRENCY"]
+    assert int(threads) >= 1
+    # Measured (docs/performance.md): the worker's one process with its 32 threads peaked at 193 MiB.
+    assert int(worker["resources"]["requests"]["memory"][:-2]) >= 193
     for kind in ("web", "worker"):
         budgets = [
             pdb
