@@ -17,7 +17,15 @@ from django.utils.html import format_html
 
 from partner.catalog.models import Product
 from partner.connector import services
-from partner.connector.models import ConnectedOrder, Connection, Event, EventAttempt, EventState, secret_new
+from partner.connector.models import (
+    EVENT_TYPES,
+    ConnectedOrder,
+    Connection,
+    Event,
+    EventAttempt,
+    EventState,
+    secret_new,
+)
 from partner.connector.selectors import connection_health
 from partner.core.errors import ApplicationError
 
@@ -35,6 +43,21 @@ class ConnectionForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.fields["products"].queryset = Product.objects.filter(fulfiller="connected")
         self.fields["products"].help_text = "The connected products whose orders it works (fulfiller “connected”)."
+
+    def clean_endpoint_url(self):
+        url = self.cleaned_data["endpoint_url"]
+        if problem := services.endpoint_problem(url):
+            raise forms.ValidationError(problem)
+        return url
+
+    def clean_event_types(self):
+        types = self.cleaned_data["event_types"] or []
+        if not isinstance(types, list):
+            raise forms.ValidationError('A list of event types, such as ["order.created", "order.completed"].')
+        if unknown := services.event_types_unknown(types):
+            known = ", ".join(EVENT_TYPES)
+            raise forms.ValidationError(f"Unknown event type(s): {', '.join(unknown)}. The types are: {known}.")
+        return types
 
 
 @admin.register(Connection)

@@ -4,16 +4,19 @@ A connection is created with its user (who the system acts as) and its OAuth cli
 credentials, confidential): the client secret is shown once, to the person who created it.
 """
 
+import ipaddress
 from dataclasses import dataclass
 from datetime import datetime
+from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 from oauth2_provider.generators import generate_client_secret
 from oauth2_provider.models import get_application_model
 
-from partner.connector.models import Connection, Event, EventState, secret_new
+from partner.connector.models import EVENT_TYPES, Connection, Event, EventState, secret_new
 from partner.core.errors import ApplicationError
 from partner.fulfillment.staff.services import order_take
 
@@ -30,6 +33,33 @@ class Created:
     signing_secret: str
 
 
+def endpoint_problem(url: str) -> str | None:
+    """Why events may not go to `url`, or None. Events carry loan data and are signed: https only,
+    except on this machine's loopback where the sandbox is mounted (local runs and tests)."""
+    if not url:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme == "https" and parts.hostname:
+        return None
+    if parts.scheme == "http" and settings.SANDBOX_ENABLED and _loopback(parts.hostname or ""):
+        return None
+    return "The endpoint must be an https address: events carry the lender's loan data."
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def event_types_unknown(types) -> list[str]:
+    """The event types in `types` that no event has (a connection asking for them would get nothing)."""
+    return [str(name) for name in types if name not in EVENT_TYPES]
+
+
 def connection_create(
     *,
     name: str,
@@ -44,6 +74,8 @@ def connection_create(
     given: the local demo gives its public ones, `connection_demo`)."""
     if Connection.objects.filter(name=name).exists():
         raise ConnectionRefused(f"A connection named {name!r} exists already.")
+    if problem := endpoint_problem(endpoint_url):
+        raise ConnectionRefused(problem)
     with transaction.atomic():
         user = get_user_model().objects.create_user(f"system.{name}"[:150])
         user.set_unusable_password()

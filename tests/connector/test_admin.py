@@ -34,6 +34,43 @@ def test_a_connection_is_made_with_its_user_client_and_secret_shown_once(staff, 
     assert connection.application.client_id in change
 
 
+@pytest.mark.parametrize(
+    ("endpoint_url", "event_types", "error"),
+    [
+        ("http://title.example/hooks", "[]", "must be an https address"),
+        ("https://title.example/hooks", '["order.created", "order.exploded"]', "Unknown event type(s): order.exploded"),
+    ],
+)
+def test_a_connection_in_clear_or_asking_for_unknown_events_is_refused(
+    staff, connected_product, endpoint_url, event_types, error
+):
+    answer = staff.post(
+        reverse("admin:connector_connection_add"),
+        {
+            "name": "title-desk",
+            "endpoint_url": endpoint_url,
+            "enabled": "on",
+            "event_types": event_types,
+            "products": [connected_product.pk],
+            "notify_email": "",
+        },
+    )
+    assert answer.status_code == 200 and error in answer.content.decode()
+    assert not Connection.objects.filter(name="title-desk").exists()
+
+
+def test_an_endpoint_on_the_loopback_is_allowed_only_beside_the_sandbox(settings):
+    from partner.connector.services import endpoint_problem
+
+    settings.SANDBOX_ENABLED = True
+    assert endpoint_problem("http://127.0.0.1:8199/events") is None
+    assert endpoint_problem("http://receiver.example/events") is not None
+    settings.SANDBOX_ENABLED = False
+    assert endpoint_problem("http://127.0.0.1:8199/events") is not None
+    assert endpoint_problem("https://receiver.example/events") is None
+    assert endpoint_problem("") is None  # a connection that pulls the feed
+
+
 def test_the_health_and_the_events_and_attempts_of_an_order(staff, order, connection):
     event = Event.objects.get(order=order)
     Event.objects.filter(pk=event.pk).update(state=EventState.FAILED, attempts=3, last_error="status 500")
