@@ -20,7 +20,7 @@ import uuid
 from django.db.models import F
 from django.utils import timezone
 
-from partner.catalog.product_cache import catalog_product
+from partner.catalog.product_cache import catalog_product, catalog_products
 from partner.catalog.selectors import product_get
 from partner.connector.models import Connection, Event, EventState
 from partner.fulfillment.models import Delivery, Order
@@ -139,8 +139,8 @@ def event_store(*, connection: Connection, order: Order, event_type: str, data: 
 def order_announced_receive(sender, *, order_id: int, what: str, delivery_id: int | None = None, **kwargs) -> None:
     """The receiver of the fulfillment's announcements (connected in `ConnectorConfig.ready`)."""
     event_type = EVENT_OF.get(what)
-    if event_type is None:
-        return
+    if event_type is None or not any(product.fulfiller == CONNECTED for product in catalog_products()):
+        return  # the shared catalog answers without a query: an order costs nothing where none is connected
     product_name = Order.objects.filter(pk=order_id).values_list("product_name", flat=True).first()
     connection = connection_of(product_name or "")
     if connection is None:

@@ -102,14 +102,20 @@ def test_each_answer_is_the_delivery_a_staff_member_would_make(api, order, conne
         f"/orders/{order.pk}/deliveries", key=key(), json={"final": True, "loan": {"borrower": {"name": "x"}}}
     )
     assert refused.status_code == 422 and "loan.borrower" in refused.json()["detail"]
+    # Loan values are checked against the product's staff delivery form, as a staff member's are.
+    off_form = api.post(
+        f"/orders/{order.pk}/deliveries", key=key(), json={"final": True, "loan": {"appraisal": {"value": "812000"}}}
+    )
+    assert off_form.status_code == 422 and "Effective date" in off_form.json()["detail"], off_form.text
+    appraisal = {"appraisedValue": 812000, "effectiveDate": "2026-11-20", "condition": "C3"}
     final = api.post(
         f"/orders/{order.pk}/deliveries",
         key=key(),
-        json={"final": True, "message": "Appraisal complete", "loan": {"appraisal": {"value": "812000"}}},
+        json={"final": True, "message": "Appraisal complete", "loan": {"appraisal": appraisal}},
     )
-    assert final.status_code == 201
+    assert final.status_code == 201, final.text
     delivery = Delivery.objects.get(pk=final.json()["delivery"]["id"])
-    assert delivery.kind == DeliveryKind.FINAL and delivery.loan == {"appraisal": {"value": "812000"}}
+    assert delivery.kind == DeliveryKind.FINAL and delivery.loan == {"appraisal": appraisal}
     assert OrderDocument.objects.get(pk=report.json()["id"]).delivery_id == delivery.pk  # every waiting one
 
     after = api.post(f"/orders/{order.pk}/decline", key=key(), json={"reason": "Too late"})

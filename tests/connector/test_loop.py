@@ -64,7 +64,7 @@ class Answering:
                 json={
                     "final": True,
                     "message": "Appraisal complete",
-                    "loan": {"appraisal": {"appraisedValue": "812000"}},
+                    "loan": {"appraisal": {"appraisedValue": 812000, "effectiveDate": "2026-11-20"}},
                 },
             )
             self.answered.set()
@@ -92,7 +92,7 @@ def test_the_whole_loop_with_a_real_worker(demo, service, celery_worker_live):
     assert response.patch_count == 4  # one acknowledgement, the status update, the partial, one final
     kinds = [d.kind for d in order.deliveries.order_by("sequence")]
     assert kinds == [DeliveryKind.ACKNOWLEDGEMENT, DeliveryKind.STATUS_UPDATE, DeliveryKind.PARTIAL, DeliveryKind.FINAL]
-    assert response.data["status"] == "completed" and response.data["loan"]["appraisal"]["appraisedValue"] == "812000"
+    assert response.data["status"] == "completed" and response.data["loan"]["appraisal"]["appraisedValue"] == 812000
     types = system.types(order.pk)
     assert types[0] == "order.created" and types[-1] == "order.completed"
     assert types.count("order.delivery.confirmed") == 4 and system.refused == 0

@@ -8,6 +8,7 @@ pages (embedded UI, sandbox host, admin) link the SVG.
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.test import Client
 
 from partner.core import health
@@ -91,5 +92,6 @@ def test_the_pages_link_the_icon(path):
 def test_the_admin_keeps_its_branding_and_links_the_icon_on_every_page(admin_client):
     page = admin_client.get("/admin/auth/user/").content.decode()
     assert ICON_LINK in page
-    assert "Django administration" in page  # Django's base_site.html, extended rather than replaced
+    # Django's base_site.html, extended rather than replaced, with the partner's name as its header.
+    assert settings.PARTNER_NAME in page and "Django administration" not in page
     assert '<div id="site-name">' in page

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from partner.catalog.models import Product
 from partner.catalog.services import product_staff_settings_set, products_pull
+from partner.connector.models import Connection
 from partner.core.demo_values import DEMO_STAFF_PASSWORD, DEMO_STAFF_USERNAME
 from partner.fulfillment.automated.fulfillers.staff_worked import StaffWorkedFulfiller
 from partner.fulfillment.models import Delivery, DeliveryKind, Order
@@ -102,7 +103,10 @@ def test_make_demo_fills_our_catalog_and_the_staff_login_before_the_service_is_u
     assert service_calls == [] and service_calls.tokens == []
 
     ours = Product.objects.get(name=APPRAISAL)
-    assert ours.fulfiller == StaffWorkedFulfiller.key  # the default rule: interactive, not automated
+    # The default rule makes it staff-worked (interactive, not automated); the demo then connects it to
+    # the example order system (connection_demo), from which staff can take its orders over.
+    assert ours.fulfiller == "connected"
+    assert Connection.objects.filter(products=ours).count() == 1
     assert ours.listing_name == "Residential appraisal"
     assert ours.turnaround_hours == 48 and ours.staff_email == "appraisals@partner.example"
     assert [d.key for d in ours.credential_definitions.order_by("position")] == ["username", "password", "companyCode"]
