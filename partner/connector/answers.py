@@ -22,7 +22,7 @@ class OrderNotFound(ApplicationError):
     status_code = 404
 
 
-ID_MAX = 2**63 - 1  # the largest primary key: a larger number names no order
+ID_MAX = 9_223_372_036_854_775_807  # the largest bigint key: a larger number names no order or event
 
 
 def order_of(*, connection: Connection, order_id) -> Order:

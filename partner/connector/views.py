@@ -241,7 +241,7 @@ for view in (OrderStatusUpdateApi, OrderDeliverApi, OrderDeclineApi):
 
 class EventListApi(ConnectorApi):
     class Cursor(serializers.Serializer):
-        after = serializers.IntegerField(required=False, default=0, min_value=0, max_value=2**63 - 1)
+        after = serializers.IntegerField(required=False, default=0, min_value=0, max_value=answers.ID_MAX)
         limit = serializers.IntegerField(required=False, default=FEED_PAGE, min_value=1, max_value=FEED_PAGE)
 
     @extend_schema(operation_id="events_list", parameters=[Cursor], responses={200: EventPageOut, **ERRORS})
