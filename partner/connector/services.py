@@ -4,7 +4,6 @@ A connection is created with its user (who the system acts as) and its OAuth cli
 credentials, confidential): the client secret is shown once, to the person who created it.
 """
 
-import ipaddress
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
@@ -17,6 +16,7 @@ from oauth2_provider.generators import generate_client_secret
 from oauth2_provider.models import get_application_model
 
 from partner.connector.models import EVENT_TYPES, Connection, Event, EventState, secret_new
+from partner.core.checks import url_on_loopback
 from partner.core.errors import ApplicationError
 from partner.fulfillment.staff.services import order_take
 
@@ -41,18 +41,9 @@ def endpoint_problem(url: str) -> str | None:
     parts = urlsplit(url)
     if parts.scheme == "https" and parts.hostname:
         return None
-    if parts.scheme == "http" and settings.SANDBOX_ENABLED and _loopback(parts.hostname or ""):
+    if parts.scheme == "http" and settings.SANDBOX_ENABLED and url_on_loopback(url):
         return None
     return "The endpoint must be an https address: events carry the lender's loan data."
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def event_types_unknown(types) -> list[str]:

@@ -315,7 +315,8 @@ def encryption_keys_check(app_configs=None, **kwargs):
     ]
 
 
-def _loopback(url: str) -> bool:
+def url_on_loopback(url: str) -> bool:
+    """The address is this machine's own (localhost or a loopback IP): the one place that says so."""
     host = urlsplit(url).hostname or ""
     if host == "localhost":
         return True
@@ -326,7 +327,7 @@ def _loopback(url: str) -> bool:
 
 
 def _emulator_allowed(url: str) -> bool:
-    return (settings.SANDBOX_ENABLED and _loopback(url)) or not settings.SVC_UPLOAD_LOCATION_STRICT
+    return (settings.SANDBOX_ENABLED and url_on_loopback(url)) or not settings.SVC_UPLOAD_LOCATION_STRICT
 
 
 def service_addresses() -> list[tuple[str, str]]:
