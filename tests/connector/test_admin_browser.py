@@ -34,6 +34,7 @@ def test_the_connection_page_shows_health_events_and_attempts(live_server, signe
     page.goto(live_server.url + reverse("admin:connector_connection_changelist"))
     assert "failing" in page.locator("#result_list").inner_text()
     page.get_by_role("link", name="acme-amc").click()
+    page.wait_for_url(f"**{reverse('admin:connector_connection_change', args=[connection.pk])}")
     health = page.locator("table.connection-health")
     text = health.inner_text()
     assert "Failures in a row\t2" in text and "Events waiting\t1" in text
@@ -41,8 +42,10 @@ def test_the_connection_page_shows_health_events_and_attempts(live_server, signe
     assert "whsec_" not in page.content()
 
     page.get_by_role("link", name="Its events and their attempts").click()
+    page.wait_for_url("**/connector/event/?*")
     assert "order.created" in page.locator("#result_list").inner_text()
     page.locator("#result_list tbody th a").first.click()
+    page.wait_for_url(f"**{reverse('admin:connector_event_change', args=[event.pk])}**")
     assert "busy" in page.content() and "503" in page.locator(".inline-group").inner_text()
     shot("connector-event-attempts")
 

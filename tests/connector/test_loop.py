@@ -148,7 +148,9 @@ def test_a_worker_killed_during_a_send_is_replaced_and_the_event_arrives_once(de
         worker_kill(first)
     assert first.returncode == -signal.SIGKILL
 
-    second = worker_start(service, log)
+    # The same patience as the first: a receiver slowed by a busy machine is the timeout test's
+    # business (above), not this one's; here only the kill may cause a second send.
+    second = worker_start(service, log, CONNECTOR_SEND_TIMEOUT="60")
     try:
         order = order_of(txn.id, OrderStatus.WITH_STAFF)
         event = Event.objects.get(order=order, type="order.created")
@@ -160,6 +162,11 @@ def test_a_worker_killed_during_a_send_is_replaced_and_the_event_arrives_once(de
     finally:
         worker_kill(second)
         system.close()
-    assert system.posts == 2 and system.types(order.pk) == ["order.created"]  # deduped by webhook-id: once
+    # The order's next event (the acknowledgement confirmed) may follow before the worker is stopped:
+    # count the sends of this one.
+    tries = list(EventAttempt.objects.filter(event=event).order_by("id").values_list("status_code", "duration_ms"))
+    seen = f"posts {system.posts_of}, tries (status, ms) {tries}; log:\n{log.read_text()[-3000:]}"
+    assert system.posts_of[event.message_id] == 2, seen  # the killed send and the one that replaced it
+    assert system.types(order.pk).count("order.created") == 1, seen  # deduped by webhook-id: once
     event.refresh_from_db()
-    assert event.attempts == 2 and EventAttempt.objects.filter(event=event, succeeded=True).count() == 1
+    assert event.attempts == 2 and EventAttempt.objects.filter(event=event, succeeded=True).count() == 1, seen

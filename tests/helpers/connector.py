@@ -84,6 +84,7 @@ class OrderSystem:
         self.webhook = Webhook(secret)
         self.events: list[dict] = []  # verified, each webhook-id once, in arrival order
         self.posts = 0
+        self.posts_of: dict[str, int] = {}  # webhook-id -> POSTs received of it (repeats included)
         self.refused = 0  # signature or timestamp refused
         self.script: list = []  # statuses (int) or ("slow", seconds) answered in turn; then 200
         self.lock = threading.Lock()
@@ -96,6 +97,8 @@ class OrderSystem:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with system.lock:
                     system.posts += 1
+                    message_id = self.headers.get("webhook-id", "")
+                    system.posts_of[message_id] = system.posts_of.get(message_id, 0) + 1
                     system.in_flight += 1
                     system.most_at_once = max(system.most_at_once, system.in_flight)
                     step = system.script.pop(0) if system.script else 200
