@@ -1,9 +1,10 @@
 """The platform at its real latency: orders/s, latency, CPU and memory of one worker host against a
 platform that answers in hundreds of milliseconds, beside the same batch against the ~1 ms one.
 
-One gunicorn serves the application with the sandbox mounted (as bench/end_to_end.py). Two
-emulators of the platform stand in front of it (`bench/latency_proxy.py`, each its own asyncio
-process): one forwards every call at once (the ~1 ms platform of the other benchmarks), the other
+Two gunicorns serve the application with the sandbox mounted (as bench/end_to_end.py): ours (the
+admin, the webhooks the sandbox sends us) and the platform's, as the real platform is another
+host's. Two emulators of the platform stand in front of the platform's (`bench/latency_proxy.py`,
+each its own asyncio process): one forwards every call at once (the ~1 ms platform of the other benchmarks), the other
 answers each API call after `api_ms` and each upload after `upload_ms`, holding no thread while it
 waits. Every worker and the platform's references (resourceRef, upload locations) go through one or
 the other, so the two batches differ only in the waits.
@@ -168,9 +169,13 @@ def latency_bench(
         seed, web, env, _ = stack_of.enter_context(
             sandbox_stack(database=database, web_workers=web_workers, name="latency")
         )
-        fast = stack_of.enter_context(emulator(web.port, api_ms=0, upload_ms=0, name="latency-platform-fast"))
+        # The platform's own server: the sandbox's API behind the emulators is served apart from our
+        # web server (the admin, our webhooks), as the real platform is another host's.
+        platform_web = stack.gunicorn_start("latency-platform-web", "config.wsgi", env, workers=web_workers)
+        stack_of.callback(platform_web.stop)
+        fast = stack_of.enter_context(emulator(platform_web.port, api_ms=0, upload_ms=0, name="latency-platform-fast"))
         slow = stack_of.enter_context(
-            emulator(web.port, api_ms=api_ms, upload_ms=upload_ms, name="latency-platform-slow")
+            emulator(platform_web.port, api_ms=api_ms, upload_ms=upload_ms, name="latency-platform-slow")
         )
         for model in pools:
             pool, concurrency = pool_parse(model)

@@ -4,7 +4,6 @@ the sandbox. Every `/v1/` route of the partner API is declared here, in one plac
 from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, reverse_lazy
-from oauth2_provider.views import TokenView
 
 from partner.connector.views import (
     EventListApi,
@@ -15,6 +14,7 @@ from partner.connector.views import (
     OrderDocumentUploadApi,
     OrderListApi,
     OrderStatusUpdateApi,
+    token_view,
 )
 from partner.core.ratelimits import admin_login_limited
 from partner.core.views import favicon
@@ -34,7 +34,7 @@ api_v1 = [
 # The connector's API (docs/connecting.md): a partner's own order system reads its orders and
 # events and answers its orders; OAuth 2.0 client credentials at /api/v1/oauth/token.
 connector_v1 = [
-    path("oauth/token", TokenView.as_view(), name="token"),
+    path("oauth/token", token_view, name="token"),
     path("orders", OrderListApi.as_view(), name="orders"),
     path("orders/<str:order_id>", OrderDetailApi.as_view(), name="order"),
     path("orders/<str:order_id>/acknowledge", OrderAcknowledgeApi.as_view(), name="order-acknowledge"),

@@ -504,6 +504,11 @@ OAUTH2_PROVIDER = {
     "PKCE_REQUIRED": False,
 }
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
+# Requests per OAuth client to the API (a rate as in partner.core above; past it 429 with
+# Retry-After), and token requests per address: a partner system that loops, or one guessing
+# client secrets, costs a 429 and nothing more.
+RATELIMIT_API = rate("RATELIMIT_API", "600/m")
+RATELIMIT_API_TOKEN = rate("RATELIMIT_API_TOKEN", "30/m")
 
 # partner.ui: the embedded pages and the origin proxy
 # ------------------------------------------------------------------------------

@@ -57,6 +57,12 @@ STORAGES = {
 # Each run counts its metrics apart, in its own folder.
 PROMETHEUS_MULTIPROC_DIR = process_env.str("PROMETHEUS_MULTIPROC_DIR", default=str(RUN_DIR / "metrics"))
 
+# partner.connector
+# ------------------------------------------------------------------------------
+# Every test asks for its tokens from 127.0.0.1: the token endpoint's limit per address would count
+# the whole suite's (tests/connector/test_rate_limits.py sets the limits it checks).
+RATELIMIT_API_TOKEN = "100000/m"
+
 # partner.sandbox
 # ------------------------------------------------------------------------------
 # The suite tests it: installed whatever SANDBOX_ENABLED says (local.py installed it already unless told not to).

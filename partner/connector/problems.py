@@ -6,7 +6,7 @@ of the `{"message", "extra"}` one of the other endpoints (`partner.core.api`).
 """
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 
@@ -46,6 +46,19 @@ def problem(*, slug: str, title: str, status: int, detail: str, errors=None, hea
     return Response(body, status=status, headers=headers, content_type=CONTENT_TYPE)
 
 
+def too_many(seconds: int) -> JsonResponse:
+    """The 429 of a view outside DRF (the token endpoint), in the same shape, with Retry-After."""
+    body = {
+        "type": TYPE_BASE + "throttled",
+        "title": "Too many requests",
+        "status": 429,
+        "detail": f"Too many requests. Try again in {seconds} seconds.",
+    }
+    response = JsonResponse(body, status=429, content_type=CONTENT_TYPE)
+    response["Retry-After"] = str(seconds)
+    return response
+
+
 def problem_handler(exc, context):
     if isinstance(exc, ApplicationError):
         slug, title = _APPLICATION.get(type(exc).__name__, ("refused", "Refused"))
@@ -60,6 +73,8 @@ def problem_handler(exc, context):
             headers = {}
             if getattr(exc, "auth_header", None):
                 headers["WWW-Authenticate"] = exc.auth_header
+            if getattr(exc, "wait", None) is not None:
+                headers["Retry-After"] = str(int(exc.wait))
             if isinstance(exc, exceptions.ValidationError):
                 return problem(slug=slug, title=title, status=exc.status_code, detail=title, errors=exc.detail)
             return problem(slug=slug, title=title, status=exc.status_code, detail=str(exc.detail), headers=headers)

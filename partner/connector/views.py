@@ -4,21 +4,24 @@ serializer, call one service (`answers`), under an Idempotency-Key for every POS
 
 import json
 
+from django.conf import settings
 from django.http import HttpRequest
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from oauth2_provider.contrib.rest_framework import OAuth2Authentication, TokenHasScope
+from oauth2_provider.views import TokenView
 from rest_framework import serializers
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
+from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from partner.connector import answers
 from partner.connector.idempotency import answer_once, fingerprint
 from partner.connector.models import Connection
-from partner.connector.problems import problem_handler
+from partner.connector.problems import problem_handler, too_many
 from partner.connector.selectors import FEED_PAGE, connection_orders, events_feed
 from partner.connector.serializers import (
     AcknowledgeIn,
@@ -34,6 +37,7 @@ from partner.connector.serializers import (
     StatusUpdateIn,
 )
 from partner.core.errors import ApplicationError
+from partner.core.ratelimits import address_rate_limited, request_counted
 from partner.fulfillment.models import OrderStatus
 
 IDEMPOTENCY_KEY = OpenApiParameter(
@@ -54,16 +58,42 @@ PROBLEM = inline_serializer(
     },
 )
 # Every error is application/problem+json (partner/connector/problems.py).
-ERRORS = {(code, "application/problem+json"): PROBLEM for code in (400, 401, 403, 404, 422)}
+ERRORS = {(code, "application/problem+json"): PROBLEM for code in (400, 401, 403, 404, 422, 429)}
 
 
 class NoConnection(ApplicationError):
     status_code = 403
 
 
+# The token endpoint: RATELIMIT_API_TOKEN requests per address (a client secret guessed, a system
+# that asks for a token per call), past it a 429 in the API's shape.
+token_view = address_rate_limited(group="connector-token", rate=lambda: settings.RATELIMIT_API_TOKEN, refused=too_many)(
+    TokenView.as_view()
+)
+
+
+class ClientThrottle(BaseThrottle):
+    """RATELIMIT_API requests per OAuth client, counted in the shared cache as every rate limit is
+    (`partner.core.ratelimits`); past it, 429 with Retry-After. Checked after the token: a request
+    without one is refused (401) before it counts."""
+
+    def allow_request(self, request, view) -> bool:
+        client = getattr(request.auth, "application_id", None)
+
+        def key(_group, _request):
+            return f"client:{client}"
+
+        self.seconds = request_counted(request, group="connector-api", rate=settings.RATELIMIT_API, key=key)
+        return self.seconds is None
+
+    def wait(self) -> float | None:
+        return self.seconds
+
+
 class ConnectorApi(APIView):
     authentication_classes = [OAuth2Authentication]
     permission_classes = [TokenHasScope]
+    throttle_classes = [ClientThrottle]
     renderer_classes = [JSONRenderer]
     required_scopes = ["read"]
 

@@ -6,7 +6,10 @@ requests do nothing else: the view is not called, so no call goes to the service
 
 - `address_rate_limited(group=..., rate=...)`: every request counts against the client's address
   (`rate()` says the rate when the request comes, so a change of its setting holds at once);
-  beyond the rate, 429 with the UI's error shape `{"errors": [{status, code, message}]}`.
+  beyond the rate, 429 with the UI's error shape `{"errors": [{status, code, message}]}` (or the
+  answer the view's API gives, `refused`).
+- `request_counted(request, group=..., rate=..., key=...)`: the count itself, for a caller that
+  answers in its own way (the connector API's throttle counts per OAuth client).
 - `admin_login_limited(view)`: the admin's sign-in. Every POST counts against the address (counted
   before the attempt, so parallel requests cannot slip past); failed attempts count against the
   username tried, so that a botnet cannot share the guessing at one account while the account's owner
@@ -63,11 +66,21 @@ def _rate_limited_json(seconds: int) -> JsonResponse:
     return response
 
 
-def address_rate_limited(*, group: str, rate: Callable[[], str], unless=None):
+def request_counted(request, *, group: str, rate: str, key=client_address) -> int | None:
+    """Count `request` in `group` (key: the client's address unless told) against `rate`; the whole
+    seconds to wait when it is over the limit, None when it may go on."""
+    usage = get_usage(request, group=group, key=key, rate=rate, increment=True)
+    if usage is not None and usage["should_limit"]:
+        return retry_after(usage)
+    return None
+
+
+def address_rate_limited(*, group: str, rate: Callable[[], str], unless=None, refused=_rate_limited_json):
     """Decorate a view: at most `rate()` requests ("60/m", e.g. a setting's value) per client address in `group`.
 
     Views decorated with the same group share one count. `unless(request)` true: the request is
-    not counted (it costs nothing the limit protects).
+    not counted (it costs nothing the limit protects). `refused(seconds)` is the 429 answered past
+    the limit (the UI's error shape unless told).
     """
 
     def decorate(view):
@@ -75,9 +88,9 @@ def address_rate_limited(*, group: str, rate: Callable[[], str], unless=None):
         def limited(request, *args, **kwargs):
             if unless is not None and unless(request):
                 return view(request, *args, **kwargs)
-            usage = get_usage(request, group=group, key=client_address, rate=rate(), increment=True)
-            if usage is not None and usage["should_limit"]:
-                return _rate_limited_json(retry_after(usage))
+            wait = request_counted(request, group=group, rate=rate())
+            if wait is not None:
+                return refused(wait)
             return view(request, *args, **kwargs)
 
         return limited
