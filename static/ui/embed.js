@@ -307,32 +307,19 @@
   // ---- the loan summary -----------------------------------------------------------
 
   function renderSummary(context) {
-    var loan = context.loan || {};
-    var property = loan.property || {};
+    // The rows come labelled in the lender's words by the server (partner/ui/loans.py), as every
+    // other page names loan fields: the page writes them as text, never as markup.
+    var rows = (context.loan || {}).rows || [];
     var list = $("loan-summary");
     list.textContent = "";
-    var cityLine = [property.city, [property.state, property.postalCode].filter(Boolean).join(" ")].filter(Boolean).join(", ");
-    var rows = [
-      ["Borrower", loan.borrower || "Not given"],
-      ["Subject property", [property.streetAddress, cityLine].filter(Boolean).join(", ") || "Not given"],
-      ["County", property.county || "Not given"],
-      ["Loan purpose", loan.loanPurposeLabel || humanize(loan.loanPurposeType) || "Not given"],
-      ["Property usage", loan.propertyUsageLabel || humanize(loan.propertyUsageType) || "Not given"]
-    ];
-    if (loan.loanNumber) { rows.unshift(["Loan number", loan.loanNumber]); }
     rows.forEach(function (row) {
-      list.appendChild(el("dt", {}, row[0]));
-      list.appendChild(el("dd", {}, row[1]));
+      list.appendChild(el("dt", {}, row.label));
+      list.appendChild(el("dd", {}, row.value));
     });
     var product = context.product || {};
     titleSet(product.listingName || product.name);
     var user = context.user || {};
     $("subtitle").textContent = [user.name, user.organization].filter(Boolean).join(" · ");
-  }
-
-  function humanize(value) {
-    if (!value) { return ""; }
-    return String(value).replace(/([a-z])([A-Z])/g, "$1 $2").replace(/_/g, " ");
   }
 
   // ---- the new order form ---------------------------------------------------------
