@@ -37,9 +37,38 @@ BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = BASE_DIR / "var"  # run-time files of local runs: broker, cache, media, metrics, beat schedule
 
 
-class _Environment(environ.Env):
-    """django-environ's reader over a copy of the process environment, which the `.env` file fills in
-    (`read_env` adds to its class's mapping): the process's own variables win, os.environ stays as it was."""
+# The variables whose value cannot be used, each with why (never the value). Reading goes on with
+# the setting's default, so that one start names every such variable at once: partner.core refuses
+# to start any process while one is here (partner/core/apps.py), after every settings module read its own.
+ENVIRONMENT_MALFORMED: dict[str, str] = {}
+
+
+def setting_refused(name: str, why: str, fallback):
+    """Note that `name`'s value cannot be used (`why` completes "NAME ...", and never holds the
+    value) and go on reading the settings with `fallback`."""
+    ENVIRONMENT_MALFORMED.setdefault(name, why)
+    return fallback
+
+
+class _Reading(environ.Env):
+    """django-environ's reader, whose typed reads (int, float, bool, list, json...) note a malformed
+    value (`setting_refused`) instead of stopping at the first with a text that may echo it."""
+
+    def get_value(self, var, cast=None, default=environ.Env.NOTSET, parse_default=False):
+        try:
+            return super().get_value(var, cast=cast, default=default, parse_default=parse_default)
+        except ImproperlyConfigured:
+            raise  # a required variable missing
+        except Exception as exc:  # environ raises ValueError/KeyError/etc. with cryptic texts
+            why = f"is malformed ({type(exc).__name__}); see .env.example"
+            if default is self.NOTSET:
+                raise ImproperlyConfigured(f"Environment variable {var} {why}") from None
+            return setting_refused(var, why, default)
+
+
+class _Environment(_Reading):
+    """The reader over a copy of the process environment, which the `.env` file fills in (`read_env`
+    adds to its class's mapping): the process's own variables win, os.environ stays as it was."""
 
     ENVIRON = dict(os.environ)
 
@@ -47,7 +76,7 @@ class _Environment(environ.Env):
 # The process environment with the .env file: what every setting is read from.
 env = _Environment()
 # The process environment alone: what a production switch obeys (the .env file is a local run's).
-process_env = environ.Env()
+process_env = _Reading()
 
 # DJANGO_ENV_FILE names another file than the repository's .env (tests, several local set-ups);
 # DJANGO_READ_DOT_ENV_FILE=false reads none (the benchmarks, deployments that want only real variables).
@@ -55,17 +84,15 @@ if process_env.bool("DJANGO_READ_DOT_ENV_FILE", default=True):
     _Environment.read_env(process_env.str("DJANGO_ENV_FILE", default=str(BASE_DIR / ".env")), overwrite=False)
 
 
-def env_read(name, reader, *args, **kwargs):
-    """Read one variable with `reader` (env.int, process_env.bool...), turning a malformed value into
-    a message that names the variable and never echoes its value."""
+def env_read(name: str, parse, fallback):
+    """A variable read by a parser of its own (`parse(name)`: a database, cache or e-mail URL),
+    noting a malformed value as the typed reads do (`_Reading`); `fallback` stands in for it meanwhile."""
     try:
-        return reader(name, *args, **kwargs)
-    except ImproperlyConfigured:
-        raise
-    except Exception as exc:  # environ raises ValueError/KeyError/etc. with cryptic texts
-        raise ImproperlyConfigured(
-            f"Environment variable {name} is malformed ({type(exc).__name__}); see .env.example"
-        ) from None
+        return parse(name)
+    except Exception as exc:  # environ's ImproperlyConfigured of an unknown scheme too
+        return setting_refused(
+            name, f"is not a URL this application reads ({type(exc).__name__}); see .env.example", fallback
+        )
 
 
 # GENERAL
@@ -101,18 +128,18 @@ PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rs
 
 def database(url: str) -> dict:
     """The DATABASES entry of a DATABASE_URL, with our options (config/settings/test.py uses it too)."""
+    fallback = f"sqlite:///{VAR_DIR / 'db.sqlite3'}"  # never used: the process does not start (ENVIRONMENT_MALFORMED)
     if url.split("://", 1)[0] not in ("sqlite", "postgres", "postgresql", "pgsql"):
-        raise ImproperlyConfigured(
-            "DATABASE_URL must look like sqlite:///path/db.sqlite3 or postgres://user:password@host:5432/name"
-        )
-    config = env_read("DATABASE_URL", lambda _name: env.db_url_config(url))
+        why = "must look like sqlite:///path/db.sqlite3 or postgres://user:password@host:5432/name"
+        url = setting_refused("DATABASE_URL", why, fallback)
+    config = env_read("DATABASE_URL", lambda _name: env.db_url_config(url), env.db_url_config(fallback))
     if config["ENGINE"] == "django.db.backends.sqlite3":
         # Web and worker write at the same time in local runs: wait for the lock
         # instead of failing, and take it when the transaction begins.
         config.setdefault("OPTIONS", {}).update(
             {"timeout": 30, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
         )
-    config["CONN_MAX_AGE"] = env_read("DATABASE_CONN_MAX_AGE", env.int, default=60)
+    config["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
     config["CONN_HEALTH_CHECKS"] = True
     return config
 
@@ -124,7 +151,12 @@ DATABASES = {"default": database(env.str("DATABASE_URL", default=f"sqlite:///{BA
 # https://docs.djangoproject.com/en/5.2/ref/settings/#caches
 # The OAuth token lives here, so every web and worker process must share it:
 # a file cache on one machine, Redis (CACHE_URL=redis://...) for several.
-CACHES = {"default": env_read("CACHE_URL", env.cache_url, default=f"filecache://{VAR_DIR / 'cache'}")}
+_FILE_CACHE = f"filecache://{VAR_DIR / 'cache'}"
+CACHES = {
+    "default": env_read(
+        "CACHE_URL", lambda name: env.cache_url(name, default=_FILE_CACHE), env.cache_url_config(_FILE_CACHE)
+    )
+}
 
 # APPS
 # ------------------------------------------------------------------------------
@@ -188,7 +220,7 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 # The largest request body of any kind, told by its Content-Length before it is read (413 beyond:
 # partner/core/middleware.py). A staff upload of several documents of DOCUMENT_MAX_BYTES each is the
 # largest body we take. The front proxy caps bodies without a Content-Length (docs/deployment.md).
-REQUEST_MAX_BYTES = env_read("REQUEST_MAX_BYTES", env.int, default=100 * 1024 * 1024)
+REQUEST_MAX_BYTES = env.int("REQUEST_MAX_BYTES", default=100 * 1024 * 1024)
 
 # TEMPLATES
 # ------------------------------------------------------------------------------
@@ -244,9 +276,11 @@ WHITENOISE_USE_FINDERS = True
 # admin, lenders through views that check the order is theirs.
 MEDIA_ROOT = env.str("MEDIA_ROOT", default=str(VAR_DIR / "media"))
 DOCUMENT_STORAGE = env.str("DOCUMENT_STORAGE", default="filesystem")
+if DOCUMENT_STORAGE not in ("filesystem", "s3"):
+    DOCUMENT_STORAGE = setting_refused("DOCUMENT_STORAGE", "must be filesystem (the default) or s3", "filesystem")
 if DOCUMENT_STORAGE == "filesystem":
     _documents_storage = {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": MEDIA_ROOT}}
-elif DOCUMENT_STORAGE == "s3":
+else:
     _documents_storage = {
         "BACKEND": "storages.backends.s3.S3Storage",
         "OPTIONS": {
@@ -261,12 +295,10 @@ elif DOCUMENT_STORAGE == "s3":
             "file_overwrite": False,
         },
     }
-else:
-    raise ImproperlyConfigured("DOCUMENT_STORAGE must be filesystem (the default) or s3")
 # Files on one machine's disk are seen by the processes of that machine only: with
 # DOCUMENT_STORAGE=filesystem a deployment says that every web and worker process runs there (or
 # shares MEDIA_ROOT), else `check --deploy` fails (partner.E015).
-DOCUMENTS_SINGLE_HOST = env_read("DOCUMENTS_SINGLE_HOST", env.bool, default=False)
+DOCUMENTS_SINGLE_HOST = env.bool("DOCUMENTS_SINGLE_HOST", default=False)
 STORAGES = {
     "default": _documents_storage,
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
@@ -279,7 +311,14 @@ STORAGES = {
 # Staff are told of a new staff-worked order and of one past its due time. EMAIL_URL as
 # django-environ reads it (smtp+tls://user:password@host:587); the console by default.
 # An empty EMAIL_URL is the console too; `check --deploy` fails on it (partner.E014).
-vars().update(env_read("EMAIL_URL", lambda name: env.email_url_config(env.str(name, default="") or "consolemail://")))
+_CONSOLE_MAIL = "consolemail://"
+vars().update(
+    env_read(
+        "EMAIL_URL",
+        lambda name: env.email_url_config(env.str(name, default="") or _CONSOLE_MAIL),
+        env.email_url_config(_CONSOLE_MAIL),
+    )
+)
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="orders@partner.example")
 
 # SECURITY
@@ -343,7 +382,7 @@ def rate(name: str, default: str) -> str:
     multiplier, unit = period[:-1] or "1", period[-1:]
     well_formed = count.isdecimal() and multiplier.isdecimal() and unit in ("s", "m", "h", "d")
     if not well_formed or int(count) == 0 or int(multiplier) == 0:
-        raise ImproperlyConfigured(f"{name} must be a rate like 60/m (a count per s, m, h or d, e.g. 100/5m)")
+        return setting_refused(name, "must be a rate like 60/m (a count per s, m, h or d, e.g. 100/5m)", default)
     return value
 
 
@@ -384,7 +423,7 @@ def urn_part(name: str, default: str, problem) -> str:
     value = env.str(name, default=default)
     reason = problem(value)
     if reason:
-        raise ImproperlyConfigured(f"{name} {reason}; see docs/deployment.md")
+        return setting_refused(name, f"{reason}; see docs/deployment.md", default)
     return value
 
 
@@ -413,7 +452,7 @@ SVC_UPLOAD_HOSTS = env.list("SVC_UPLOAD_HOSTS", default=[])
 # partner/catalog/__init__.py
 # Every order reads the catalog (products, credential definitions) from the cache: a change drops it
 # at once; these seconds bound a copy that a change made outside Django (SQL, a restore) left behind.
-CATALOG_CACHE_SECONDS = env_read("CATALOG_CACHE_SECONDS", env.int, default=300)
+CATALOG_CACHE_SECONDS = env.int("CATALOG_CACHE_SECONDS", default=300)
 
 # partner.inbox: webhooks in
 # ------------------------------------------------------------------------------
@@ -432,14 +471,14 @@ INBOX_BACKLOG_WARN_SECONDS = env.int("INBOX_BACKLOG_WARN_SECONDS", default=300)
 # (partner/inbox/intake.py): its headers, its body's digest and its first INBOX_REFUSED_EXCERPT_BYTES
 # only; at most INBOX_REFUSED_MAX_PER_WINDOW rows per signing product every
 # INBOX_REFUSED_WINDOW_SECONDS, the rest counted (partner_webhooks_refused_unstored) and not stored.
-INBOX_REFUSED_EXCERPT_BYTES = env_read("INBOX_REFUSED_EXCERPT_BYTES", env.int, default=2048)
-INBOX_REFUSED_MAX_PER_WINDOW = env_read("INBOX_REFUSED_MAX_PER_WINDOW", env.int, default=100)
-INBOX_REFUSED_WINDOW_SECONDS = env_read("INBOX_REFUSED_WINDOW_SECONDS", env.int, default=3600)
+INBOX_REFUSED_EXCERPT_BYTES = env.int("INBOX_REFUSED_EXCERPT_BYTES", default=2048)
+INBOX_REFUSED_MAX_PER_WINDOW = env.int("INBOX_REFUSED_MAX_PER_WINDOW", default=100)
+INBOX_REFUSED_WINDOW_SECONDS = env.int("INBOX_REFUSED_WINDOW_SECONDS", default=3600)
 # Retention (partner.core above): the notifications' bodies and headers, and their rows (dedupe keys);
 # refused notifications (evidence of a forged or misdirected webhook) on their own, shorter, days.
-RETENTION_NOTIFICATION_BODY_DAYS = env_read("RETENTION_NOTIFICATION_BODY_DAYS", env.int, default=30)
-RETENTION_NOTIFICATION_DAYS = env_read("RETENTION_NOTIFICATION_DAYS", env.int, default=365)
-RETENTION_REFUSED_NOTIFICATION_DAYS = env_read("RETENTION_REFUSED_NOTIFICATION_DAYS", env.int, default=7)
+RETENTION_NOTIFICATION_BODY_DAYS = env.int("RETENTION_NOTIFICATION_BODY_DAYS", default=30)
+RETENTION_NOTIFICATION_DAYS = env.int("RETENTION_NOTIFICATION_DAYS", default=365)
+RETENTION_REFUSED_NOTIFICATION_DAYS = env.int("RETENTION_REFUSED_NOTIFICATION_DAYS", default=7)
 
 # partner.fulfillment: orders, automated and staff work, deliveries, reconciliation
 # ------------------------------------------------------------------------------
@@ -474,9 +513,9 @@ RECONCILE_FULL_INTERVAL = env.int("RECONCILE_FULL_INTERVAL", default=86400)
 # transaction list says it is completed, and staff can confirm it by hand.
 CONFIRMATION_WAIT_SECONDS = env.int("CONFIRMATION_WAIT_SECONDS", default=900)
 # Retention (partner.core above): an order's response and errors, its attachments' bytes (PDFs), its step rows.
-RETENTION_ORDER_DATA_DAYS = env_read("RETENTION_ORDER_DATA_DAYS", env.int, default=90)
-RETENTION_DOCUMENT_DAYS = env_read("RETENTION_DOCUMENT_DAYS", env.int, default=90)
-RETENTION_STEP_DAYS = env_read("RETENTION_STEP_DAYS", env.int, default=365)
+RETENTION_ORDER_DATA_DAYS = env.int("RETENTION_ORDER_DATA_DAYS", default=90)
+RETENTION_DOCUMENT_DAYS = env.int("RETENTION_DOCUMENT_DAYS", default=90)
+RETENTION_STEP_DAYS = env.int("RETENTION_STEP_DAYS", default=365)
 
 # partner.connector: the partner's own order system (events out, answers in)
 # ------------------------------------------------------------------------------
@@ -553,9 +592,9 @@ SANDBOX_UPLOAD_MAX_BYTES = env.int("SANDBOX_UPLOAD_MAX_BYTES", default=25 * 1024
 SANDBOX_MAX_SLOTS_PER_REQUEST = env.int("SANDBOX_MAX_SLOTS_PER_REQUEST", default=50)
 # Faults injected into its answers, besides the rows staff add in its admin (partner/sandbox/faults.py):
 # a JSON list of FaultRule fields, e.g. [{"endpoint": "products", "status": 503}].
-SANDBOX_FAULTS = env_read("SANDBOX_FAULTS", env.json, default=[])
+SANDBOX_FAULTS = env.json("SANDBOX_FAULTS", default=[])
 # Retention (partner.core above): the emulator's transactions and what hangs on them.
-RETENTION_SANDBOX_DAYS = env_read("RETENTION_SANDBOX_DAYS", env.int, default=7)
+RETENTION_SANDBOX_DAYS = env.int("RETENTION_SANDBOX_DAYS", default=7)
 
 # CELERY
 # ------------------------------------------------------------------------------
@@ -610,7 +649,7 @@ CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=120
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=150)
 # A task published by a request or a task (partner/core/enqueue.py) holds its caller at most this
 # long: one attempt with these connect/read/write timeouts; past it the stored row waits for the sweep.
-BROKER_PUBLISH_SECONDS = env_read("BROKER_PUBLISH_SECONDS", env.float, default=1.0)
+BROKER_PUBLISH_SECONDS = env.float("BROKER_PUBLISH_SECONDS", default=1.0)
 # Publishing retries a little when the broker blips, then gives up: the inbox sweeper re-enqueues.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
 # Bounded retries with exponential backoff and jitter (used by every task that calls the service;
@@ -674,7 +713,7 @@ SPECTACULAR_SETTINGS = {
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
 LOG_FORMAT = env.str("LOG_FORMAT", default="text").strip().lower() or "text"
 if LOG_FORMAT not in ("text", "json"):
-    raise ImproperlyConfigured("LOG_FORMAT must be text (the default) or json")
+    LOG_FORMAT = setting_refused("LOG_FORMAT", "must be text (the default) or json", "text")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -718,9 +757,9 @@ SENTRY_DSN = env.str("SENTRY_DSN", default="")
 if SENTRY_DSN:
     from partner.core.error_reporting import error_reporting_init  # noqa: E402 - only with a DSN
 
-    _SENTRY_TRACES_SAMPLE_RATE = env_read("SENTRY_TRACES_SAMPLE_RATE", env.float, default=None)
+    _SENTRY_TRACES_SAMPLE_RATE = env.float("SENTRY_TRACES_SAMPLE_RATE", default=None)
     if _SENTRY_TRACES_SAMPLE_RATE is not None and not 0 <= _SENTRY_TRACES_SAMPLE_RATE <= 1:
-        raise ImproperlyConfigured("SENTRY_TRACES_SAMPLE_RATE must be between 0 and 1")
+        _SENTRY_TRACES_SAMPLE_RATE = setting_refused("SENTRY_TRACES_SAMPLE_RATE", "must be between 0 and 1", None)
     error_reporting_init(
         dsn=SENTRY_DSN,
         environment=env.str("SENTRY_ENVIRONMENT", default="") or None,

@@ -9,12 +9,12 @@ the SQLite broker and a file cache (base's defaults).
 from partner.core import demo_values
 
 from .base import *  # noqa: F403
-from .base import INSTALLED_APPS, env, env_read
+from .base import INSTALLED_APPS, env
 
 # GENERAL
 # ------------------------------------------------------------------------------
 # https://docs.djangoproject.com/en/5.2/ref/settings/#debug
-DEBUG = env_read("DJANGO_DEBUG", env.bool, default=True)
+DEBUG = env.bool("DJANGO_DEBUG", default=True)
 # https://docs.djangoproject.com/en/5.2/ref/settings/#secret-key
 SECRET_KEY = SECRET_KEY or demo_values.LOCAL_SECRET_KEY  # noqa: F405
 # https://docs.djangoproject.com/en/5.2/ref/settings/#allowed-hosts
@@ -37,6 +37,6 @@ SVC_UPLOAD_LOCATION_STRICT = not DEBUG
 # partner.sandbox
 # ------------------------------------------------------------------------------
 # Installed and mounted at /sandbox/ unless SANDBOX_ENABLED=false.
-SANDBOX_ENABLED = env_read("SANDBOX_ENABLED", env.bool, default=True)
+SANDBOX_ENABLED = env.bool("SANDBOX_ENABLED", default=True)
 if SANDBOX_ENABLED:
     INSTALLED_APPS = [*INSTALLED_APPS, "partner.sandbox"]

@@ -15,7 +15,7 @@ environment itself (never a `.env` file) sets SANDBOX_ENABLED, and then `check -
 """
 
 from .base import *  # noqa: F403
-from .base import INSTALLED_APPS, env, env_read, process_env
+from .base import INSTALLED_APPS, env, process_env
 
 # GENERAL
 # ------------------------------------------------------------------------------
@@ -25,10 +25,10 @@ PREFLIGHT_AT_START = True
 # SECURITY
 # ------------------------------------------------------------------------------
 # https://docs.djangoproject.com/en/5.2/ref/middleware/#http-strict-transport-security
-SECURE_HSTS_SECONDS = env_read("DJANGO_SECURE_HSTS_SECONDS", env.int, default=31536000)
+SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=31536000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = True
 # https://docs.djangoproject.com/en/5.2/ref/settings/#secure-ssl-redirect
-SECURE_SSL_REDIRECT = env_read("DJANGO_SECURE_SSL_REDIRECT", env.bool, default=True)
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
 SECURE_REDIRECT_EXEMPT = [r"^healthz(/live|/ready)?$"]  # load balancers probe over plain HTTP
 # https://docs.djangoproject.com/en/5.2/ref/settings/#secure-proxy-ssl-header
 if TRUSTED_PROXIES:  # noqa: F405 - X-Forwarded-Proto believed from them only (partner/core/middleware.py)
@@ -45,7 +45,7 @@ CSRF_COOKIE_SAMESITE = "None"
 # ------------------------------------------------------------------------------
 # Only the process environment can install it here: a SANDBOX_ENABLED=true in a .env file is a local
 # run's (`make setup` writes one) and is not obeyed.
-SANDBOX_ENABLED = env_read("SANDBOX_ENABLED", process_env.bool, default=False)
+SANDBOX_ENABLED = process_env.bool("SANDBOX_ENABLED", default=False)
 if SANDBOX_ENABLED:
     INSTALLED_APPS = [*INSTALLED_APPS, "partner.sandbox"]
 

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from django.apps import AppConfig
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 
 class CoreConfig(AppConfig):
@@ -12,11 +13,22 @@ class CoreConfig(AppConfig):
     verbose_name = "Core"
 
     def ready(self):
+        environment_malformed_refuse()
         metrics_folder_prepare()
         from . import checks  # noqa: F401 - registers the production preflight (check --deploy)
         from .metrics import broker_waiting_collect, metrics_collector_register
 
         metrics_collector_register("broker", broker_waiting_collect)
+
+
+def environment_malformed_refuse() -> None:
+    """No process starts (web, worker, scheduler, manage.py) with a variable whose value cannot be
+    used: one error names every one of them (the settings noted each and read on,
+    ENVIRONMENT_MALFORMED), never a value."""
+    malformed = getattr(settings, "ENVIRONMENT_MALFORMED", {})
+    if malformed:
+        lines = "".join(f"\n- {name} {why}" for name, why in sorted(malformed.items()))
+        raise ImproperlyConfigured(f"{len(malformed)} environment variable(s) cannot be used:{lines}")
 
 
 def metrics_folder_prepare() -> None:

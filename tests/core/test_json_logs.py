@@ -269,7 +269,7 @@ def test_the_text_format_stays_the_default(tmp_path):
 def test_an_unknown_log_format_stops_startup_naming_the_variable(tmp_path):
     result = run_django({**LOCAL, "DATABASE_URL": f"sqlite:///{tmp_path}/db.sqlite3", "LOG_FORMAT": "bogus"})
     assert result.returncode != 0
-    assert "ImproperlyConfigured: LOG_FORMAT must be text" in result.stderr
+    assert "- LOG_FORMAT must be text" in result.stderr
 
 
 # gunicorn's own lines, with the project's gunicorn.conf.py.

@@ -281,4 +281,24 @@ def test_a_wrong_urn_word_stops_startup_naming_its_variable(name, value):
     result = run_django({**PRODUCTION, name: value})
     assert result.returncode != 0
     assert "started" not in result.stdout
-    assert f"ImproperlyConfigured: {name} must be " in result.stderr
+    assert "ImproperlyConfigured: 1 environment variable(s) cannot be used" in result.stderr
+    assert f"- {name} must be " in result.stderr
+
+
+@pytest.mark.parametrize("settings_module", ["config.settings.local", "config.settings.production"])
+def test_every_unusable_value_is_named_at_once_and_none_is_echoed(settings_module):
+    bad = {
+        "LEASE_SECONDS": "fifteen-sekret",  # no digit: environ keeps only digits, "." and "-" of a float
+        "CELERY_WORKER_CONCURRENCY": "many-sekret2",
+        "RATELIMIT_API": "lots-sekret3",
+        "LOG_FORMAT": "yaml-sekret4",
+        "CACHE_URL": "bogus://sekret5",
+        "DJANGO_SECURE_HSTS_SECONDS": "year-sekret6",  # read by production.py, after base
+    }
+    env = {**PRODUCTION, "DJANGO_SETTINGS_MODULE": settings_module, **bad}
+    result = run_django(env)
+    assert result.returncode != 0 and "started" not in result.stdout
+    named = [line[2:].split(" ")[0] for line in result.stderr.splitlines() if line.startswith("- ")]
+    expected = set(bad) - ({"DJANGO_SECURE_HSTS_SECONDS"} if settings_module.endswith("local") else set())
+    assert set(named) == expected
+    assert "sekret" not in result.stderr
