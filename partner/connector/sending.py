@@ -15,14 +15,16 @@ project's one backoff (`partner.core.retries.backoff`: a wait drawn below a ceil
 CONNECTOR_RETRY_BACKOFF, 5 s, and doubles per try up to CONNECTOR_RETRY_BACKOFF_MAX, 10 h), for
 CONNECTOR_RETRY_PATIENCE (a day) from the event's first failed try: the last try is at that
 moment, and when it fails too the event fails, the connection is disabled and whoever it names is
-told. The budget is time, not a count of tries, as the waits the service asks for are bounded in
+told (`connection_disabled_tell`: an e-mail by the task that retries, once that commits). At least
+16 tries in all, 18 on average, over Svix's day.
+
+The budget is time, not a count of tries, as the waits the service asks for are bounded in
 `partner.core.retries`: a wait drawn near 0 (full jitter) costs one early try more, never a
 shorter day, and the relay takes it at its next round (CONNECTOR_RELAY_INTERVAL) at the soonest.
 Only a try that got no answer waits at least one more CONNECTOR_SEND_TIMEOUT (as a task waits at
 least the Retry-After it was sent): the endpoint may still be working on it, and the next try of
-the event must not reach it meanwhile.
-At least 16 tries in all, 18 on average, over Svix's day. Staff replay one event or everything
-since a time (`partner.connector.services`): a replayed event has a day of its own again.
+the event must not reach it meanwhile. Staff replay one event or everything since a time
+(`partner.connector.services`): a replayed event has a day of its own again.
 
 Signatures are the Standard Webhooks ones (`standardwebhooks`, its reference Python library): one
 `v1,<base64 HMAC-SHA256>` over `id.timestamp.body` per secret of the connection, so a receiver
@@ -37,7 +39,6 @@ from datetime import datetime, timedelta
 import requests
 from celery import current_app
 from django.conf import settings
-from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
@@ -46,6 +47,7 @@ from standardwebhooks.webhooks import Webhook
 from partner.connector.models import Connection, Event, EventAttempt, EventState
 from partner.core.housekeeping import Chore
 from partner.core.leases import Lease, LeaseLost, lease_free, lease_kept, lease_until, leases_expired_free
+from partner.core.mail import mail_send_enqueue
 from partner.core.retries import backoff
 
 logger = logging.getLogger(__name__)
@@ -204,20 +206,19 @@ def _outcome_record(event: Event, lease: Lease, *, started_at, status, text, dur
             state=EventState.FAILED, last_error=error[:2000], next_attempt_at=None, failing_since=failing_since
         )
         reason = f"{event.type} {event.message_id} failed after {attempts} tries ({error[:200]})"
-        disabled = connection.filter(enabled=True).update(enabled=False, disabled_reason=reason)
+        if connection.filter(enabled=True).update(enabled=False, disabled_reason=reason):
+            connection_disabled_tell(Connection.objects.get(pk=event.connection_id), reason)
     logger.warning("connector %s: event %s given up; connection disabled", event.connection_id, event.message_id)
-    if disabled:
-        _staff_tell(Connection.objects.get(pk=event.connection_id), reason)
 
 
-def _staff_tell(connection: Connection, reason: str) -> None:
-    """E-mail whoever the connection names that its endpoint keeps failing (no order data)."""
+def connection_disabled_tell(connection: Connection, reason: str) -> None:
+    """E-mail whoever the connection names that its endpoint keeps failing, once the caller's
+    transaction (the one that disabled it) commits, by the task that retries (`partner.core.mail`).
+    `reason` names the event by its type and webhook-id: no order or borrower data."""
     if not connection.notify_email:
         return
-    send_mail(
+    mail_send_enqueue(
         subject=f"Connection {connection.name} disabled: its endpoint keeps failing",
-        message=f"{reason}\nEvents wait until the connection is enabled again; "
-        "replay the failed ones from the admin.\n",
-        from_email=settings.DEFAULT_FROM_EMAIL,
-        recipient_list=[connection.notify_email],
+        body=f"{reason}\nEvents wait until the connection is enabled again; replay the failed ones from the admin.\n",
+        to=[connection.notify_email],
     )

@@ -7,11 +7,14 @@ from datetime import timedelta
 
 import pytest
 from django.core import mail
+from django.db import transaction
 from django.utils import timezone
 
 from partner.connector import sending
 from partner.connector.models import Connection, Event, EventAttempt, EventState
 from partner.connector.services import event_replay, events_replay_since
+from partner.core.mail import MAIL_TASK
+from partner.core.tasks import mail_send
 from partner.fulfillment.orders.services import order_fail
 from tests.helpers.connector import OrderSystem
 
@@ -106,12 +109,33 @@ def test_a_failing_endpoint_is_tried_again_later_then_given_up_after_a_day(order
     assert [a.status_code for a in EventAttempt.objects.filter(event=event)] == [500, 503, 500]
     connection.refresh_from_db()
     assert not connection.enabled and "failed after 3 tries" in connection.disabled_reason
-    [notice] = mail.outbox
-    assert notice.to == ["ops@x.example"] and "acme-amc" in notice.subject
-    assert "LN-2026-0042" not in notice.body  # no order data
+    # Staff are told by the task that retries (tests/core/test_mail.py), published once this committed.
+    [notice] = [kwargs for name, kwargs in tasks_sent if name == MAIL_TASK]
+    assert notice["to"] == ["ops@x.example"] and "acme-amc" in notice["subject"]
+    assert event.message_id in notice["body"]
+    for borrowers in ("LN-2026-0042", "500 Howard", "Ann Example", "94105", order.transaction_id):
+        assert borrowers not in notice["subject"] + notice["body"]  # no order or borrower data
+    mail_send.apply(kwargs=notice).get()
+    [sent] = mail.outbox
+    assert sent.to == ["ops@x.example"] and sent.subject == notice["subject"]
 
     assert event_replay(event_id=event.pk)  # a replayed event has a day of its own again
     assert Event.objects.get(pk=event.pk).failing_since is None
+
+
+def test_the_disabled_notice_goes_only_once_the_connection_is_disabled(connection, tasks_sent):
+    def notices():
+        return [kwargs["to"] for name, kwargs in tasks_sent if name == MAIL_TASK]
+
+    with transaction.atomic():
+        sending.connection_disabled_tell(connection, "order.created msg_1 failed after 18 tries (status 500)")
+        assert notices() == []
+    assert notices() == [["ops@x.example"]]
+    tasks_sent.clear()
+    with pytest.raises(RuntimeError), transaction.atomic():
+        sending.connection_disabled_tell(connection, "order.created msg_1 failed after 18 tries (status 500)")
+        raise RuntimeError("the disabling rolled back")
+    assert notices() == []
 
 
 def test_retry_waits_grow_are_spread_and_end_with_the_day(settings):
