@@ -37,7 +37,6 @@ import time
 from datetime import datetime, timedelta
 
 import requests
-from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
@@ -45,10 +44,12 @@ from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
 from partner.connector.models import Connection, Event, EventAttempt, EventState
+from partner.core.enqueue import rows_relay
 from partner.core.housekeeping import Chore
 from partner.core.leases import Lease, LeaseLost, lease_free, lease_kept, lease_until, leases_expired_free
 from partner.core.mail import mail_send_enqueue
 from partner.core.retries import backoff
+from partner.core.returning import update_returning
 
 logger = logging.getLogger(__name__)
 
@@ -93,22 +94,21 @@ def events_due(now: datetime):
 
 
 def events_relay(*, limit: int = BATCH) -> int:
-    """Take the lease of each event due and hand it to a worker; how many went."""
-    now = timezone.now()
-    sent = 0
-    for pk in list(events_due(now).values_list("pk", flat=True)[:limit]):
-        until = lease_until()
-        with transaction.atomic():
-            taken = Event.objects.filter(pk=pk, state=EventState.PENDING).filter(lease_free(now))
-            if not taken.update(claimed_until=until):
-                continue
-        try:
-            current_app.send_task(SEND_TASK, kwargs={"event_id": pk, "lease_until": until.isoformat()})
-        except Exception as exc:  # the broker away: the lease runs out and the event is handed back
-            logger.warning("broker unavailable: event %s left for later (%s)", pk, type(exc).__name__)
-            return sent
-        sent += 1
-    return sent
+    """Take the lease of each event due and hand it to a worker; how many went. The relay's shape
+    (`partner.core.enqueue.rows_relay`): the leases are taken, the tasks published as one batch,
+    and the leases committed; when the broker takes none, no lease is taken and the events wait."""
+
+    def take() -> list[dict]:
+        now = timezone.now()
+        due = list(events_due(now).values_list("pk", flat=True)[:limit])
+        if not due:
+            return []
+        until = lease_until(now)
+        free = Event.objects.filter(pk__in=due, state=EventState.PENDING).filter(lease_free(now))
+        taken = sorted(event.pk for event in update_returning(free, claimed_until=until))
+        return [{"event_id": pk, "lease_until": until.isoformat()} for pk in taken]
+
+    return rows_relay(SEND_TASK, take, what="event(s)")
 
 
 def relay_chore(*, interval: float) -> Chore:

@@ -56,6 +56,13 @@ def test_an_event_goes_signed_once_and_its_attempt_is_recorded(order, system, ta
     assert relayed(tasks_sent) == []
 
 
+def test_the_broker_away_takes_no_lease_and_the_event_waits(order, system, broker_down):
+    assert sending.events_relay() == 0
+    event = Event.objects.get(order=order)
+    assert event.claimed_until is None and event.state == EventState.PENDING  # due at the next round
+    assert list(sending.events_due(timezone.now())) == [event]
+
+
 def test_every_secret_of_a_rotation_signs(order, system, connection, tasks_sent):
     from standardwebhooks.webhooks import Webhook
 
