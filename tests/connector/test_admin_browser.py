@@ -3,8 +3,6 @@ their attempts, and a connected order is taken over by hand with one button. Scr
 test-artifacts/ui/."""
 
 import pytest
-from django.conf import settings
-from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
@@ -12,16 +10,6 @@ from partner.connector.models import Connection, Event, EventAttempt, EventState
 from partner.fulfillment.models import Order
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def signed_in(live_server, page, django_user_model):
-    user = django_user_model.objects.create_superuser("staff", "staff@example.com", "staff-password-1")
-    client = Client()
-    client.force_login(user)
-    cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
-    page.context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": cookie, "url": live_server.url}])
-    return page
 
 
 def test_the_connection_page_shows_health_events_and_attempts(live_server, signed_in, shot, order, connection):
