@@ -5,6 +5,7 @@ test-artifacts/ui/."""
 import pytest
 from django.urls import reverse
 from django.utils import timezone
+from playwright.sync_api import expect
 
 from partner.connector.models import Connection, Event, EventAttempt, EventState
 from partner.fulfillment.models import Order
@@ -31,7 +32,9 @@ def test_the_connection_page_shows_health_events_and_attempts(live_server, signe
     page.get_by_role("link", name="Its events and their attempts").click()
     assert "order.created" in page.locator("#result_list").inner_text()
     page.locator("#result_list tbody th a").first.click()
-    assert "busy" in page.content() and "503" in page.locator(".inline-group").inner_text()
+    # The click starts the event's page loading: wait for its attempts before reading the page.
+    expect(page.locator(".inline-group")).to_contain_text("503")
+    assert "busy" in page.content()
     shot("connector-event-attempts")
 
     page.goto(live_server.url + reverse("admin:connector_connectedorder_change", args=[order.pk]))
