@@ -18,7 +18,7 @@ import threading
 
 import pytest
 
-from tests.helpers.browser import browser, page, shot  # noqa: F401  (the browser fixtures, shared by every browser test)
+from tests.helpers.browser import browser, host, page, shot, signed_in  # noqa: F401  (the browser fixtures, shared by every browser test)
 from tests.helpers.ports import port_answers
 from tests.helpers.products import DEMO_PASSWORD, WRONG_ACCOUNT_PASSWORD
 from tests.helpers.service_calls import ServiceCalls

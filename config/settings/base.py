@@ -520,12 +520,14 @@ RETENTION_STEP_DAYS = env.int("RETENTION_STEP_DAYS", default=365)
 # partner.connector: the partner's own order system (events out, answers in)
 # ------------------------------------------------------------------------------
 # partner/connector/__init__.py
-# Waits before each retry of an event its endpoint did not take (seconds, one per retry; the first
-# try is at once): Svix's schedule, about a day in all. Once spent, the event fails and its
-# connection is disabled with a notice.
-CONNECTOR_RETRY_SCHEDULE = env.list(
-    "CONNECTOR_RETRY_SCHEDULE", cast=float, default=[5, 300, 1800, 7200, 18000, 36000, 36000]
-)
+# An event its endpoint did not take is tried again after the project's backoff (partner/core/retries.py):
+# a wait drawn below a ceiling that starts at CONNECTOR_RETRY_BACKOFF and doubles per try up to
+# CONNECTOR_RETRY_BACKOFF_MAX (seconds), for CONNECTOR_RETRY_PATIENCE (seconds) from its first failed
+# try, the last try at that moment: about a day, as Svix. Then the event fails and its connection is
+# disabled with a notice.
+CONNECTOR_RETRY_BACKOFF = env.float("CONNECTOR_RETRY_BACKOFF", default=5.0)
+CONNECTOR_RETRY_BACKOFF_MAX = env.float("CONNECTOR_RETRY_BACKOFF_MAX", default=10 * 3600.0)
+CONNECTOR_RETRY_PATIENCE = env.float("CONNECTOR_RETRY_PATIENCE", default=24 * 3600.0)
 # One POST of an event waits this long for an answer (seconds).
 CONNECTOR_SEND_TIMEOUT = env.float("CONNECTOR_SEND_TIMEOUT", default=5.0)
 # The relay in each worker hands due events to the workers; it looks again after this many seconds

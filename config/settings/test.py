@@ -82,7 +82,9 @@ if "CELERY_BROKER_URL" not in process_env:
     if "CELERY_RESULT_BACKEND" not in process_env:
         CELERY_RESULT_BACKEND = f"db+sqlite:///{RUN_DIR / 'celery-results.sqlite3'}"
 
-# The connector's retries in seconds, not hours: the fault tests watch a whole schedule.
-CONNECTOR_RETRY_SCHEDULE = process_env.list("CONNECTOR_RETRY_SCHEDULE", cast=float, default=[0.5, 1, 1, 2, 2])
+# The connector's retries in seconds, not hours: the fault tests watch a failing endpoint recover.
+CONNECTOR_RETRY_BACKOFF = process_env.float("CONNECTOR_RETRY_BACKOFF", default=0.5)
+CONNECTOR_RETRY_BACKOFF_MAX = process_env.float("CONNECTOR_RETRY_BACKOFF_MAX", default=2.0)
+CONNECTOR_RETRY_PATIENCE = process_env.float("CONNECTOR_RETRY_PATIENCE", default=30.0)
 CONNECTOR_SEND_TIMEOUT = process_env.float("CONNECTOR_SEND_TIMEOUT", default=2.0)
 CONNECTOR_RELAY_INTERVAL = process_env.float("CONNECTOR_RELAY_INTERVAL", default=0.2)

@@ -205,6 +205,7 @@ class EventAdmin(admin.ModelAdmin):
         "state",
         "attempts",
         "next_attempt_at",
+        "failing_since",
         "delivered_at",
         "last_error",
         "created_at",

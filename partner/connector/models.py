@@ -99,7 +99,7 @@ class Connection(TimeStampedModel):
 class EventState(models.TextChoices):
     PENDING = "pending", "Waiting to be sent"
     DELIVERED = "delivered", "Delivered"  # the endpoint answered 2xx
-    FAILED = "failed", "Failed"  # gave up after the retry schedule; replay sends it again
+    FAILED = "failed", "Failed"  # given up: failing for CONNECTOR_RETRY_PATIENCE; replay sends it again
     PULL = "pull", "Kept for the feed"  # a connection without an endpoint: pulled, never pushed
 
 
@@ -114,6 +114,11 @@ class Event(TimeStampedModel, LeasedModel):
     state = models.CharField(max_length=20, choices=EventState, default=EventState.PENDING)
     attempts = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
+    failing_since = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="First failed try since it was made or replayed; given up CONNECTOR_RETRY_PATIENCE after.",
+    )
     delivered_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
 

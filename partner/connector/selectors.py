@@ -54,7 +54,7 @@ def connection_orders(connection: Connection) -> QuerySet:
 
 
 def connection_health_warnings() -> list[str]:
-    """For /healthz/ready: connections disabled after a spent retry schedule, or failing now."""
+    """For /healthz/ready: connections disabled after a day of failed retries, or failing now."""
     warnings = []
     for name, enabled, since in (
         Connection.objects.exclude(endpoint_url="")

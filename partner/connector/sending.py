@@ -10,10 +10,21 @@ dies mid-send leaves a lease that runs out: the housekeeping hands the event bac
 again (the receiver dedupes by `webhook-id`).
 
 Each try is one `EventAttempt` (status, duration, the answer's start). Any 2xx delivers the event;
-anything else (another status, a timeout, no connection) waits the next step of the retry schedule
-(CONNECTOR_RETRY_SCHEDULE: Svix's, about a day in all) and, once it is spent, fails the event: the
-connection is disabled and whoever it names is told. Staff replay one event or everything since a
-time (`partner.connector.services`).
+anything else (another status, a timeout, no connection) is tried again (`retry_at`) after the
+project's one backoff (`partner.core.retries.backoff`: a wait drawn below a ceiling that starts at
+CONNECTOR_RETRY_BACKOFF, 5 s, and doubles per try up to CONNECTOR_RETRY_BACKOFF_MAX, 10 h), for
+CONNECTOR_RETRY_PATIENCE (a day) from the event's first failed try: the last try is at that
+moment, and when it fails too the event fails, the connection is disabled and whoever it names is
+told (`connection_disabled_tell`: an e-mail by the task that retries, once that commits). At least
+16 tries in all, 18 on average, over Svix's day.
+
+The budget is time, not a count of tries, as the waits the service asks for are bounded in
+`partner.core.retries`: a wait drawn near 0 (full jitter) costs one early try more, never a
+shorter day, and the relay takes it at its next round (CONNECTOR_RELAY_INTERVAL) at the soonest.
+Only a try that got no answer waits at least one more CONNECTOR_SEND_TIMEOUT (as a task waits at
+least the Retry-After it was sent): the endpoint may still be working on it, and the next try of
+the event must not reach it meanwhile. Staff replay one event or everything since a time
+(`partner.connector.services`): a replayed event has a day of its own again.
 
 Signatures are the Standard Webhooks ones (`standardwebhooks`, its reference Python library): one
 `v1,<base64 HMAC-SHA256>` over `id.timestamp.body` per secret of the connection, so a receiver
@@ -26,17 +37,19 @@ import time
 from datetime import datetime, timedelta
 
 import requests
-from celery import current_app
 from django.conf import settings
-from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
 from partner.connector.models import Connection, Event, EventAttempt, EventState
+from partner.core.enqueue import rows_relay
 from partner.core.housekeeping import Chore
 from partner.core.leases import Lease, LeaseLost, lease_free, lease_kept, lease_until, leases_expired_free
+from partner.core.mail import mail_send_enqueue
+from partner.core.retries import backoff
+from partner.core.returning import update_returning
 
 logger = logging.getLogger(__name__)
 
@@ -81,22 +94,21 @@ def events_due(now: datetime):
 
 
 def events_relay(*, limit: int = BATCH) -> int:
-    """Take the lease of each event due and hand it to a worker; how many went."""
-    now = timezone.now()
-    sent = 0
-    for pk in list(events_due(now).values_list("pk", flat=True)[:limit]):
-        until = lease_until()
-        with transaction.atomic():
-            taken = Event.objects.filter(pk=pk, state=EventState.PENDING).filter(lease_free(now))
-            if not taken.update(claimed_until=until):
-                continue
-        try:
-            current_app.send_task(SEND_TASK, kwargs={"event_id": pk, "lease_until": until.isoformat()})
-        except Exception as exc:  # the broker away: the lease runs out and the event is handed back
-            logger.warning("broker unavailable: event %s left for later (%s)", pk, type(exc).__name__)
-            return sent
-        sent += 1
-    return sent
+    """Take the lease of each event due and hand it to a worker; how many went. The relay's shape
+    (`partner.core.enqueue.rows_relay`): the leases are taken, the tasks published as one batch,
+    and the leases committed; when the broker takes none, no lease is taken and the events wait."""
+
+    def take() -> list[dict]:
+        now = timezone.now()
+        due = list(events_due(now).values_list("pk", flat=True)[:limit])
+        if not due:
+            return []
+        until = lease_until(now)
+        free = Event.objects.filter(pk__in=due, state=EventState.PENDING).filter(lease_free(now))
+        taken = sorted(event.pk for event in update_returning(free, claimed_until=until))
+        return [{"event_id": pk, "lease_until": until.isoformat()} for pk in taken]
+
+    return rows_relay(SEND_TASK, take, what="event(s)")
 
 
 def relay_chore(*, interval: float) -> Chore:
@@ -128,10 +140,20 @@ def _post(connection: Connection, event: Event) -> tuple[int | None, str, int]:
     return status, text, int((time.monotonic() - started) * 1000)
 
 
-def retry_wait(attempts: int) -> float | None:
-    """Seconds before the next try of an event tried `attempts` times (None: the schedule is spent)."""
-    schedule = settings.CONNECTOR_RETRY_SCHEDULE
-    return float(schedule[attempts - 1]) if attempts <= len(schedule) else None
+def retry_at(*, attempts: int, failing_since: datetime, now: datetime, answered: bool = True) -> datetime | None:
+    """When an event whose `attempts`-th try failed at `now`, failing since `failing_since`, is tried
+    again: after the backoff, and at the end of its patience at the latest; None when it is over.
+
+    A try that got no answer (`answered` False: a timeout) waits at least CONNECTOR_SEND_TIMEOUT
+    more, whatever the draw: the endpoint may still be working on the POST we stopped waiting for,
+    and the next one should not reach it while it does."""
+    give_up_at = failing_since + timedelta(seconds=settings.CONNECTOR_RETRY_PATIENCE)
+    if now >= give_up_at:
+        return None
+    wait = backoff(attempts - 1, base=settings.CONNECTOR_RETRY_BACKOFF, ceiling=settings.CONNECTOR_RETRY_BACKOFF_MAX)
+    if not answered:
+        wait = max(wait, settings.CONNECTOR_SEND_TIMEOUT)
+    return min(now + timedelta(seconds=wait), give_up_at)
 
 
 def event_send(*, event_id: int, lease_until: datetime) -> bool | None:
@@ -167,32 +189,36 @@ def _outcome_record(event: Event, lease: Lease, *, started_at, status, text, dur
             event=event, started_at=started_at, duration_ms=duration, status_code=status, answer=text, succeeded=ok
         )
         if ok:
-            lease.release(state=EventState.DELIVERED, delivered_at=now, last_error="", next_attempt_at=None)
+            lease.release(
+                state=EventState.DELIVERED, delivered_at=now, last_error="", next_attempt_at=None, failing_since=None
+            )
             connection.update(last_success_at=now, failing_since=None, consecutive_failures=0)
             return
         error = f"status {status}" if status is not None else text
-        wait = retry_wait(attempts)
+        failing_since = event.failing_since or now
+        again = retry_at(attempts=attempts, failing_since=failing_since, now=now, answered=status is not None)
         connection.filter(failing_since__isnull=True).update(failing_since=now)
         connection.update(last_failure_at=now, consecutive_failures=F("consecutive_failures") + 1)
-        if wait is not None:
-            lease.release(last_error=error[:2000], next_attempt_at=now + timedelta(seconds=wait))
+        if again is not None:
+            lease.release(last_error=error[:2000], next_attempt_at=again, failing_since=failing_since)
             return
-        lease.release(state=EventState.FAILED, last_error=error[:2000], next_attempt_at=None)
+        lease.release(
+            state=EventState.FAILED, last_error=error[:2000], next_attempt_at=None, failing_since=failing_since
+        )
         reason = f"{event.type} {event.message_id} failed after {attempts} tries ({error[:200]})"
-        disabled = connection.filter(enabled=True).update(enabled=False, disabled_reason=reason)
+        if connection.filter(enabled=True).update(enabled=False, disabled_reason=reason):
+            connection_disabled_tell(Connection.objects.get(pk=event.connection_id), reason)
     logger.warning("connector %s: event %s given up; connection disabled", event.connection_id, event.message_id)
-    if disabled:
-        _staff_tell(Connection.objects.get(pk=event.connection_id), reason)
 
 
-def _staff_tell(connection: Connection, reason: str) -> None:
-    """E-mail whoever the connection names that its endpoint keeps failing (no order data)."""
+def connection_disabled_tell(connection: Connection, reason: str) -> None:
+    """E-mail whoever the connection names that its endpoint keeps failing, once the caller's
+    transaction (the one that disabled it) commits, by the task that retries (`partner.core.mail`).
+    `reason` names the event by its type and webhook-id: no order or borrower data."""
     if not connection.notify_email:
         return
-    send_mail(
+    mail_send_enqueue(
         subject=f"Connection {connection.name} disabled: its endpoint keeps failing",
-        message=f"{reason}\nEvents wait until the connection is enabled again; "
-        "replay the failed ones from the admin.\n",
-        from_email=settings.DEFAULT_FROM_EMAIL,
-        recipient_list=[connection.notify_email],
+        body=f"{reason}\nEvents wait until the connection is enabled again; replay the failed ones from the admin.\n",
+        to=[connection.notify_email],
     )

@@ -100,7 +100,9 @@ def connection_enable(*, connection_id: int) -> None:
 
 
 def _replayed(rows) -> int:
-    return rows.update(state=EventState.PENDING, attempts=0, next_attempt_at=None, delivered_at=None, last_error="")
+    return rows.update(
+        state=EventState.PENDING, attempts=0, next_attempt_at=None, failing_since=None, delivered_at=None, last_error=""
+    )
 
 
 def event_replay(*, event_id: int) -> bool:

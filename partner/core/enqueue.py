@@ -7,8 +7,10 @@ services), so no app has an import cycle. The row the task works on is committed
 worker can look for it, and a broker that refuses the message costs nothing but time: the row
 is safe in the database and the app's periodic sweep sends it again (`partner.core.leases`).
 
-The inbox's notifications go out through its outbox relay instead (`partner.inbox.outbox`):
-the webhook request must not wait for the broker at all.
+Rows that a request must not wait for the broker to hand over (the inbox's notifications,
+`partner.inbox.outbox`; the connector's events, `partner.connector.sending`) go out through a
+relay instead: a chore of the workers' housekeeping that stores nothing new, only takes the rows
+waiting and publishes one task per row, in the one shape `rows_relay` gives every relay.
 
 A publish never holds its caller (a staff member's request, a task) more than
 BROKER_PUBLISH_SECONDS: one attempt, on a connection of its own whose connect, read and write
@@ -19,6 +21,7 @@ or does not answer costs that second; the stored row is enough, the sweep publis
 
 import logging
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 
@@ -74,3 +77,48 @@ def task_send(name: str, /, *, countdown: float | None = None, **kwargs) -> bool
 def enqueue_after_commit(name: str, /, *, countdown: float | None = None, **kwargs) -> None:
     """Publish task `name` once the current transaction commits (at once outside a transaction)."""
     transaction.on_commit(lambda: task_send(name, countdown=countdown, **kwargs))
+
+
+# Relays ------------------------------------------------------------------------------------------
+
+
+class _NothingSent(Exception):
+    """The broker took none of a relay's batch: its transaction rolls back, the rows wait untaken."""
+
+
+def tasks_publish(name: str, batch: list[dict], *, what: str) -> bool:
+    """Publish task `name` once per keyword arguments of `batch`, as one batch where the transport can
+    (a Redis pipeline); False (logged) when the broker failed: then none counts as sent (a message
+    that went out anyway is sent again later, which the workers' leases make harmless)."""
+    try:
+        with (
+            current_app.producer_or_acquire() as producer,
+            producer.batch(max_size=max(1, len(batch))),
+        ):
+            for kwargs in batch:
+                current_app.send_task(name, kwargs=kwargs, producer=producer)
+    except Exception as exc:  # kombu/redis raise several types; the rows stay for the next round
+        logger.warning("broker unavailable: %d %s left waiting (%s)", len(batch), what, type(exc).__name__)
+        return False
+    return True
+
+
+def rows_relay(name: str, take: Callable[[], list[dict]], *, what: str) -> int:
+    """One round of a relay: hand the rows waiting to the broker, one task `name` each; how many went.
+
+    In one transaction, `take()` marks the rows taken (a state, a lease) and returns the keyword
+    arguments of each one's task; the tasks are published as one batch (`tasks_publish`) and the
+    transaction commits. When the broker takes none, the transaction rolls back and the rows wait,
+    untaken, for the next round. A relay that dies after publishing and before committing leaves
+    them untaken too, and they are published again: each task's worker takes its row under a lease
+    (`partner.core.leases`), so a second message is harmless. The rows stay locked until the
+    commit: a worker handed one before it waits for it (PostgreSQL), or finds the row still untaken.
+    """
+    try:
+        with transaction.atomic():
+            batch = take()
+            if batch and not tasks_publish(name, batch, what=what):
+                raise _NothingSent
+    except _NothingSent:
+        return 0
+    return len(batch)

@@ -53,7 +53,8 @@ def backoff(retries: int, *, base: float, ceiling: float, jitter: bool = True) -
     Exponential (`base` doubled per retry, at most `ceiling`) with full jitter: a wait drawn
     uniformly between 0 and that, so that many callers that failed together spread out instead of
     coming back as one wave. Used by the tasks (`retry_countdown`), the transport's own retries
-    (`partner.platform.http`) and the sandbox's webhook deliveries.
+    (`partner.platform.http`), the connector's events (`partner.connector.sending`) and the
+    sandbox's webhook deliveries.
     """
     top = min(float(ceiling), float(base) * (2 ** max(0, retries)))
     return random.uniform(0, top) if jitter else top

@@ -1,10 +1,13 @@
-"""Core tasks: the diagnostic ping (`manage.py check_worker`) and the daily retention purge."""
+"""Core tasks: the diagnostic ping (`manage.py check_worker`), the daily retention purge, and one
+e-mail sent with retries (`partner.core.mail`)."""
 
 import socket
 
 from celery import shared_task
+from django.conf import settings
 from django.utils import timezone
 
+from partner.core import mail
 from partner.core.retention import purge_run
 
 PURGE_TASK = "core.purge"
@@ -21,3 +24,9 @@ def worker_ping(token: str) -> dict:
 def purge() -> list[dict]:
     """The retention purge (beat, once a day: CELERY_BEAT_SCHEDULE); what it did, kind by kind."""
     return [outcome.as_dict() for outcome in purge_run()]
+
+
+@shared_task(bind=True, name=mail.MAIL_TASK, max_retries=settings.CELERY_TASK_MAX_RETRIES)
+def mail_send(self, subject: str, body: str, to: list[str], rate_limited_since: float | None = None):
+    """Send one e-mail (`partner.core.mail.mail_send_enqueue`); a mail server's error is retried."""
+    return mail.mail_task_run(self, lambda: mail.mail_send(subject=subject, body=body, to=to))

@@ -7,6 +7,7 @@ the services.
 from celery import shared_task
 from django.conf import settings
 
+from partner.core.mail import mail_task_run
 from partner.core.retries import task_retry
 from partner.fulfillment import runs
 from partner.fulfillment.enqueue import (
@@ -61,7 +62,4 @@ def overdue():
 def staff_notice(self, order_id: int, notice: str, rate_limited_since: float | None = None):
     """E-mail staff one notice of an order; a mail server's error is retried (partner.core.retries),
     and a notice whose retries are spent is enqueued again by `overdue` (it is marked only once sent)."""
-    try:
-        return notices.staff_notice_send(order_id=order_id, notice=notice)
-    except Exception as exc:  # smtplib, sockets, a backend's own errors: the retry rule decides
-        raise task_retry(self, exc) from exc
+    return mail_task_run(self, lambda: notices.staff_notice_send(order_id=order_id, notice=notice))

@@ -9,11 +9,11 @@ admin's replay. So this is the one place that publishes the inbox's task.
 
 import logging
 
-from celery import current_app
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from partner.core.enqueue import rows_relay
 from partner.core.leases import lease_free, leases_expired_free, stalled_before
 from partner.inbox.models import Notification, NotificationState
 
@@ -21,29 +21,6 @@ logger = logging.getLogger(__name__)
 
 PROCESS_TASK = "inbox.process"
 SWEEP_TASK = "inbox.sweep"
-
-
-def _publish(notification_ids: list[int]) -> list[int]:
-    """Send one processing task per id, as one batch where the transport can (a Redis pipeline);
-    returns the ids sent: all of them, or none when the broker failed (a message that went out
-    anyway is sent again later, which is harmless: the worker's lease lets one through)."""
-    try:
-        with (
-            current_app.producer_or_acquire() as producer,
-            producer.batch(max_size=max(1, len(notification_ids))),
-        ):
-            for notification_id in notification_ids:
-                current_app.send_task(PROCESS_TASK, kwargs={"notification_id": notification_id}, producer=producer)
-    except Exception as exc:  # kombu/redis raise several types; the rows stay for the next round
-        logger.warning(
-            "broker unavailable: %d notification(s) left waiting (%s)", len(notification_ids), type(exc).__name__
-        )
-        return []
-    return list(notification_ids)
-
-
-class _NothingSent(Exception):
-    """The broker took none of the batch: its rows go back to `received` (the transaction rolls back)."""
 
 
 def _received_taken(limit: int) -> list[int]:
@@ -67,20 +44,17 @@ def _received_taken(limit: int) -> list[int]:
 def notifications_relay(*, limit: int = 200) -> int:
     """Hand up to `limit` stored `received` notifications to the broker, oldest first; how many went.
 
-    The rows are marked `queued` and locked in one statement, their tasks published, and the
-    transaction committed (SKIP LOCKED: relays in several workers share the work without waiting
-    on each other). When the broker takes nothing, the transaction rolls back and the rows wait
-    `received` for the next round. A relay that dies after publishing and before committing leaves
-    them `received`, and they are published again: a second message for a notification is harmless.
+    The relay's shape (`partner.core.enqueue.rows_relay`): the rows are marked `queued` and locked
+    in one statement, their tasks published as one batch, and the transaction committed (SKIP
+    LOCKED: relays in several workers share the work without waiting on each other). When the
+    broker takes nothing, the rows wait `received` for the next round; a second message for a
+    notification is harmless.
     """
-    try:
-        with transaction.atomic():
-            ids = _received_taken(limit)
-            if ids and not _publish(ids):
-                raise _NothingSent
-    except _NothingSent:
-        return 0
-    return len(ids)
+
+    def take() -> list[dict]:
+        return [{"notification_id": notification_id} for notification_id in _received_taken(limit)]
+
+    return rows_relay(PROCESS_TASK, take, what="notification(s)")
 
 
 def notifications_stalled():

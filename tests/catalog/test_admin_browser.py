@@ -1,27 +1,14 @@
 """The product's change page in Chromium at 1,400 px: nothing runs past the page or its box (the
 credential definitions inline ran 750 px past it), and rows added with "Add" are saved (#14 item 11).
-Screenshots in test-artifacts/ui/. `page` and `shot` are tests/ui's, through conftest.py."""
+Screenshots in test-artifacts/ui/. `signed_in` and `shot` are tests/helpers/browser.py's."""
 
 import pytest
-from django.conf import settings
-from django.test import Client
 
 from partner.catalog.models import CredentialDefinition, Product
 from partner.platform import formats, urns
 from tests.helpers.product_page import change_url, listed_fields
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db]
-
-
-@pytest.fixture
-def signed_in(live_server, page, django_user_model):
-    """The page's browser signed in to the admin as a superuser."""
-    user = django_user_model.objects.create_superuser("staff", "staff@example.com", "staff-password-1")
-    client = Client()
-    client.force_login(user)
-    cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
-    page.context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": cookie, "url": live_server.url}])
-    return page
 
 
 @pytest.fixture

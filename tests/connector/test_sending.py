@@ -1,17 +1,20 @@
 """Events out, rule by rule: the relay takes the head of each order's events, a worker sends it
-signed (verified here with the `standardwebhooks` library) and records each attempt; failures wait
-the retry schedule, a spent schedule fails the event, disables the connection and tells staff;
-replays send events again."""
+signed (verified here with the `standardwebhooks` library) and records each attempt; a failure is
+tried again after the project's backoff, and a day after the first one the event fails, its
+connection is disabled and staff are told; replays send events again."""
 
 from datetime import timedelta
 
 import pytest
 from django.core import mail
+from django.db import transaction
 from django.utils import timezone
 
 from partner.connector import sending
 from partner.connector.models import Connection, Event, EventAttempt, EventState
 from partner.connector.services import event_replay, events_replay_since
+from partner.core.mail import MAIL_TASK
+from partner.core.tasks import mail_send
 from partner.fulfillment.orders.services import order_fail
 from tests.helpers.connector import OrderSystem
 
@@ -53,6 +56,13 @@ def test_an_event_goes_signed_once_and_its_attempt_is_recorded(order, system, ta
     assert relayed(tasks_sent) == []
 
 
+def test_the_broker_away_takes_no_lease_and_the_event_waits(order, system, broker_down):
+    assert sending.events_relay() == 0
+    event = Event.objects.get(order=order)
+    assert event.claimed_until is None and event.state == EventState.PENDING  # due at the next round
+    assert list(sending.events_due(timezone.now())) == [event]
+
+
 def test_every_secret_of_a_rotation_signs(order, system, connection, tasks_sent):
     from standardwebhooks.webhooks import Webhook
 
@@ -73,30 +83,98 @@ def test_an_orders_events_go_one_at_a_time_in_order(order, system, tasks_sent):
     assert system.types() == ["order.created", "order.failed"]
 
 
-def test_a_failing_endpoint_waits_the_schedule_then_is_disabled_and_staff_told(order, system, settings, tasks_sent):
-    settings.CONNECTOR_RETRY_SCHEDULE = [60, 120]
+def test_a_failing_endpoint_is_tried_again_later_then_given_up_after_a_day(order, system, settings, tasks_sent):
+    settings.CONNECTOR_RETRY_BACKOFF, settings.CONNECTOR_RETRY_BACKOFF_MAX = 60, 120
+    settings.CONNECTOR_RETRY_PATIENCE = 24 * 3600
     system.script = [500, 503, 500]
     [task] = relayed(tasks_sent)
     assert send(task) is False
     event = Event.objects.get(order=order)
     assert event.state == EventState.PENDING and event.last_error == "status 500"
-    assert 55 < (event.next_attempt_at - timezone.now()).total_seconds() <= 60
+    first_failure = event.failing_since
+    assert first_failure and timedelta(0) <= event.next_attempt_at - first_failure <= timedelta(seconds=60)
+    Event.objects.filter(pk=event.pk).update(next_attempt_at=timezone.now() + timedelta(seconds=30))
     assert relayed(tasks_sent) == []  # not due yet
     connection = Connection.objects.get(pk=event.connection_id)
     assert connection.failing_since and connection.consecutive_failures == 1 and connection.enabled
 
-    for _ in range(2):
-        Event.objects.filter(pk=event.pk).update(next_attempt_at=timezone.now())
-        [task] = relayed(tasks_sent)
-        send(task)
+    Event.objects.filter(pk=event.pk).update(next_attempt_at=timezone.now())
+    [task] = relayed(tasks_sent)
+    assert send(task) is False
+    event.refresh_from_db()
+    assert event.state == EventState.PENDING and event.failing_since == first_failure  # the day runs from the first
+    assert timedelta(0) <= event.next_attempt_at - timezone.now() <= timedelta(seconds=120)  # the ceiling doubled
+
+    # The day is over: the next failure is the last.
+    Event.objects.filter(pk=event.pk).update(
+        failing_since=timezone.now() - timedelta(hours=24), next_attempt_at=timezone.now()
+    )
+    [task] = relayed(tasks_sent)
+    send(task)
     event.refresh_from_db()
     assert event.state == EventState.FAILED and event.attempts == 3
     assert [a.status_code for a in EventAttempt.objects.filter(event=event)] == [500, 503, 500]
     connection.refresh_from_db()
     assert not connection.enabled and "failed after 3 tries" in connection.disabled_reason
-    [notice] = mail.outbox
-    assert notice.to == ["ops@x.example"] and "acme-amc" in notice.subject
-    assert "LN-2026-0042" not in notice.body  # no order data
+    # Staff are told by the task that retries (tests/core/test_mail.py), published once this committed.
+    [notice] = [kwargs for name, kwargs in tasks_sent if name == MAIL_TASK]
+    assert notice["to"] == ["ops@x.example"] and "acme-amc" in notice["subject"]
+    assert event.message_id in notice["body"]
+    for borrowers in ("LN-2026-0042", "500 Howard", "Ann Example", "94105", order.transaction_id):
+        assert borrowers not in notice["subject"] + notice["body"]  # no order or borrower data
+    mail_send.apply(kwargs=notice).get()
+    [sent] = mail.outbox
+    assert sent.to == ["ops@x.example"] and sent.subject == notice["subject"]
+
+    assert event_replay(event_id=event.pk)  # a replayed event has a day of its own again
+    assert Event.objects.get(pk=event.pk).failing_since is None
+
+
+def test_the_disabled_notice_goes_only_once_the_connection_is_disabled(connection, tasks_sent):
+    def notices():
+        return [kwargs["to"] for name, kwargs in tasks_sent if name == MAIL_TASK]
+
+    with transaction.atomic():
+        sending.connection_disabled_tell(connection, "order.created msg_1 failed after 18 tries (status 500)")
+        assert notices() == []
+    assert notices() == [["ops@x.example"]]
+    tasks_sent.clear()
+    with pytest.raises(RuntimeError), transaction.atomic():
+        sending.connection_disabled_tell(connection, "order.created msg_1 failed after 18 tries (status 500)")
+        raise RuntimeError("the disabling rolled back")
+    assert notices() == []
+
+
+def test_retry_waits_grow_are_spread_and_end_with_the_day(settings):
+    settings.CONNECTOR_RETRY_BACKOFF, settings.CONNECTOR_RETRY_BACKOFF_MAX = 5, 36000
+    settings.CONNECTOR_RETRY_PATIENCE = 24 * 3600
+    since = timezone.now()
+
+    def waits(attempts, *, at=since) -> list[float]:
+        return [
+            (sending.retry_at(attempts=attempts, failing_since=since, now=at) - at).total_seconds() for _ in range(200)
+        ]
+
+    first, tenth, twentieth = waits(1), waits(10), waits(20)
+    assert all(0 <= w <= 5 for w in first) and max(first) - min(first) > 2  # spread, not one wave
+    assert all(0 <= w <= 2560 for w in tenth) and max(tenth) > 5  # the ceiling doubles per try
+    assert all(0 <= w <= 36000 for w in twentieth) and max(twentieth) > 2560  # up to its largest
+    # Near the end of the day, the next try is at its end at the latest, and one failed then is the last.
+    late = since + timedelta(hours=23)
+    end = since + timedelta(hours=24)
+    assert max(sending.retry_at(attempts=20, failing_since=since, now=late) for _ in range(50)) == end
+    assert sending.retry_at(attempts=20, failing_since=since, now=end) is None
+    assert sending.retry_at(attempts=2, failing_since=since, now=end + timedelta(seconds=1)) is None
+
+
+def test_a_try_with_no_answer_waits_at_least_one_more_timeout(settings):
+    settings.CONNECTOR_RETRY_BACKOFF, settings.CONNECTOR_RETRY_BACKOFF_MAX, settings.CONNECTOR_SEND_TIMEOUT = 5, 60, 4
+    now = timezone.now()
+    waits = [
+        (sending.retry_at(attempts=1, failing_since=now, now=now, answered=False) - now).total_seconds()
+        for _ in range(200)
+    ]
+    assert all(4 <= w <= 5 for w in waits) and max(waits) > 4  # the endpoint may still be at the last one
 
 
 def test_a_timeout_is_a_failed_attempt(order, system, settings, tasks_sent):

@@ -16,7 +16,7 @@ from partner.fulfillment.enqueue import STAFF_NOTICE_TASK
 from partner.fulfillment.models import Order, OrderStatus
 from partner.fulfillment.staff import notices
 from tests.helpers.products import product_create
-from tests.helpers.smtp import SmtpServer
+from tests.helpers.smtp import SmtpServer, mail_server_use
 from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -34,11 +34,7 @@ REQUEST = {
 @pytest.fixture
 def smtp_settings(settings):
     def point(server: SmtpServer):
-        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-        settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", server.port
-        settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
-        settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
-        settings.EMAIL_TIMEOUT = 5
+        mail_server_use(settings, server)
 
     settings.PUBLIC_BASE_URL = "https://partner.example"
     settings.CELERY_TASK_RETRY_BACKOFF = 0.2  # the retry rule's waits, short for the test

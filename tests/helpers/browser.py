@@ -2,8 +2,8 @@
 sandbox's host page driven like a person would.
 
 One Playwright session for the whole test session (one thread cannot hold two), opened when the
-first browser test needs it; each test gets its own context and page. The fixtures are registered
-in `tests/conftest.py`.
+first browser test needs it; each test gets its own context and page, the admin signed in
+(`signed_in`) or the sandbox's host page (`host`). The fixtures are registered in `tests/conftest.py`.
 """
 
 import os
@@ -58,12 +58,27 @@ def page(browser):
 
 
 @pytest.fixture
+def signed_in(live_server, page, django_user_model):
+    """The page's browser signed in to the admin as a superuser (the session cookie of a login made
+    through Django's test client, handed to the browser)."""
+    from django.conf import settings
+    from django.test import Client
+
+    user = django_user_model.objects.create_superuser("staff", "staff@example.com", "staff-password-1")
+    client = Client()
+    client.force_login(user)
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
+    page.context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": cookie, "url": live_server.url}])
+    return page
+
+
+@pytest.fixture
 def shot(page):
     """Save a screenshot of the current state under test-artifacts/ui/<name>.png."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
 
     def save(name: str, target=None):
         path = ARTIFACTS / f"{name}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)  # a name may hold a folder: "host-page/…"
         if target is None:
             page.screenshot(path=str(path), full_page=True)
         else:
@@ -114,6 +129,13 @@ class Host:
 
     def log_text(self) -> str:
         return self.page.locator("#log").inner_text()
+
+
+@pytest.fixture
+def host(page, service):
+    """The sandbox host page of the live server (`service`), for the test to open (`host.open()`)
+    once it has made what the page should list."""
+    return Host(page, service.url)
 
 
 def app_state(ui, state):

@@ -64,3 +64,12 @@ class SmtpServer:
     def __exit__(self, *exc):
         self._server.shutdown()
         self._server.server_close()
+
+
+def mail_server_use(settings, server: SmtpServer) -> None:
+    """Point Django's SMTP backend at `server` (`settings`: pytest-django's fixture, undone after the test)."""
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", server.port
+    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+    settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
+    settings.EMAIL_TIMEOUT = 5

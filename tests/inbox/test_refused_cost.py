@@ -7,9 +7,7 @@ on their own retention, in days.
 """
 
 import hashlib
-import json
 import logging
-import uuid
 from datetime import timedelta
 
 import pytest
@@ -17,41 +15,10 @@ from django.utils import timezone
 from prometheus_client import REGISTRY
 
 from partner.core.retention import purge_run
-from partner.inbox.intake import signing_secrets_forget
 from partner.inbox.models import Notification, NotificationState
-from tests.helpers.products import product_create
+from tests.helpers.webhooks import naming
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def body_naming(product_name, resource_id, padding=0):
-    return json.dumps(
-        {
-            "eventTime": "2026-11-22T10:00:00Z",
-            "eventType": "created",
-            "meta": {
-                "resourceType": "urn:svc:platform:transaction",
-                "resourceId": resource_id,
-                "instanceId": product_name,
-                "resourceRef": f"http://127.0.0.1:8000/sandbox/partner/v2/transactions/{resource_id}",
-            },
-            "padding": "p" * padding,
-        }
-    ).encode()
-
-
-@pytest.fixture
-def signer(settings):
-    """A product whose own secret signs bodies naming another product; unique names, so that the
-    refusal counters of the shared cache are this test's alone."""
-    settings.SVC_SIGNING_SECRETS = ["deployment-wide-secret-2026"]
-    suffix = uuid.uuid4().hex[:8]
-    secret = f"secret-of-the-signer-{suffix}"
-    product_create(name=f"signer-{suffix}", signing_secret=secret)
-    product_create(name=f"victim-{suffix}", signing_secret=f"secret-of-the-victim-{suffix}", credentials=False)
-    signing_secrets_forget()
-    yield {"secret": secret, "signer": f"signer-{suffix}", "victim": f"victim-{suffix}"}
-    signing_secrets_forget()
 
 
 def unstored(product):
@@ -59,7 +26,7 @@ def unstored(product):
 
 
 def test_a_refused_webhook_keeps_headers_digest_and_an_excerpt_not_its_body(signed_post, signer, settings):
-    body = body_naming(signer["victim"], "txn-big", padding=200_000)
+    body = naming(signer["victim"], "txn-big", padding=200_000)
     response = signed_post(body, secret=signer["secret"], HTTP_USER_AGENT="probe/1.0")
     assert response.status_code == 401
 
@@ -81,23 +48,21 @@ def test_refused_rows_are_capped_per_signing_product_then_counted_and_logged_onc
     # Every body distinct, and naming products at will: the cap is the signer's, not the named product's.
     for n in range(8):
         named = signer["victim"] if n % 2 else f"made-up-{n}"
-        assert signed_post(body_naming(named, f"txn-{n}"), secret=signer["secret"]).status_code == 401
+        assert signed_post(naming(named, f"txn-{n}"), secret=signer["secret"]).status_code == 401
 
     assert Notification.objects.filter(state=NotificationState.REFUSED).count() == 3
     assert unstored(signer["signer"]) - before == 5
     assert caplog.text.count("are counted (partner_webhooks_refused_unstored), not stored") == 1
     # A genuine webhook of the victim is still accepted and stored.
-    assert (
-        signed_post(body_naming(signer["victim"], "txn-real"), secret="deployment-wide-secret-2026").status_code == 202
-    )
+    assert signed_post(naming(signer["victim"], "txn-real"), secret=signer["deployment_secret"]).status_code == 202
     assert Notification.objects.filter(state=NotificationState.RECEIVED).count() == 1
 
 
 def test_refused_rows_expire_on_their_own_retention(signed_post, signer, settings):
     settings.RETENTION_REFUSED_NOTIFICATION_DAYS = 7
-    assert signed_post(body_naming(signer["victim"], "txn-old"), secret=signer["secret"]).status_code == 401
-    assert signed_post(body_naming(signer["victim"], "txn-new"), secret=signer["secret"]).status_code == 401
-    assert signed_post(body_naming(signer["victim"], "txn-ok"), secret="deployment-wide-secret-2026").status_code == 202
+    assert signed_post(naming(signer["victim"], "txn-old"), secret=signer["secret"]).status_code == 401
+    assert signed_post(naming(signer["victim"], "txn-new"), secret=signer["secret"]).status_code == 401
+    assert signed_post(naming(signer["victim"], "txn-ok"), secret=signer["deployment_secret"]).status_code == 202
     old = timezone.now() - timedelta(days=8)
     Notification.objects.filter(resource_id__in=["txn-old", "txn-ok"]).update(
         received_at=old, processed_at=old, state=NotificationState.REFUSED

@@ -6,6 +6,7 @@ import time
 import pytest
 from django.db import connection
 
+from partner.core import enqueue
 from partner.core.housekeeping import housekeeping_loop
 from partner.inbox import outbox
 from partner.inbox.models import Notification, NotificationState
@@ -127,14 +128,15 @@ def test_a_row_a_worker_already_claimed_is_not_set_back_to_queued(published, mon
     (On PostgreSQL the relay's row lock makes the claim wait; on SQLite only the relay's
     conditional update keeps the state right.)"""
     waiting = stored(1)
-    publish = outbox._publish
+    publish = enqueue.tasks_publish
 
-    def publish_then_claimed(ids):
-        sent = publish(ids)
-        Notification.objects.filter(pk__in=sent).update(state=NotificationState.PROCESSING)
+    def publish_then_claimed(name, batch, **options):
+        sent = publish(name, batch, **options)
+        ids = [kwargs["notification_id"] for kwargs in batch]
+        Notification.objects.filter(pk__in=ids).update(state=NotificationState.PROCESSING)
         return sent
 
-    monkeypatch.setattr(outbox, "_publish", publish_then_claimed)
+    monkeypatch.setattr(enqueue, "tasks_publish", publish_then_claimed)
     outbox.notifications_relay()
     assert Notification.objects.get(pk=waiting[0]).state == NotificationState.PROCESSING
 
@@ -145,19 +147,19 @@ def test_two_relays_at_once_share_the_rows_without_waiting(published, monkeypatc
         pytest.skip("SKIP LOCKED needs PostgreSQL")
     waiting = stored(3)
     holding, release = threading.Event(), threading.Event()
-    publish = outbox._publish
+    publish = enqueue.tasks_publish
 
-    def slow_publish(ids):
+    def slow_publish(name, batch, **options):
         holding.set()
         release.wait(10)
-        return publish(ids)
+        return publish(name, batch, **options)
 
-    monkeypatch.setattr(outbox, "_publish", slow_publish)
+    monkeypatch.setattr(enqueue, "tasks_publish", slow_publish)
     first = {}
     thread = threading.Thread(target=lambda: first.setdefault("moved", outbox.notifications_relay()))
     thread.start()
     assert holding.wait(10)
-    monkeypatch.setattr(outbox, "_publish", publish)
+    monkeypatch.setattr(enqueue, "tasks_publish", publish)
     started = time.monotonic()
     assert outbox.notifications_relay() == 0  # every row is locked by the first relay
     assert time.monotonic() - started < 5

@@ -6,12 +6,12 @@ Screenshots go to test-artifacts/ui/host-page/.
 import pytest
 from playwright.sync_api import expect
 
-from tests.helpers.browser import ARTIFACTS, WAIT_MS, Host
+from tests.helpers.browser import WAIT_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db]
 
 
-def test_a_transaction_with_its_patches_stays_in_the_transactions_column(demo, service, page, shot):
+def test_a_transaction_with_its_patches_stays_in_the_transactions_column(demo, service, page, host, shot):
     from partner.sandbox.models import ResponsePatch
     from partner.sandbox.transactions import transaction_create
 
@@ -36,8 +36,7 @@ def test_a_transaction_with_its_patches_stays_in_the_transactions_column(demo, s
                 "loan": {"property": {}, "propertyUsageType": "PrimaryResidence"},
             },
         )
-    page.set_viewport_size({"width": 1400, "height": 1000})
-    host = Host(page, service.url).open()
+    host.open()  # at 1,400 px (the page fixture's viewport)
     patches = page.locator(f"tr[data-patches-of='{transaction.id}']")
     expect(patches.locator("li")).to_have_count(2, timeout=WAIT_MS)
     host.launch_new()  # the panel beside the list, as a person has it
@@ -50,5 +49,4 @@ def test_a_transaction_with_its_patches_stays_in_the_transactions_column(demo, s
     assert column.evaluate("(node) => node.scrollWidth - node.clientWidth") <= 0
     panel = page.locator("section.panel-frame").bounding_box()
     assert table_box["x"] + table_box["width"] < panel["x"]
-    (ARTIFACTS / "host-page").mkdir(parents=True, exist_ok=True)
     shot("host-page/transactions-with-patches")

@@ -26,10 +26,10 @@ def order_placed(host: Host) -> str:
 
 @pytest.mark.worker
 @pytest.mark.usefixtures("celery_worker_live")
-def test_new_order_reaches_completed_with_the_pdf(demo, service, page, shot):
+def test_new_order_reaches_completed_with_the_pdf(demo, service, page, host, shot):
     from partner.fulfillment.orders.selectors import order_view
 
-    host = Host(page, service.url).open()
+    host.open()
     shot("01-host-page", page)
     ui = host.launch_new()
     app_state(ui, "order")
@@ -68,7 +68,7 @@ def test_new_order_reaches_completed_with_the_pdf(demo, service, page, shot):
     assert not [url for url in page.requested_urls if "partnerAccessToken" in url]
 
 
-def test_existing_transaction_opens_its_view(demo, service, page, shot):
+def test_existing_transaction_opens_its_view(demo, service, page, host, shot):
     from partner.sandbox.transactions import transaction_create
 
     transaction = transaction_create(
@@ -77,7 +77,7 @@ def test_existing_transaction_opens_its_view(demo, service, page, shot):
         loan=demo.loans[0],
         send_webhook=False,
     )
-    host = Host(page, service.url).open()
+    host.open()
     row = page.locator(f"tr[data-transaction-id='{transaction.id}']")
     expect(row).to_be_visible()
     row.get_by_role("button").click()
@@ -92,7 +92,7 @@ def test_existing_transaction_opens_its_view(demo, service, page, shot):
     shot("06-existing-transaction")
 
 
-def test_failed_transaction_shows_the_reason(demo, service, page, shot):
+def test_failed_transaction_shows_the_reason(demo, service, page, host, shot):
     from partner.fulfillment.models import FailureCode, Order, OrderStatus
     from partner.sandbox.transactions import transaction_create
 
@@ -109,7 +109,7 @@ def test_failed_transaction_shows_the_reason(demo, service, page, shot):
         failure_code=FailureCode.ORDER_REFUSED,  # the loan's data: the lender reads the reason
         failure_reason="The ZIP code <b>00000</b> is not a US ZIP code.",
     )
-    host = Host(page, service.url).open()
+    host.open()
     page.locator(f"tr[data-transaction-id='{transaction.id}']").get_by_role("button").click()
 
     ui = host.ui
@@ -138,8 +138,8 @@ def test_page_opened_outside_the_host_says_what_to_do(demo, service, page, shot)
     shot("15-outside-the-host")
 
 
-def test_expired_origin_is_renewed_without_the_lender_noticing(demo, service, page, shot):
-    host = Host(page, service.url).open()
+def test_expired_origin_is_renewed_without_the_lender_noticing(demo, service, page, host, shot):
+    host.open()
     ui = host.launch_new()
     app_state(ui, "order")
     first_origin = page.locator("#origin-info").inner_text()
@@ -170,9 +170,9 @@ def test_expired_origin_is_renewed_without_the_lender_noticing(demo, service, pa
     app_state(ui, "transaction")
 
 
-def test_origin_is_renewed_before_it_expires(demo, service, page, settings):
+def test_origin_is_renewed_before_it_expires(demo, service, page, host, settings):
     settings.UI_ORIGIN_REFRESH_AFTER = 1  # seconds instead of 240
-    host = Host(page, service.url).open()
+    host.open()
     ui = host.launch_new()
     app_state(ui, "order")
     first_origin = page.locator("#origin-info").inner_text()
@@ -189,8 +189,8 @@ def test_origin_is_renewed_before_it_expires(demo, service, page, settings):
         ("lender.nocreds", "No partner credentials are set up for this product"),  # none: not "wrong"
     ],
 )
-def test_invalid_credentials_are_shown_clearly(demo, service, page, shot, user, title):
-    host = Host(page, service.url).open()
+def test_invalid_credentials_are_shown_clearly(demo, service, page, host, shot, user, title):
+    host.open()
     ui = host.launch_new(user=user)
     app_state(ui, "problem")
     expect(ui.locator("#problem-title")).to_have_text(title)
@@ -208,8 +208,8 @@ def test_invalid_credentials_are_shown_clearly(demo, service, page, shot, user, 
     shot(f"09-invalid-credentials-{user}")
 
 
-def test_keyboard_only_ordering(demo, service, page, shot):
-    host = Host(page, service.url).open()
+def test_keyboard_only_ordering(demo, service, page, host, shot):
+    host.open()
     host.choose("user", "lender.demo")
     host.choose("product", "Address")
     page.focus("#open-new")
@@ -234,8 +234,8 @@ def test_keyboard_only_ordering(demo, service, page, shot):
     shot("11-keyboard-ordered")
 
 
-def test_too_long_note_is_refused_with_a_message(demo, service, page, shot):
-    host = Host(page, service.url).open()
+def test_too_long_note_is_refused_with_a_message(demo, service, page, host, shot):
+    host.open()
     ui = host.launch_new()
     app_state(ui, "order")
     # The browser stops typing at maxlength; remove it to send more, as a script could.
@@ -249,9 +249,9 @@ def test_too_long_note_is_refused_with_a_message(demo, service, page, shot):
     shot("12-validation-error")
 
 
-def test_narrow_panel_has_no_horizontal_scroll(demo, service, page, shot):
+def test_narrow_panel_has_no_horizontal_scroll(demo, service, page, host, shot):
     page.set_viewport_size({"width": 400, "height": 900})
-    host = Host(page, service.url).open()
+    host.open()
     ui = host.launch_new()
     app_state(ui, "order")
     frame = page.frame(name="partner-panel")
@@ -261,10 +261,10 @@ def test_narrow_panel_has_no_horizontal_scroll(demo, service, page, shot):
     shot("13-narrow-panel", page.locator("iframe[name=partner-panel]"))
 
 
-def test_host_frames_only_the_partner_ui_origin(demo, service, page):
+def test_host_frames_only_the_partner_ui_origin(demo, service, page, host):
     from playwright.sync_api import Error
 
-    host = Host(page, service.url).open()
+    host.open()
     ui = host.launch_new()
     app_state(ui, "order")
     # The same page on another origin (127.0.0.1 instead of localhost) may not be loaded in the panel.
@@ -275,7 +275,7 @@ def test_host_frames_only_the_partner_ui_origin(demo, service, page):
     assert host.log_text().count('"functionName":"getOrigin"') == 1  # nobody else was handed an origin
 
 
-def test_loan_data_is_shown_as_text_never_as_markup(demo, service, page, shot):
+def test_loan_data_is_shown_as_text_never_as_markup(demo, service, page, host, shot):
     from partner.sandbox.models import Loan
 
     data = dict(demo.loans[0].data)
@@ -284,7 +284,7 @@ def test_loan_data_is_shown_as_text_never_as_markup(demo, service, page, shot):
     data["property"] = dict(data["property"], streetAddress="<script>document.body.dataset.pwned=1</script>1 Main")
     Loan.objects.create(instance=demo.instance, guid="xss-loan-guid-0001", data=data)
 
-    host = Host(page, service.url).open()
+    host.open()
     ui = host.launch_new(loan="XSS-0001")
     app_state(ui, "order")
     summary = ui.locator("#loan-summary")
@@ -296,7 +296,7 @@ def test_loan_data_is_shown_as_text_never_as_markup(demo, service, page, shot):
 
 
 def test_staff_worked_order_shows_its_timeline_and_downloads_a_document(
-    demo, service, page, shot, settings, monkeypatch, tasks_sent
+    demo, service, page, host, shot, settings, monkeypatch, tasks_sent
 ):
     from pathlib import Path
 
@@ -318,7 +318,7 @@ def test_staff_worked_order_shows_its_timeline_and_downloads_a_document(
     work.send()
 
     page.set_viewport_size({"width": 320, "height": 900})
-    host = Host(page, service.url).open()
+    host.open()
     page.uncheck("#offers-open-resource")  # a host without a document list: the panel downloads
     page.locator(f"tr[data-transaction-id='{transaction.id}']").get_by_role("button").click()
     ui = host.ui

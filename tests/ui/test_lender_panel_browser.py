@@ -13,7 +13,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from partner.fulfillment.automated.fulfillers.base import FINDINGS_COLUMNS
-from tests.helpers.browser import ARTIFACTS, WAIT_MS, Host, app_state
+from tests.helpers.browser import WAIT_MS, Host, app_state
 from tests.helpers.orders import result_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db]
@@ -61,20 +61,19 @@ def open_existing(page, service, transaction_id):
 @pytest.fixture
 def panel_shot(shot):
     """Save a screenshot under test-artifacts/ui/lender-panel/<name>.png."""
-    (ARTIFACTS / "lender-panel").mkdir(parents=True, exist_ok=True)
     return lambda name, target=None: shot(f"lender-panel/{name}", target)
 
 
 @pytest.mark.worker
 @pytest.mark.usefixtures("celery_worker_live")
 def test_a_corrected_address_shows_before_and_after_the_reference_and_each_steps_time(
-    demo, service, page, panel_shot, service_calls
+    demo, service, page, host, panel_shot, service_calls
 ):
     from partner.catalog.models import Product
     from partner.fulfillment.models import Order
 
     Product.objects.filter(name="address-verification").update(fee="45.00", turnaround_hours=24)
-    host = Host(page, service.url).open()
+    host.open()
     ui = host.launch_new(loan="DEMO-1002")  # the city is wrong: 10001 is New York, not Boston
     app_state(ui, "order")
     expect(ui.locator("#order-terms")).to_have_text("Fee: $45.00 per order · Expected turnaround: 1 day")
@@ -204,11 +203,11 @@ def test_a_failure_in_the_lenders_data_says_what_to_correct(demo, service, page,
     panel_shot("05-failed-credentials", ui.locator("#transaction"))
 
 
-def test_ordering_the_same_product_again_for_a_loan_is_asked_first(demo, service, page, panel_shot):
+def test_ordering_the_same_product_again_for_a_loan_is_asked_first(demo, service, page, host, panel_shot):
     from partner.fulfillment.models import OrderStatus
 
     transaction, _ = existing(demo, status=OrderStatus.REQUEST_COMPLETED, reference_number="AV-EARLY1")
-    host = Host(page, service.url).open()
+    host.open()
     ui = host.launch_new()
     app_state(ui, "order")
     earlier = ui.locator("#earlier-orders li")
@@ -233,11 +232,11 @@ def test_ordering_the_same_product_again_for_a_loan_is_asked_first(demo, service
     expect(ui.locator("#app")).to_have_attribute("data-step", "completed", timeout=WAIT_MS)
 
 
-def test_ordering_again_once_confirmed(demo, service, page):
+def test_ordering_again_once_confirmed(demo, service, page, host):
     from partner.fulfillment.models import OrderStatus
 
     existing(demo, status=OrderStatus.REQUEST_COMPLETED, reference_number="AV-EARLY2")
-    host = Host(page, service.url).open()
+    host.open()
     ui = host.launch_new()
     app_state(ui, "order")
     ui.locator("#order-again").check()
@@ -282,7 +281,7 @@ def test_focus_moved_by_the_page_draws_no_box_but_the_keyboards_does(demo, servi
 
 
 @pytest.mark.parametrize("view", ["form", "findings"])
-def test_nothing_overflows_at_320_px(demo, service, page, panel_shot, view):
+def test_nothing_overflows_at_320_px(demo, service, page, host, panel_shot, view):
     from partner.fulfillment.models import OrderStatus
 
     long = "A-very-long-unbroken-value-" * 4
@@ -299,7 +298,7 @@ def test_nothing_overflows_at_320_px(demo, service, page, panel_shot, view):
     )
     page.set_viewport_size({"width": 320, "height": 900})
     if view == "form":
-        ui = Host(page, service.url).open().launch_new()
+        ui = host.open().launch_new()
         app_state(ui, "order")
         expect(ui.locator("#earlier-orders li")).to_have_count(1)
     else:

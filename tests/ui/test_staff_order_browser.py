@@ -13,7 +13,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.helpers.browser import ARTIFACTS, WAIT_MS, Host, app_state
+from tests.helpers.browser import ARTIFACTS, WAIT_MS, app_state
 from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -164,7 +164,7 @@ class Admin:
 
 
 @pytest.mark.usefixtures("celery_worker_live")
-def test_a_staff_worked_appraisal_from_order_to_completion(demo, service, browser, page, settings):
+def test_a_staff_worked_appraisal_from_order_to_completion(demo, service, browser, page, host, settings):
     from partner.core.staff_accounts import staff_account_set
     from partner.fulfillment.models import DeliveryKind, DeliveryState, Order, OrderStatus
 
@@ -174,7 +174,7 @@ def test_a_staff_worked_appraisal_from_order_to_completion(demo, service, browse
     staff_account_set(username=STAFF_USERNAME, password=STAFF_PASSWORD)
 
     # (1) The lender orders an appraisal from the host page.
-    host = Host(page, service.url).open()
+    host.open()
     ui = host.launch_new(user="lender.demo", loan="DEMO-1001", product="Residential appraisal")
     app_state(ui, "order")
     expect(ui.locator("#title")).to_have_text("Residential appraisal")

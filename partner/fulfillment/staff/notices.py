@@ -1,9 +1,9 @@
 """What staff are told of the orders they work, by e-mail: a new order, an order past its due time.
 
-Each notice is sent by a task that retries (`fulfillment.staff_notice`, the one retry rule of
-`partner.core.retries`), and marked sent on the order only once the mail server took it
-(`staff_notified_at`, `overdue_notified_at`): a mail server that is away, or a message it refuses,
-costs a retry, never the notice.
+Each notice is sent by a task that retries (`fulfillment.staff_notice`, through `partner.core.mail`
+and the one retry rule of `partner.core.retries`), and marked sent on the order only once the mail
+server took it (`staff_notified_at`, `overdue_notified_at`): a mail server that is away, or a
+message it refuses, costs a retry, never the notice.
 
 - A new order: the sender enqueues its notice once the acknowledgement went out
   (`staff_notice_enqueue`, after the commit that records it).
@@ -26,13 +26,13 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.cache import cache
-from django.core.mail import send_mail
 from django.urls import reverse
 from django.utils import timezone
 
 from partner.catalog.models import Product
 from partner.catalog.selectors import product_get
 from partner.catalog.validation import one_line
+from partner.core.mail import mail_send
 from partner.fulfillment.enqueue import staff_notice_enqueue
 from partner.fulfillment.models import Order, OrderStatus
 from partner.fulfillment.orders.history import step_record
@@ -95,7 +95,7 @@ def staff_notice_send(*, order_id: int, notice: str) -> bool:
     if product is None or not product.staff_email:
         return False
     subject, body = notice_message(order, product, what)
-    send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [product.staff_email])
+    mail_send(subject=subject, body=body, to=[product.staff_email])
     marked = Order.objects.filter(pk=order.pk, **{f"{marker}__isnull": True}).update(**{marker: timezone.now()})
     if marked and notice == PAST_DUE:
         step_record(order, "overdue", f"due {order.due_at:%Y-%m-%d %H:%M} UTC")
