@@ -10,18 +10,21 @@ from django.http import HttpResponse
 from partner.core.logging import request_id_var
 
 _VALID_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+# How many addresses TrustedProxyMiddleware keeps the verdict of.
+_VERDICTS_KEPT = 4096
 
 
 class RequestIdMiddleware:
     """Take a sane `X-Request-ID` from the caller or make one; echo it on the response."""
 
     header = "X-Request-ID"
+    meta_key = "HTTP_X_REQUEST_ID"  # read from META: building `request.headers` costs more than the rest
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        incoming = request.headers.get(self.header, "")
+        incoming = request.META.get(self.meta_key, "")
         request_id = incoming if _VALID_ID.match(incoming) else uuid.uuid4().hex
         request.request_id = request_id
         token = request_id_var.set(request_id)
@@ -54,8 +57,22 @@ class TrustedProxyMiddleware:
 
         self.get_response = get_response
         self.networks = [ipaddress.ip_network(value, strict=False) for value in settings.TRUSTED_PROXIES]
+        # Each address's verdict, kept: parsing an address costs more than the rest of this middleware,
+        # and the addresses that reach us are few (the proxies, or the same clients again and again).
+        self._verdicts: dict[str, bool] = {}
 
     def _trusted(self, address: str) -> bool:
+        verdict = self._verdicts.get(address)
+        if verdict is None:
+            verdict = self._trusted_now(address)
+            if len(self._verdicts) >= _VERDICTS_KEPT:  # many clients, or forged hops: start again
+                self._verdicts.clear()
+            self._verdicts[address] = verdict
+        return verdict
+
+    def _trusted_now(self, address: str) -> bool:
+        if not self.networks:
+            return False
         try:
             ip = ipaddress.ip_address(address)
         except ValueError:

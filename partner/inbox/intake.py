@@ -29,6 +29,7 @@ import hashlib
 import logging
 import time
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.conf import settings
 from django.core.cache import cache
@@ -121,6 +122,10 @@ def headers_storable(headers) -> dict:
     return {control_characters_escape(name): control_characters_escape(value) for name, value in kept.items()}
 
 
+# How many senders' addresses NotificationInsert keeps adapted.
+_ADDRESSES_KEPT = 1024
+
+
 class NotificationInsert:
     """The one INSERT of a notification, written once per database from the model's fields.
 
@@ -145,10 +150,21 @@ class NotificationInsert:
             for field in self.fields
             if field.attname not in self.now_fields and field not in self.per_request_defaults
         }
-        # Text given as str goes to the driver as it is (what the field's own adaptation returns).
+        # Text given as str goes to the driver as it is (what the field's own adaptation returns); so does
+        # an aware datetime on PostgreSQL (the backend's adaptation returns it unchanged).
         self.text_fields = {
             field.attname for field in self.fields if field.get_internal_type() in ("CharField", "TextField")
         }
+        self.datetime_fields = {
+            field.attname
+            for field in self.fields
+            if db.vendor == "postgresql" and settings.USE_TZ and field.get_internal_type() == "DateTimeField"
+        }
+        # An address is adapted through a parsed object: the few senders' addresses are adapted once each.
+        self.address_fields = {
+            field.attname for field in self.fields if field.get_internal_type() == "GenericIPAddressField"
+        }
+        self.addresses: dict = {}
         table, key, pk = quote(meta.db_table), quote(meta.get_field("dedupe_key").column), quote(meta.pk.column)
         columns = ", ".join(quote(field.column) for field in self.fields)
         placeholders = ", ".join(["%s"] * len(self.fields))
@@ -163,16 +179,30 @@ class NotificationInsert:
             insert = cls._by_vendor[db.vendor] = cls(db)
         return insert
 
+    def adapted(self, field, value, db):
+        """`value` as `field.get_db_prep_save` adapts it, without the work where the result is known."""
+        name = field.attname
+        if type(value) is str and name in self.text_fields:
+            return value
+        if type(value) is datetime and value.tzinfo is not None and name in self.datetime_fields:
+            return value
+        if type(value) is str and name in self.address_fields:
+            adapted = self.addresses.get(value)
+            if adapted is None:
+                adapted = field.get_db_prep_save(value, db)
+                if len(self.addresses) >= _ADDRESSES_KEPT:
+                    self.addresses.clear()
+                self.addresses[value] = adapted
+            return adapted
+        return field.get_db_prep_save(value, db)
+
     def params(self, values: dict, db) -> list:
-        now = self.now_field.get_db_prep_save(timezone.now(), db) if self.now_field else None
+        now = self.adapted(self.now_field, timezone.now(), db) if self.now_field else None
         params = []
         for field in self.fields:
             name = field.attname
             if name in values:
-                value = values[name]
-                params.append(
-                    value if name in self.text_fields and type(value) is str else field.get_db_prep_save(value, db)
-                )
+                params.append(self.adapted(field, values[name], db))
             elif name in self.now_fields:
                 params.append(now)
             elif name in self.constants:
@@ -182,8 +212,11 @@ class NotificationInsert:
         return params
 
     def execute(self, db, values: dict) -> int | None:
+        params = self.params(values, db)
+        if db.vendor == "postgresql" and not db.queries_logged and not db.execute_wrappers:
+            return _bound_execute(db, self.sql, params)
         with _insert_cursor(db) as cursor:
-            cursor.execute(self.sql, self.params(values, db))
+            cursor.execute(self.sql, params)
             row = cursor.fetchone()
         return row[0] if row else None
 
@@ -201,6 +234,36 @@ def _insert_cursor(db):
     with db.wrap_database_errors:
         cursor = ServerBindingCursor(db.connection)
     return db.make_debug_cursor(cursor) if db.queries_logged else db.make_cursor(cursor)
+
+
+# The attribute of a connection's wrapper that keeps its INSERT cursor: (the driver's connection, the cursor).
+_KEPT_CURSOR = "_inbox_insert_cursor"
+
+
+def _bound_execute(db, sql: str, params: list):
+    """The INSERT on a server-binding cursor kept for the connection's life, with what Django's cursor
+    wrapper does for it: the thread check, the connection opened when there is none, the
+    broken-transaction check and the driver's errors raised as Django's (OperationalError,
+    IntegrityError...), which marks the connection for its check at the end of the request.
+
+    A new cursor per webhook, and Django's wrapper around it, cost about a third of the INSERT's CPU
+    (docs/performance.md). Only where nothing watches the statements (no execute wrapper, no query
+    log): those get Django's wrapper (`_insert_cursor`)."""
+    db.validate_thread_sharing()
+    db.ensure_connection()
+    db.validate_no_broken_transaction()
+    raw = db.connection
+    with db.wrap_database_errors:
+        kept = getattr(db, _KEPT_CURSOR, None)
+        if kept is None or kept[0] is not raw:
+            from django.db.backends.postgresql.base import ServerBindingCursor
+
+            kept = (raw, ServerBindingCursor(raw))
+            setattr(db, _KEPT_CURSOR, kept)  # the wrapper is the thread's own, as is its connection
+        cursor = kept[1]
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return row[0] if row else None
 
 
 def notification_insert(**values) -> int | None:

@@ -63,3 +63,31 @@ def client_address_seen(*, remote_addr: str, forwarded_for: str | None, proxies:
 )
 def test_the_client_address_comes_from_x_forwarded_for_of_trusted_proxies_only(remote_addr, forwarded_for, expected):
     assert client_address_seen(remote_addr=remote_addr, forwarded_for=forwarded_for, proxies=["10.0.0.0/8"]) == expected
+
+
+def test_a_kept_verdict_answers_as_the_first_did_and_the_kept_ones_stay_bounded(monkeypatch):
+    """The verdict on each address is kept (parsing it cost more than the rest of the middleware): the same
+    address is judged the same again, whatever came in between, and a flood of addresses is not kept for ever."""
+    from django.http import HttpResponse
+    from django.test import RequestFactory
+
+    import partner.core.middleware as middleware_module
+    from partner.core.middleware import TrustedProxyMiddleware
+
+    monkeypatch.setattr(middleware_module, "_VERDICTS_KEPT", 8)
+    seen = []
+
+    def view(request):
+        seen.append(request.META["REMOTE_ADDR"])
+        return HttpResponse()
+
+    with override_settings(TRUSTED_PROXIES=["10.0.0.0/8"]):
+        middleware = TrustedProxyMiddleware(view)
+    factory = RequestFactory()
+    for round_ in range(2):
+        for number in range(20):  # more addresses than are kept
+            client = f"198.51.100.{number}"
+            middleware(factory.get("/", REMOTE_ADDR="10.0.0.5", HTTP_X_FORWARDED_FOR=client))
+            middleware(factory.get("/", REMOTE_ADDR=client, HTTP_X_FORWARDED_FOR="192.0.2.1"))
+            assert seen[-2:] == [client, client], round_
+            assert len(middleware._verdicts) <= 8

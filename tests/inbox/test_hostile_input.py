@@ -222,6 +222,16 @@ def test_nul_anywhere_in_the_body_is_400(signed_post, where):
     assert not Notification.objects.exists()
 
 
+def test_the_text_of_a_nul_escape_is_not_a_nul(signed_post):
+    """A NUL can only come as the escape `\\u0000`; the text of that escape, its backslash escaped, is six
+    ordinary characters and is accepted (the body is walked only when the escape's text is in it)."""
+    body = json.dumps(notification(note="a \\u0000 b")).encode()
+    assert b"\\\\u0000" in body
+    response = signed_post(body)
+    assert response.status_code == 202
+    assert json.loads(Notification.objects.get().body)["note"] == "a \\u0000 b"
+
+
 def test_line_breaks_in_a_field_we_do_not_keep_are_accepted(signed_post):
     """Only the kept fields are held to no control character at all; free text elsewhere may break lines."""
     response = signed_post(json.dumps(notification(note="line one\nline two\ttabbed\r\n")).encode())
