@@ -54,7 +54,10 @@ from bench.hosts import (
 LEASE_SECONDS = 10
 STALL_SECONDS = 20
 SWEEP_INTERVAL = 5
-UPLOAD_PAUSE = 3.0  # seconds the sandbox holds each upload until the worker host is cut off
+# Seconds the sandbox holds each upload until the worker host is cut off: longer than a lease, so
+# that an order uploading meanwhile on the other host keeps its lease only by renewing it while
+# that one slow call runs.
+UPLOAD_PAUSE = 1.5 * LEASE_SECONDS
 WEB_WORKERS = 2
 # The platform's real latency (bench/latency.py's), in front of every call of the worker hosts.
 API_MS = 300
@@ -68,7 +71,9 @@ SCALEOUT_CONCURRENCY = 4
 SCALEOUT_ORDERS = 120
 # The platform's access log names the caller the emulator saw (X-Forwarded-For), not the emulator.
 PLATFORM_ACCESS_FORMAT = '%({x-forwarded-for}i)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms'
-ACCESS_LINE = re.compile(r'^(?P<client>\S+) "(?P<method>[A-Z]+) (?P<path>\S+) [^"]*" (?P<status>\d{3})')
+ACCESS_LINE = re.compile(
+    r'^(?P<client>\S+) "(?P<method>[A-Z]+) (?P<path>\S+) [^"]*" (?P<status>\d{3})(?: \S+ (?P<ms>\d+)ms)?'
+)
 
 
 class Drill:
@@ -317,8 +322,26 @@ def finished_ok(report: dict) -> bool:
 # Scenarios ----------------------------------------------------------------------------------------
 
 
-def worker_cut(drill: Drill, *, rate: float = 1.0, host: str = "wk1") -> dict:
-    """A worker host cut off in the middle of an order, back after its lease ended."""
+def _in_flight(calls: list[dict], client: str) -> set[str]:
+    """Orders whose slots `client` asked for and that nobody PATCHed yet: their upload is running."""
+    patched = {call["path"] for call in calls if call["method"] == "PATCH"}
+    return {
+        _order_of(call["path"])
+        for call in calls
+        if call["client"] == client
+        and call["path"].endswith("/response/resources")
+        and call["path"].removesuffix("/resources") not in patched
+    }
+
+
+def _order_of(path: str) -> str:
+    return path.split("/transactions/")[1].split("/")[0]
+
+
+def worker_cut(drill: Drill, *, rate: float = 1.0, host: str = "wk1", other: str = "wk2") -> dict:
+    """A worker host cut off in the middle of an order, back after its lease ended. Meanwhile the
+    other host's uploads are held longer than a lease: its orders must stay its own (the lease
+    renewed while the slow call runs), where the cut-off host's pass to the other."""
     from partner.fulfillment.models import Order
     from partner.sandbox.faults import rules_forget
     from partner.sandbox.models import FaultRule
@@ -329,18 +352,15 @@ def worker_cut(drill: Drill, *, rate: float = 1.0, host: str = "wk1") -> dict:
     rules_forget()
     stream = Stream(drill, rate).start()
     held: set[str] = set()
-    deadline = time.monotonic() + 60
-    while not held and time.monotonic() < deadline:
+    deadline, other_deadline = time.monotonic() + 60, None
+    while time.monotonic() < deadline:
         time.sleep(0.1)
         calls = drill.calls(offset)
-        patched = {call["path"] for call in calls if call["method"] == "PATCH"}
-        held = {
-            call["path"].split("/transactions/")[1].split("/")[0]
-            for call in calls
-            if call["client"] == cut_address
-            and call["path"].endswith("/response/resources")
-            and call["path"].removesuffix("/resources") not in patched
-        }
+        held = _in_flight(calls, cut_address)
+        if held and other_deadline is None:  # a few seconds for the other host to be uploading too
+            other_deadline = time.monotonic() + UPLOAD_PAUSE / 3
+        if held and (_in_flight(calls, address(other)) or time.monotonic() > other_deadline):
+            break
     if not held:
         pause.delete()
         stream.stop()
@@ -371,13 +391,28 @@ def worker_cut(drill: Drill, *, rate: float = 1.0, host: str = "wk1") -> dict:
         for call in after
         if call["client"] == cut_address and any(txn in call["path"] for txn in held)
     )
+    slots_by, patched_by = {}, {}
+    for call in drill.calls(offset):
+        if call["path"].endswith("/response/resources"):
+            slots_by.setdefault(_order_of(call["path"]), call["client"])
+        elif call["method"] == "PATCH" and call["path"].endswith("/response") and call["status"].startswith("2"):
+            patched_by[_order_of(call["path"])] = call["client"]
+    changed_hands = [
+        txn for txn, client in patched_by.items() if txn not in held and slots_by.get(txn, client) != client
+    ]
+    slow_uploads = Counter(
+        "cut-off host" if call["client"] == cut_address else "other host"
+        for call in drill.calls(offset)
+        if call["path"].startswith("/sandbox/uploads/") and int(call["ms"] or 0) >= LEASE_SECONDS * 1000
+    )
     completed_by = Counter(
         "other host" if call["client"] != cut_address else "cut-off host"
         for call in drill.calls(offset)
         if call["method"] == "PATCH" and any(txn in call["path"] for txn in held) and call["status"].startswith("2")
     )
     report = orders_report(ids)
-    patched_back = sum(count for key, count in held_calls.items() if key.startswith("PATCH"))
+    # Reading is allowed (a callback's event may reach any host); sending is not: no PATCH, no slots.
+    sent_back = sum(count for key, count in held_calls.items() if not key.startswith("GET"))
     report.update(
         {
             "cut_host": host,
@@ -385,6 +420,8 @@ def worker_cut(drill: Drill, *, rate: float = 1.0, host: str = "wk1") -> dict:
             "their_accepted_patches": patches_per_order(sorted(held)),
             "their_patches_by": dict(completed_by),
             "cut_host_calls_for_them_after_return": dict(held_calls),
+            "uploads_longer_than_a_lease": dict(slow_uploads),
+            "other_orders_that_changed_hands": len(changed_hands),
             "cut_s": round(back_at - cut_at, 1),
             "time_to_recover_s": round(taken_over - cut_at, 1) if taken_over else None,
             "all_finished_s_after_return": round(finished - back_at, 1) if finished else None,
@@ -393,7 +430,8 @@ def worker_cut(drill: Drill, *, rate: float = 1.0, host: str = "wk1") -> dict:
     report["ok"] = bool(
         finished_ok(report)
         and taken_over
-        and patched_back == 0
+        and sent_back == 0
+        and not changed_hands
         and completed_by.get("cut-off host", 0) == 0
         and report["their_accepted_patches"] == {1: len(held)}
     )

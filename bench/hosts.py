@@ -65,11 +65,21 @@ def missing() -> list[str]:
     for tool in ("ip", "haproxy", "redis-server"):
         if shutil.which(tool) is None:
             absent.append(tool)
+    if os.geteuid() == 0 and not absent and not _namespaces_work():
+        absent.append("network namespaces (root here cannot make one: a container without CAP_SYS_ADMIN?)")
     if not (RABBIT_BIN / "rabbitmq-server").exists():
         absent.append("rabbitmq-server")
     if not (PG_BIN / "postgres").exists():
         absent.append(f"PostgreSQL server binaries ({PG_BIN})")
     return absent
+
+
+def _namespaces_work() -> bool:
+    """Whether this process can make a network namespace (a throwaway one, gone when `true` exits)."""
+    try:
+        return subprocess.run(["unshare", "--net", "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 def _cpu_with_reaped(pid: int) -> float:
