@@ -344,7 +344,7 @@ def worker_cut(drill: Drill, *, rate: float = 1.0, host: str = "wk1", other: str
     renewed while the slow call runs), where the cut-off host's pass to the other."""
     from partner.fulfillment.models import Order
     from partner.sandbox.faults import rules_forget
-    from partner.sandbox.models import FaultRule
+    from partner.sandbox.models import FaultRule, UploadSlot
 
     cut_address = address(host)
     offset = drill.platform_log.stat().st_size
@@ -352,14 +352,18 @@ def worker_cut(drill: Drill, *, rate: float = 1.0, host: str = "wk1", other: str
     rules_forget()
     stream = Stream(drill, rate).start()
     held: set[str] = set()
-    deadline, other_deadline = time.monotonic() + 60, None
+    deadline, seen = time.monotonic() + 60, None
     while time.monotonic() < deadline:
         time.sleep(0.1)
         calls = drill.calls(offset)
         held = _in_flight(calls, cut_address)
-        if held and other_deadline is None:  # a few seconds for the other host to be uploading too
-            other_deadline = time.monotonic() + UPLOAD_PAUSE / 3
-        if held and (_in_flight(calls, address(other)) or time.monotonic() > other_deadline):
+        seen = seen or (time.monotonic() if held else None)
+        if not held:
+            continue
+        # Its upload under way (sent after the slots' answer, then UPLOAD_MS in the emulator), and a
+        # few seconds for the other host to be uploading too.
+        waited = time.monotonic() - seen
+        if waited > 2 * UPLOAD_MS / 1000 and (_in_flight(calls, address(other)) or waited > UPLOAD_PAUSE / 3):
             break
     if not held:
         pause.delete()
@@ -386,10 +390,12 @@ def worker_cut(drill: Drill, *, rate: float = 1.0, host: str = "wk1", other: str
     ids = stream.stop()
     finished = orders_wait(ids, timeout=300)
     after = drill.calls(back_offset)
+    # Their calls name the order, or (an upload) one of its slots.
+    theirs = [*held, *UploadSlot.objects.filter(transaction_id__in=held).values_list("id", flat=True)]
     held_calls = Counter(
         f"{call['method']} {'patch' if call['path'].endswith('/response') else 'other'} {call['status']}"
         for call in after
-        if call["client"] == cut_address and any(txn in call["path"] for txn in held)
+        if call["client"] == cut_address and any(key in call["path"] for key in theirs)
     )
     slots_by, patched_by = {}, {}
     for call in drill.calls(offset):
@@ -411,12 +417,14 @@ def worker_cut(drill: Drill, *, rate: float = 1.0, host: str = "wk1", other: str
         if call["method"] == "PATCH" and any(txn in call["path"] for txn in held) and call["status"].startswith("2")
     )
     report = orders_report(ids)
-    # Reading is allowed (a callback's event may reach any host); sending is not: no PATCH, no slots.
+    # Reading is allowed (a callback's event may reach any host); sending is not: no PATCH, no slot
+    # request, no upload.
     sent_back = sum(count for key, count in held_calls.items() if not key.startswith("GET"))
     report.update(
         {
             "cut_host": host,
             "orders_in_flight_on_cut_host": len(held),
+            "their_ids": sorted(held),
             "their_accepted_patches": patches_per_order(sorted(held)),
             "their_patches_by": dict(completed_by),
             "cut_host_calls_for_them_after_return": dict(held_calls),
