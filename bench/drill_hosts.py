@@ -10,8 +10,10 @@ This process plays the platform's users, creating transactions whose webhooks th
 the load balancer, and retries as the service does. Under a steady stream of orders:
 
 - worker_cut: while a worker host is in the middle of an order (its upload running: the sandbox
-  holds every upload UPLOAD_PAUSE seconds until then), its link goes down; it comes back after the
-  order's lease ended and the other host completed it. It must send nothing for that order.
+  holds every upload UPLOAD_PAUSE seconds, longer than a lease, until then), its link goes down; it
+  comes back after the order's lease ended and the other host completed it. It must send nothing
+  for that order; the other host's orders, their uploads held as long, must stay its own (their
+  leases renewed while the slow call runs).
 - web_stop: during a burst of webhooks one web host is killed (SIGKILL); the platform's retries land
   on the other, and every webhook is stored once.
 - broker_restart: the broker host's RabbitMQ is stopped and started; nothing lost, nothing sent twice.

@@ -108,7 +108,7 @@ BENCHMARKS = (
     Entry(
         "scaleout",
         "bench.drill_hosts:scaleout_bench",
-        "orders/s with 2 worker hosts / 1 at the platform's latency (the hosts drill's layout, no fault; ~5 min, root)",
+        "orders/s with 2 worker hosts / 1 at the platform's latency (the hosts drill's layout, no fault; ~3 min, root)",
         lambda args, database: _sized(args, database, orders=args.transactions, concurrency=args.threads),
     ),
     Entry(
@@ -152,7 +152,7 @@ BENCHMARKS = (
         "hosts",
         "bench.drill_hosts:drill",
         "drill: 2 web + 2 worker hosts (network namespaces) behind haproxy: a worker host cut off, a web host "
-        "killed, RabbitMQ restarted, at the platform's latency; 2 vs 1 worker hosts (~15 min, root)",
+        "killed, RabbitMQ restarted, at the platform's latency; 2 vs 1 worker hosts (~5 min, root)",
         lambda args, database: _sized(args, database, orders=args.transactions, concurrency=args.threads),
         drill=True,
     ),
