@@ -678,7 +678,7 @@ def scaleout_bench(*, database: str | None = None, orders: int | None = None, co
         argv = [stack.PYTHON, "-m", "bench.drill_hosts", "--scenarios", "scaleout", "--output", str(output)]
         argv += [f"--orders={orders}"] if orders else []
         argv += [f"--concurrency={concurrency}"] if concurrency else []
-        ran = subprocess.run(argv, cwd=stack.ROOT, check=False)
+        ran = subprocess.run(argv, cwd=stack.ROOT, env=stack.ENVIRON_AT_START, check=False)
         if not output.exists():
             return {"ok": False, "error": f"the scale-out process exited ({ran.returncode}) without a report"}
         return json.loads(output.read_text())
