@@ -11,9 +11,9 @@ the load balancer, and retries as the service does. Under a steady stream of ord
 
 - worker_cut: while a worker host is in the middle of an order (its upload running: the sandbox
   holds every upload UPLOAD_PAUSE seconds, longer than a lease, until then), its link goes down; it
-  comes back after the order's lease ended and the other host completed it. It must send nothing
-  for that order; the other host's orders, their uploads held as long, must stay its own (their
-  leases renewed while the slow call runs).
+  comes back once what it sent before has ended at the platform, the lease of its orders ended and
+  the other host completed them. It must send nothing for them; the other host's orders, their
+  uploads held as long, must stay its own (their leases renewed while the slow call runs).
 - web_stop: during a burst of webhooks one web host is killed (SIGKILL); the platform's retries land
   on the other, and every webhook is stored once.
 - broker_restart: the broker host's RabbitMQ is stopped and started; nothing lost, nothing sent twice.
@@ -229,11 +229,11 @@ class Drill:
         user, loan = seed.users["lender.demo"], seed.loans[2]
         return transaction_create(product=seed.products["address-verification"], user=user, loan=loan).id
 
-    def calls(self, offset: int = 0) -> list[dict]:
-        """The platform's access log after `offset`: who called what, and its answer."""
+    def calls(self, offset: int = 0, end: int | None = None) -> list[dict]:
+        """The platform's access log from byte `offset` (to `end`): who called what, and its answer."""
         with self.platform_log.open() as handle:
             handle.seek(offset)
-            lines = handle.read().splitlines()
+            lines = handle.read(None if end is None else end - offset).splitlines()
         return [match.groupdict() for line in lines if (match := ACCESS_LINE.match(line))]
 
 
@@ -340,10 +340,18 @@ def _order_of(path: str) -> str:
     return path.split("/transactions/")[1].split("/")[0]
 
 
+def _patched(call: dict) -> bool:
+    """An accepted PATCH of an order's response."""
+    return call["method"] == "PATCH" and call["path"].endswith("/response") and call["status"].startswith("2")
+
+
 def worker_cut(drill: Drill, *, rate: float = 1.0, host: str = "wk1", other: str = "wk2") -> dict:
     """A worker host cut off in the middle of an order, back after its lease ended. Meanwhile the
     other host's uploads are held longer than a lease: its orders must stay its own (the lease
     renewed while the slow call runs), where the cut-off host's pass to the other."""
+    from django.db.models import Max
+    from django.utils import timezone
+
     from partner.fulfillment.models import Order
     from partner.sandbox.faults import rules_forget
     from partner.sandbox.models import FaultRule, UploadSlot
@@ -371,17 +379,31 @@ def worker_cut(drill: Drill, *, rate: float = 1.0, host: str = "wk1", other: str
         pause.delete()
         stream.stop()
         return {"ok": False, "error": f"{host} never started an upload within 60 s"}
+    cut_offset = drill.platform_log.stat().st_size
     drill.hosts.cut(host)
-    cut_at = time.monotonic()
+    cut_at, cut_wall = time.monotonic(), timezone.now()
     pause.delete()
     rules_forget()
+
+    # What the host sent before the cut has ended at the platform (an upload held UPLOAD_PAUSE), and
+    # is logged: the orders it held are those it called about and that no PATCH finished by then
+    # (one logged before the cut, or its own: a cut-off host sends nothing).
+    time.sleep(max(0.0, cut_at + UPLOAD_PAUSE + UPLOAD_MS / 1000 + 2 - time.monotonic()))
+    finished_before = {_order_of(call["path"]) for call in drill.calls(offset, cut_offset) if _patched(call)}
+    before = drill.calls(offset)
+    held = {
+        _order_of(call["path"]) for call in before if call["client"] == cut_address and "/transactions/" in call["path"]
+    }
+    held -= finished_before | {
+        _order_of(call["path"]) for call in before if _patched(call) and call["client"] == cut_address
+    }
 
     taken_over = None
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # the other host completed them, and their leases are free
         done = Order.objects.filter(transaction_id__in=held, status__in=DELIVERED, claimed_until=None).count()
         if done == len(held):
-            taken_over = time.monotonic()
+            taken_over = Order.objects.filter(transaction_id__in=held).aggregate(last=Max("delivered_at"))["last"]
             break
         time.sleep(0.25)
     time.sleep(1.0)
@@ -403,10 +425,12 @@ def worker_cut(drill: Drill, *, rate: float = 1.0, host: str = "wk1", other: str
     for call in drill.calls(offset):
         if call["path"].endswith("/response/resources"):
             slots_by.setdefault(_order_of(call["path"]), call["client"])
-        elif call["method"] == "PATCH" and call["path"].endswith("/response") and call["status"].startswith("2"):
+        elif _patched(call):
             patched_by[_order_of(call["path"])] = call["client"]
+    # The other host's orders stay its own: each one it asked slots for, it PATCHed.
+    other_address = address(other)
     changed_hands = [
-        txn for txn, client in patched_by.items() if txn not in held and slots_by.get(txn, client) != client
+        txn for txn, client in slots_by.items() if client == other_address and patched_by.get(txn) != client
     ]
     slow_uploads = Counter(
         "cut-off host" if call["client"] == cut_address else "other host"
@@ -433,7 +457,7 @@ def worker_cut(drill: Drill, *, rate: float = 1.0, host: str = "wk1", other: str
             "uploads_longer_than_a_lease": dict(slow_uploads),
             "other_orders_that_changed_hands": len(changed_hands),
             "cut_s": round(back_at - cut_at, 1),
-            "time_to_recover_s": round(taken_over - cut_at, 1) if taken_over else None,
+            "time_to_recover_s": round((taken_over - cut_wall).total_seconds(), 1) if taken_over else None,
             "all_finished_s_after_return": round(finished - back_at, 1) if finished else None,
         }
     )
