@@ -522,12 +522,14 @@ def web_stop(drill: Drill, *, burst: int = 30, host: str = "web1", stop_after: i
 
 def broker_restart(drill: Drill, *, rate: float = 1.0, before: float = 5.0, after: float = 8.0) -> dict:
     """The broker host's RabbitMQ stopped and started under a steady stream of orders."""
+    from django.utils import timezone
+
     stream = Stream(drill, rate).start()
     time.sleep(before)
     down_at = time.monotonic()
     stop_s = drill.hosts.rabbitmq_stop()
     start_s = drill.hosts.rabbitmq_start()
-    up_at = time.monotonic()
+    up_at, up_wall = time.monotonic(), timezone.now()
     time.sleep(after)
     ids = stream.stop()
     finished = orders_wait(ids, timeout=300)
@@ -538,10 +540,35 @@ def broker_restart(drill: Drill, *, rate: float = 1.0, before: float = 5.0, afte
             "broker_start_s": round(start_s, 1),
             "broker_down_s": round(up_at - down_at, 1),
             "time_to_recover_s": round(finished - up_at, 1) if finished else None,
+            "slowest_orders": _slowest(ids, since=up_wall),
         }
     )
     report["ok"] = bool(finished_ok(report) and finished)
     return report
+
+
+def _slowest(ids: list[str], *, since, count: int = 2) -> list[dict]:
+    """The orders of `ids` completed last: when each was created and each step recorded, in seconds
+    after `since` (to trace a slow recovery afterwards)."""
+    from partner.fulfillment.models import Order, OrderStep
+    from partner.sandbox.models import Transaction
+
+    def after(moment) -> float | None:
+        return round((moment - since).total_seconds(), 1) if moment else None
+
+    found = []
+    for order in Order.objects.filter(transaction_id__in=ids).order_by("-completed_at")[:count]:
+        created = Transaction.objects.filter(id=order.transaction_id).values_list("created_at", flat=True).first()
+        steps = OrderStep.objects.filter(order=order).order_by("created_at", "id").values_list("name", "created_at")
+        found.append(
+            {
+                "transaction": order.transaction_id,
+                "created_s": after(created),
+                "completed_s": after(order.completed_at),
+                "steps_s": [[name, after(moment)] for name, moment in steps],
+            }
+        )
+    return found
 
 
 def scaleout(drill: Drill, *, orders: int = SCALEOUT_ORDERS, concurrency: int = SCALEOUT_CONCURRENCY) -> dict:
