@@ -1,45 +1,81 @@
 """Drill: more than one machine (`make drill`, or `bench/run.py --only hosts`).
 
 Network namespaces are the hosts (bench/hosts.py): two web hosts (gunicorn with the repository's
-gunicorn.conf.py) behind haproxy, two worker hosts (Celery, the beat on the second), and PostgreSQL,
-Redis and RabbitMQ on a host of their own. The platform is the sandbox under gunicorn on the
-bridge; this process plays the platform's users, creating transactions whose webhooks the sandbox
-sends to the load balancer, and retries as the service does. Under a steady stream of orders:
+gunicorn.conf.py) behind haproxy, two worker hosts (Celery with the settings' pool: one process of
+threads, the beat on the second), and PostgreSQL, Redis and RabbitMQ on a host of their own. The
+platform is the sandbox under gunicorn on the bridge, behind the emulator of its real latency
+(bench/latency_proxy.py: API_MS per API call, UPLOAD_MS per upload, on the bridge too): every call
+of a worker host, and every upload location and reference the sandbox hands out, goes through it.
+This process plays the platform's users, creating transactions whose webhooks the sandbox sends to
+the load balancer, and retries as the service does. Under a steady stream of orders:
 
 - worker_cut: while a worker host is in the middle of an order (its upload running: the sandbox
-  holds every upload UPLOAD_PAUSE seconds until then), its link goes down; it comes back after the
-  order's lease ended and the other host completed it. It must send nothing for that order.
+  holds every upload UPLOAD_PAUSE seconds, longer than a lease, until then), its link goes down; it
+  comes back once what it sent before has ended at the platform, the lease of its orders ended and
+  the other host completed them. It must send nothing for them; the other host's orders, their
+  uploads held as long, must stay its own (their leases renewed while the slow call runs).
 - web_stop: during a burst of webhooks one web host is killed (SIGKILL); the platform's retries land
   on the other, and every webhook is stored once.
 - broker_restart: the broker host's RabbitMQ is stopped and started; nothing lost, nothing sent twice.
-- throughput: orders/s with one worker host, then two; the ratio.
+- scaleout: a batch of orders with two worker hosts, then the same with one; orders/s each, the
+  ratio, and the CPU every process used meanwhile (`bench/run.py --only scaleout` runs this part
+  alone, in a process of its own).
 
 Every scenario reports its orders, the accepted PATCHes per order counted in the sandbox's records
 (1 for every automated order) and its time to recover; "ok" is the drill's verdict. The platform's
-access log (gunicorn's format, with the caller's address) says which host sent which call.
+access log (gunicorn's format, with the caller's address from the emulator's X-Forwarded-For) says
+which host sent which call.
 """
 
+import argparse
 import json
 import os
 import re
 import signal
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections import Counter
 from pathlib import Path
 
 from bench import stack
-from bench.hosts import PLATFORM_ADDRESS, PORT_PLATFORM, PORT_WEB, Hosts, address, missing
+from bench.hosts import (
+    PLATFORM_ADDRESS,
+    PORT_PLATFORM,
+    PORT_PLATFORM_LATENT,
+    PORT_WEB,
+    Hosts,
+    address,
+    missing,
+)
 
 # Shorter than production's (15 s, 120 s, 30 s), so a cut-off host's order is taken over within
 # seconds; not so short that a renewal every third of it is missed on a busy shared machine.
 LEASE_SECONDS = 10
 STALL_SECONDS = 20
 SWEEP_INTERVAL = 5
-UPLOAD_PAUSE = 3.0  # seconds the sandbox holds each upload until the worker host is cut off
+# Seconds the sandbox holds each upload until the worker host is cut off: longer than a lease, so
+# that an order uploading meanwhile on the other host keeps its lease only by renewing it while
+# that one slow call runs.
+UPLOAD_PAUSE = 1.5 * LEASE_SECONDS
 WEB_WORKERS = 2
-WORKER_CONCURRENCY = 2
-ACCESS_LINE = re.compile(r'^(?P<client>\S+) "(?P<method>[A-Z]+) (?P<path>\S+) [^"]*" (?P<status>\d{3})')
+# The platform's real latency (bench/latency.py's), in front of every call of the worker hosts.
+API_MS = 300
+UPLOAD_MS = 500
+# What one order waits on the platform: GET transaction, slots, upload, PATCH, and the callback's GET.
+WAITS_PER_ORDER_S = (4 * API_MS + UPLOAD_MS) / 1000
+# Threads per worker host in the scale-out part: few enough that one host is bound by the waits, not
+# by the two cores every "host" of this machine shares (docs/performance.md, "Scale-out"). The fault
+# scenarios run the settings' own (CELERY_WORKER_CONCURRENCY, 32).
+SCALEOUT_CONCURRENCY = 4
+SCALEOUT_ORDERS = 120
+# The platform's access log names the caller the emulator saw (X-Forwarded-For), not the emulator.
+PLATFORM_ACCESS_FORMAT = '%({x-forwarded-for}i)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms'
+ACCESS_LINE = re.compile(
+    r'^(?P<client>\S+) "(?P<method>[A-Z]+) (?P<path>\S+) [^"]*" (?P<status>\d{3})(?: \S+ (?P<ms>\d+)ms)?'
+)
 
 
 class Drill:
@@ -47,6 +83,7 @@ class Drill:
 
     def __init__(self, hosts: Hosts):
         self.hosts = hosts
+        self.concurrency: dict[str, int | None] = {}  # threads per worker host (None: the settings')
         self.platform_log = stack.LOGS / "hosts-platform-access.log"
         self.seed = None
         self.restarts: Counter = Counter()
@@ -67,9 +104,9 @@ class Drill:
             CELERY_BROKER_URL=urls.broker,
             CELERY_RESULT_BACKEND=f"{urls.cache[:-2]}/1",
             CACHE_URL=urls.cache,
-            SVC_BASE_URL=f"{urls.platform}/sandbox",
-            SVC_TOKEN_URL=f"{urls.platform}/sandbox/oauth2/v1/token",
-            SANDBOX_BASE_URL=f"{urls.platform}/sandbox",
+            SVC_BASE_URL=f"{urls.platform_latent}/sandbox",
+            SVC_TOKEN_URL=f"{urls.platform_latent}/sandbox/oauth2/v1/token",
+            SANDBOX_BASE_URL=f"{urls.platform_latent}/sandbox",  # references and upload locations too
             LEASE_SECONDS=LEASE_SECONDS,
             STALL_SECONDS=STALL_SECONDS,
             SWEEP_INTERVAL=SWEEP_INTERVAL,
@@ -80,20 +117,26 @@ class Drill:
             PROMETHEUS_MULTIPROC_DIR=str(self.hosts.scratch / "metrics"),
         )
 
-    def gunicorn(self, name: str, host: str | None, bind: str, *, sandbox: bool, workers: int) -> None:
+    def gunicorn(self, name: str, host: str | None, bind: str, *, sandbox: bool, workers: int, extra=()) -> None:
         log = stack.LOGS / f"hosts-{name}-access.log"
         argv = [str(stack.VENV_BIN / "gunicorn"), "config.wsgi", "--bind", bind, "--workers", str(workers)]
-        self.hosts.spawn(name, host, [*argv, "--access-logfile", str(log)], self.env(sandbox=sandbox))
+        self.hosts.spawn(name, host, [*argv, "--access-logfile", str(log), *extra], self.env(sandbox=sandbox))
         ip, port = bind.split(":")
         self.hosts.wait_port(name, ip, int(port))
 
     def web_start(self, host: str) -> None:
         self.gunicorn(host, host, f"{address(host)}:{PORT_WEB}", sandbox=False, workers=WEB_WORKERS)
 
-    def worker_start(self, host: str) -> None:
-        argv = [stack.PYTHON, "-m", "celery", "-A", "config", "worker", "--pool=prefork"]
-        argv += [f"--concurrency={WORKER_CONCURRENCY}", "--loglevel=WARNING", "--without-gossip", "--without-mingle"]
-        self.hosts.spawn(host, host, [*argv, f"--hostname={host}@%h"], self.env(sandbox=False))
+    def worker_start(self, host: str, concurrency: int | None = None) -> None:
+        """The worker command of the deployment (its pool and threads from the settings); with
+        `concurrency`, that many threads (CELERY_WORKER_CONCURRENCY), as an operator sizes a host."""
+        self.concurrency[host] = concurrency
+        env = self.env(sandbox=False)
+        if concurrency:
+            env["CELERY_WORKER_CONCURRENCY"] = str(concurrency)
+        argv = [stack.PYTHON, "-m", "celery", "-A", "config", "worker", "--loglevel=WARNING"]
+        argv += ["--without-gossip", "--without-mingle", f"--hostname={host}@%h"]
+        self.hosts.spawn(host, host, argv, env)
 
     def start(self) -> None:
         (self.hosts.scratch / "metrics").mkdir()
@@ -103,7 +146,20 @@ class Drill:
         self.hosts.rabbitmq_start()
         stack.manage("migrate", "--no-input", "-v", "0", env=self.env(sandbox=True))
         self.platform_log.write_text("")
-        self.gunicorn("platform", None, f"{PLATFORM_ADDRESS}:{PORT_PLATFORM}", sandbox=True, workers=4)
+        self.gunicorn(
+            "platform",
+            None,
+            f"{PLATFORM_ADDRESS}:{PORT_PLATFORM}",
+            sandbox=True,
+            workers=4,
+            extra=("--access-logformat", PLATFORM_ACCESS_FORMAT),
+        )
+        latent = ["--bind", PLATFORM_ADDRESS, "--port", str(PORT_PLATFORM_LATENT)]
+        latent += ["--upstream", f"{PLATFORM_ADDRESS}:{PORT_PLATFORM}", "--api-ms", str(API_MS)]
+        self.hosts.spawn(
+            "latency", None, [stack.PYTHON, "-m", "bench.latency_proxy", *latent, "--upload-ms", str(UPLOAD_MS)]
+        )
+        self.hosts.wait_port("latency", PLATFORM_ADDRESS, PORT_PLATFORM_LATENT)
         for host in ("web1", "web2"):
             self.web_start(host)
         self.hosts.balancer_start()
@@ -132,7 +188,7 @@ class Drill:
                     reason = [line for line in process.log_tail(20000).splitlines() if "CRITICAL" in line]
                     code = process.popen.returncode
                     self.exits.append({"host": host, "exit": code, "why": reason[-1][:300] if reason else ""})
-                    self.worker_start(host)
+                    self.worker_start(host, self.concurrency.get(host))
 
     def close(self) -> None:
         self._closing.set()
@@ -173,11 +229,11 @@ class Drill:
         user, loan = seed.users["lender.demo"], seed.loans[2]
         return transaction_create(product=seed.products["address-verification"], user=user, loan=loan).id
 
-    def calls(self, offset: int = 0) -> list[dict]:
-        """The platform's access log after `offset`: who called what, and its answer."""
+    def calls(self, offset: int = 0, end: int | None = None) -> list[dict]:
+        """The platform's access log from byte `offset` (to `end`): who called what, and its answer."""
         with self.platform_log.open() as handle:
             handle.seek(offset)
-            lines = handle.read().splitlines()
+            lines = handle.read(None if end is None else end - offset).splitlines()
         return [match.groupdict() for line in lines if (match := ACCESS_LINE.match(line))]
 
 
@@ -268,11 +324,37 @@ def finished_ok(report: dict) -> bool:
 # Scenarios ----------------------------------------------------------------------------------------
 
 
-def worker_cut(drill: Drill, *, rate: float = 1.0, host: str = "wk1") -> dict:
-    """A worker host cut off in the middle of an order, back after its lease ended."""
+def _in_flight(calls: list[dict], client: str) -> set[str]:
+    """Orders whose slots `client` asked for and that nobody PATCHed yet: their upload is running."""
+    patched = {call["path"] for call in calls if call["method"] == "PATCH"}
+    return {
+        _order_of(call["path"])
+        for call in calls
+        if call["client"] == client
+        and call["path"].endswith("/response/resources")
+        and call["path"].removesuffix("/resources") not in patched
+    }
+
+
+def _order_of(path: str) -> str:
+    return path.split("/transactions/")[1].split("/")[0]
+
+
+def _patched(call: dict) -> bool:
+    """An accepted PATCH of an order's response."""
+    return call["method"] == "PATCH" and call["path"].endswith("/response") and call["status"].startswith("2")
+
+
+def worker_cut(drill: Drill, *, rate: float = 1.0, host: str = "wk1", other: str = "wk2") -> dict:
+    """A worker host cut off in the middle of an order, back after its lease ended. Meanwhile the
+    other host's uploads are held longer than a lease: its orders must stay its own (the lease
+    renewed while the slow call runs), where the cut-off host's pass to the other."""
+    from django.db.models import Max
+    from django.utils import timezone
+
     from partner.fulfillment.models import Order
     from partner.sandbox.faults import rules_forget
-    from partner.sandbox.models import FaultRule
+    from partner.sandbox.models import FaultRule, UploadSlot
 
     cut_address = address(host)
     offset = drill.platform_log.stat().st_size
@@ -280,33 +362,48 @@ def worker_cut(drill: Drill, *, rate: float = 1.0, host: str = "wk1") -> dict:
     rules_forget()
     stream = Stream(drill, rate).start()
     held: set[str] = set()
-    deadline = time.monotonic() + 60
-    while not held and time.monotonic() < deadline:
+    deadline, seen = time.monotonic() + 60, None
+    while time.monotonic() < deadline:
         time.sleep(0.1)
         calls = drill.calls(offset)
-        patched = {call["path"] for call in calls if call["method"] == "PATCH"}
-        held = {
-            call["path"].split("/transactions/")[1].split("/")[0]
-            for call in calls
-            if call["client"] == cut_address
-            and call["path"].endswith("/response/resources")
-            and call["path"].removesuffix("/resources") not in patched
-        }
+        held = _in_flight(calls, cut_address)
+        seen = seen or (time.monotonic() if held else None)
+        if not held:
+            continue
+        # Its upload under way (sent after the slots' answer, then UPLOAD_MS in the emulator), and a
+        # few seconds for the other host to be uploading too.
+        waited = time.monotonic() - seen
+        if waited > 2 * UPLOAD_MS / 1000 and (_in_flight(calls, address(other)) or waited > UPLOAD_PAUSE / 3):
+            break
     if not held:
         pause.delete()
         stream.stop()
         return {"ok": False, "error": f"{host} never started an upload within 60 s"}
+    cut_offset = drill.platform_log.stat().st_size
     drill.hosts.cut(host)
-    cut_at = time.monotonic()
+    cut_at, cut_wall = time.monotonic(), timezone.now()
     pause.delete()
     rules_forget()
+
+    # What the host sent before the cut has ended at the platform (an upload held UPLOAD_PAUSE), and
+    # is logged: the orders it held are those it called about and that no PATCH finished by then
+    # (one logged before the cut, or its own: a cut-off host sends nothing).
+    time.sleep(max(0.0, cut_at + UPLOAD_PAUSE + UPLOAD_MS / 1000 + 2 - time.monotonic()))
+    finished_before = {_order_of(call["path"]) for call in drill.calls(offset, cut_offset) if _patched(call)}
+    before = drill.calls(offset)
+    held = {
+        _order_of(call["path"]) for call in before if call["client"] == cut_address and "/transactions/" in call["path"]
+    }
+    held -= finished_before | {
+        _order_of(call["path"]) for call in before if _patched(call) and call["client"] == cut_address
+    }
 
     taken_over = None
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # the other host completed them, and their leases are free
         done = Order.objects.filter(transaction_id__in=held, status__in=DELIVERED, claimed_until=None).count()
         if done == len(held):
-            taken_over = time.monotonic()
+            taken_over = Order.objects.filter(transaction_id__in=held).aggregate(last=Max("delivered_at"))["last"]
             break
         time.sleep(0.25)
     time.sleep(1.0)
@@ -317,10 +414,28 @@ def worker_cut(drill: Drill, *, rate: float = 1.0, host: str = "wk1") -> dict:
     ids = stream.stop()
     finished = orders_wait(ids, timeout=300)
     after = drill.calls(back_offset)
+    # Their calls name the order, or (an upload) one of its slots.
+    theirs = [*held, *UploadSlot.objects.filter(transaction_id__in=held).values_list("id", flat=True)]
     held_calls = Counter(
         f"{call['method']} {'patch' if call['path'].endswith('/response') else 'other'} {call['status']}"
         for call in after
-        if call["client"] == cut_address and any(txn in call["path"] for txn in held)
+        if call["client"] == cut_address and any(key in call["path"] for key in theirs)
+    )
+    slots_by, patched_by = {}, {}
+    for call in drill.calls(offset):
+        if call["path"].endswith("/response/resources"):
+            slots_by.setdefault(_order_of(call["path"]), call["client"])
+        elif _patched(call):
+            patched_by[_order_of(call["path"])] = call["client"]
+    # The other host's orders stay its own: each one it asked slots for, it PATCHed.
+    other_address = address(other)
+    changed_hands = [
+        txn for txn, client in slots_by.items() if client == other_address and patched_by.get(txn) != client
+    ]
+    slow_uploads = Counter(
+        "cut-off host" if call["client"] == cut_address else "other host"
+        for call in drill.calls(offset)
+        if call["path"].startswith("/sandbox/uploads/") and int(call["ms"] or 0) >= LEASE_SECONDS * 1000
     )
     completed_by = Counter(
         "other host" if call["client"] != cut_address else "cut-off host"
@@ -328,23 +443,29 @@ def worker_cut(drill: Drill, *, rate: float = 1.0, host: str = "wk1") -> dict:
         if call["method"] == "PATCH" and any(txn in call["path"] for txn in held) and call["status"].startswith("2")
     )
     report = orders_report(ids)
-    patched_back = sum(count for key, count in held_calls.items() if key.startswith("PATCH"))
+    # Reading is allowed (a callback's event may reach any host); sending is not: no PATCH, no slot
+    # request, no upload.
+    sent_back = sum(count for key, count in held_calls.items() if not key.startswith("GET"))
     report.update(
         {
             "cut_host": host,
             "orders_in_flight_on_cut_host": len(held),
+            "their_ids": sorted(held),
             "their_accepted_patches": patches_per_order(sorted(held)),
             "their_patches_by": dict(completed_by),
             "cut_host_calls_for_them_after_return": dict(held_calls),
+            "uploads_longer_than_a_lease": dict(slow_uploads),
+            "other_orders_that_changed_hands": len(changed_hands),
             "cut_s": round(back_at - cut_at, 1),
-            "time_to_recover_s": round(taken_over - cut_at, 1) if taken_over else None,
+            "time_to_recover_s": round((taken_over - cut_wall).total_seconds(), 1) if taken_over else None,
             "all_finished_s_after_return": round(finished - back_at, 1) if finished else None,
         }
     )
     report["ok"] = bool(
         finished_ok(report)
         and taken_over
-        and patched_back == 0
+        and sent_back == 0
+        and not changed_hands
         and completed_by.get("cut-off host", 0) == 0
         and report["their_accepted_patches"] == {1: len(held)}
     )
@@ -401,12 +522,14 @@ def web_stop(drill: Drill, *, burst: int = 30, host: str = "web1", stop_after: i
 
 def broker_restart(drill: Drill, *, rate: float = 1.0, before: float = 5.0, after: float = 8.0) -> dict:
     """The broker host's RabbitMQ stopped and started under a steady stream of orders."""
+    from django.utils import timezone
+
     stream = Stream(drill, rate).start()
     time.sleep(before)
     down_at = time.monotonic()
     stop_s = drill.hosts.rabbitmq_stop()
     start_s = drill.hosts.rabbitmq_start()
-    up_at = time.monotonic()
+    up_at, up_wall = time.monotonic(), timezone.now()
     time.sleep(after)
     ids = stream.stop()
     finished = orders_wait(ids, timeout=300)
@@ -417,72 +540,146 @@ def broker_restart(drill: Drill, *, rate: float = 1.0, before: float = 5.0, afte
             "broker_start_s": round(start_s, 1),
             "broker_down_s": round(up_at - down_at, 1),
             "time_to_recover_s": round(finished - up_at, 1) if finished else None,
+            "slowest_orders": _slowest(ids, since=up_wall),
         }
     )
     report["ok"] = bool(finished_ok(report) and finished)
     return report
 
 
-def throughput(drill: Drill, *, orders: int = 60, service_wait: float = 1.0) -> dict:
-    """Orders/s with one worker host, then two: `orders` created at once, first created to last
-    completed. Twice: as the emulator answers (every host shares this machine's two cores with the
-    emulator and the database, so CPU bounds both), and with the sandbox holding each read of a
-    transaction `service_wait` seconds (a fault rule), as a worker against the real platform mostly
-    waits on its calls."""
-    from partner.sandbox.faults import rules_forget
-    from partner.sandbox.models import FaultRule
+def _slowest(ids: list[str], *, since, count: int = 2) -> list[dict]:
+    """The orders of `ids` completed last: when each was created and each step recorded, in seconds
+    after `since` (to trace a slow recovery afterwards)."""
+    from partner.fulfillment.models import Order, OrderStep
+    from partner.sandbox.models import Transaction
 
-    series = {"as_is": _throughput_pair(drill, orders)}
-    wait = FaultRule.objects.create(endpoint=FaultRule.Endpoint.TRANSACTION, latency=service_wait)
-    rules_forget()
-    try:
-        series[f"service_waits_{service_wait:g}s_per_order"] = _throughput_pair(drill, orders)
-    finally:
-        wait.delete()
-        rules_forget()
+    def after(moment) -> float | None:
+        return round((moment - since).total_seconds(), 1) if moment else None
+
+    found = []
+    for order in Order.objects.filter(transaction_id__in=ids).order_by("-completed_at")[:count]:
+        created = Transaction.objects.filter(id=order.transaction_id).values_list("created_at", flat=True).first()
+        steps = OrderStep.objects.filter(order=order).order_by("created_at", "id").values_list("name", "created_at")
+        found.append(
+            {
+                "transaction": order.transaction_id,
+                "created_s": after(created),
+                "completed_s": after(order.completed_at),
+                "steps_s": [[name, after(moment)] for name, moment in steps],
+            }
+        )
+    return found
+
+
+def scaleout(drill: Drill, *, orders: int = SCALEOUT_ORDERS, concurrency: int = SCALEOUT_CONCURRENCY) -> dict:
+    """Orders/s with two worker hosts, then with one, each of `concurrency` threads, at the
+    platform's latency: `orders` created at once, first created to last completed. A warm-up batch
+    first (imports, connections, the token), and two hosts before one, so that both measured runs
+    find their workers warm. Beside each rate: the CPU every process of the drill used meanwhile
+    and the machine's, to tell a run bound by the waits from one bound by the shared cores."""
+    for host in ("wk1", "wk2"):
+        if host in drill.hosts.processes:
+            drill.hosts.stop(host)
+        drill.worker_start(host, concurrency)
+    drill.workers_ready(["wk1", "wk2"])
+    warm = [drill.order_create() for _ in range(4 * concurrency)]
+    orders_wait(warm, timeout=300)
+    runs = {"2_worker_hosts": _scaleout_run(drill, orders, hosts=2, concurrency=concurrency)}
+    drill.hosts.stop("wk2")
+    runs["1_worker_host"] = _scaleout_run(drill, orders, hosts=1, concurrency=concurrency)
+    drill.worker_start("wk2", concurrency)  # both hosts back for whatever follows
+    one, two = runs["1_worker_host"]["orders_per_s"], runs["2_worker_hosts"]["orders_per_s"]
     return {
-        "worker_processes_per_host": WORKER_CONCURRENCY,
-        **series,
-        "ok": all(finished_ok(run) for pair in series.values() for run in pair["runs"].values()),
+        "platform": {"api_ms": API_MS, "upload_ms": UPLOAD_MS, "waits_per_order_s": WAITS_PER_ORDER_S},
+        "threads_per_worker_host": concurrency,
+        "orders_per_run": orders,
+        **runs,
+        "two_over_one": round(two / one, 2) if one and two else None,
+        "ok": all(finished_ok(run) for run in runs.values()),
     }
 
 
-def _throughput_pair(drill: Drill, orders: int) -> dict:
+ROLES = {  # the drill's processes by the host they stand for
+    "wk1": "worker hosts",
+    "wk2": "worker hosts",
+    "beat": "worker hosts",
+    "web1": "web hosts and balancer",
+    "web2": "web hosts and balancer",
+    "haproxy": "web hosts and balancer",
+    "platform": "platform (sandbox, latency emulator, this process)",
+    "latency": "platform (sandbox, latency emulator, this process)",
+    "postgres": "database host",
+    "redis": "database host",
+    "rabbitmq": "database host",
+}
+
+
+def _machine_busy() -> tuple[float, float]:
+    """(busy, total) jiffies of every CPU of the machine so far, from /proc/stat."""
+    values = [int(value) for value in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = values[3] + values[4]  # idle, iowait
+    return sum(values[:8]) - idle, sum(values[:8])
+
+
+def _cpu_now(drill: Drill) -> dict[str, float]:
+    used = drill.hosts.cpu_seconds()
+    used["this process"] = sum(os.times()[:2])
+    return used
+
+
+def _scaleout_run(drill: Drill, orders: int, *, hosts: int, concurrency: int) -> dict:
     from django.db.models import Max, Min
 
     from partner.fulfillment.models import Order
     from partner.sandbox.models import Transaction
 
-    runs = {}
-    for hosts in (["wk1"], ["wk1", "wk2"]):
-        if hosts == ["wk1"]:
-            if "wk2" in drill.hosts.processes:
-                drill.hosts.stop("wk2")
-        else:
-            drill.worker_start("wk2")
-            drill.workers_ready(hosts)
-        ids = [drill.order_create() for _ in range(orders)]
-        orders_wait(ids, timeout=600)
-        first = Transaction.objects.filter(id__in=ids).aggregate(first=Min("created_at"))["first"]
-        last = Order.objects.filter(transaction_id__in=ids).aggregate(last=Max("completed_at"))["last"]
-        span = (last - first).total_seconds() if first and last else None
-        runs[f"{len(hosts)}_worker_hosts"] = {
-            **orders_report(ids),
-            "span_s": round(span, 2) if span else None,
-            "orders_per_s": round(len(ids) / span, 2) if span else None,
-        }
-    one, two = runs["1_worker_hosts"]["orders_per_s"], runs["2_worker_hosts"]["orders_per_s"]
-    return {"runs": runs, "two_over_one": round(two / one, 2) if one and two else None}
+    drill.workers_ready(["wk1", "wk2"][:hosts])
+    load_before = os.getloadavg()
+    cpu_before, machine_before, began = _cpu_now(drill), _machine_busy(), time.monotonic()
+    ids = [drill.order_create() for _ in range(orders)]
+    orders_wait(ids, timeout=900)
+    cpu_after, machine_after, elapsed = _cpu_now(drill), _machine_busy(), time.monotonic() - began
+    load_after = os.getloadavg()
+    first = Transaction.objects.filter(id__in=ids).aggregate(first=Min("created_at"))["first"]
+    last = Order.objects.filter(transaction_id__in=ids).aggregate(last=Max("completed_at"))["last"]
+    span = (last - first).total_seconds() if first and last else None
+    by_role: Counter = Counter()
+    for name, seconds in cpu_after.items():
+        role = ROLES.get(name, "platform (sandbox, latency emulator, this process)")
+        by_role[role] += max(0.0, seconds - cpu_before.get(name, 0.0))
+    ours = sum(by_role.values())
+    busy = (machine_after[0] - machine_before[0]) / max(1, machine_after[1] - machine_before[1])
+    rate = len(ids) / span if span else None
+    bound = hosts * concurrency / WAITS_PER_ORDER_S  # every thread waiting on the platform all the time
+    return {
+        **orders_report(ids),
+        "span_s": round(span, 2) if span else None,
+        "orders_per_s": round(rate, 2) if rate else None,
+        "waits_alone_allow_per_s": round(bound, 2),
+        "share_of_what_waits_allow": round(rate / bound, 2) if rate else None,
+        "cpu_ms_per_order": {role: round(seconds * 1000 / len(ids)) for role, seconds in sorted(by_role.items())},
+        "drill_cores_used": round(ours / elapsed, 2),  # of the machine's os.cpu_count()
+        "worker_hosts_cores_used": round(by_role["worker hosts"] / elapsed, 2),
+        "machine_busy_pct": round(100 * busy, 1),  # every process of the machine, ours or not
+        "cpus": os.cpu_count(),
+        "load_average_before_after": [round(load_before[0], 1), round(load_after[0], 1)],
+    }
 
 
-SCENARIOS = ("worker_cut", "web_stop", "broker_restart", "throughput")
+SCENARIOS = ("worker_cut", "web_stop", "broker_restart", "scaleout")
 
 
 def drill(
-    *, database: str | None = None, burst: int = 30, rate: float = 1.0, orders: int = 60, scenarios=SCENARIOS
+    *,
+    database: str | None = None,
+    burst: int = 30,
+    rate: float = 1.0,
+    orders: int | None = None,
+    concurrency: int | None = None,
+    scenarios=SCENARIOS,
 ) -> dict:
     """The `scenarios` on one set of hosts; the report, with "ok" the verdict. `database` is not used:
-    the hosts run a PostgreSQL cluster of their own."""
+    the hosts run a PostgreSQL cluster of their own. `orders` and `concurrency` size the scale-out."""
     absent = missing()
     if absent:
         return {"ok": False, "skipped": f"this machine lacks {', '.join(absent)}"}
@@ -497,7 +694,12 @@ def drill(
             ("worker_cut", lambda: worker_cut(current, rate=rate)),
             ("web_stop", lambda: web_stop(current, burst=burst)),
             ("broker_restart", lambda: broker_restart(current, rate=rate)),
-            ("throughput", lambda: throughput(current, orders=orders)),
+            (
+                "scaleout",
+                lambda: scaleout(
+                    current, orders=orders or SCALEOUT_ORDERS, concurrency=concurrency or SCALEOUT_CONCURRENCY
+                ),
+            ),
         ):
             if name not in scenarios:
                 continue
@@ -513,3 +715,34 @@ def drill(
     report["ok"] = len(ran) == len(scenarios) and all(item["ok"] for item in ran)
     report["took_s"] = round(time.monotonic() - began, 1)
     return report
+
+
+def scaleout_bench(*, database: str | None = None, orders: int | None = None, concurrency: int | None = None) -> dict:
+    """The scale-out part alone (`bench/run.py --only scaleout`): the hosts set up, no fault scenario.
+    In a process of its own, as the drill configures Django for itself and `make bench` has
+    configured it already for the benchmarks before."""
+    absent = missing()
+    if absent:
+        return {"ok": False, "skipped": f"this machine lacks {', '.join(absent)}"}
+    with tempfile.TemporaryDirectory(prefix="pd-scaleout-") as folder:
+        output = Path(folder) / "report.json"
+        argv = [stack.PYTHON, "-m", "bench.drill_hosts", "--scenarios", "scaleout", "--output", str(output)]
+        argv += [f"--orders={orders}"] if orders else []
+        argv += [f"--concurrency={concurrency}"] if concurrency else []
+        ran = subprocess.run(argv, cwd=stack.ROOT, env=stack.ENVIRON_AT_START, check=False)
+        if not output.exists():
+            return {"ok": False, "error": f"the scale-out process exited ({ran.returncode}) without a report"}
+        return json.loads(output.read_text())
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="The hosts drill, or some of its scenarios, in this process")
+    parser.add_argument("--scenarios", default=",".join(SCENARIOS))
+    parser.add_argument("--orders", type=int, default=None, help="orders per scale-out run")
+    parser.add_argument("--concurrency", type=int, default=None, help="threads per worker host in the scale-out")
+    parser.add_argument("--output", required=True, help="where to write the report (JSON)")
+    args = parser.parse_args()
+    chosen = tuple(name.strip() for name in args.scenarios.split(",") if name.strip())
+    result = drill(orders=args.orders, concurrency=args.concurrency, scenarios=chosen)
+    Path(args.output).write_text(json.dumps(result, indent=2, default=str))
+    sys.exit(0 if result["ok"] else 1)

@@ -2,7 +2,8 @@
 
 The hosts drill (bench/drill_hosts.py) builds this layout, every name and address its own:
 
-    bridge pd-br0 10.231.0.1   this process: the platform (the sandbox under gunicorn) and the drill
+    bridge pd-br0 10.231.0.1   this process: the platform (the sandbox under gunicorn, behind the
+                               emulator of its latency, bench/latency_proxy.py) and the drill
     pd-db     10.231.0.2       PostgreSQL (a cluster of its own), Redis (cache), RabbitMQ (broker)
     pd-lb     10.231.0.3       haproxy, the load balancer in front of the two web hosts
     pd-web1   10.231.0.11      gunicorn config.wsgi (the repository's gunicorn.conf.py)
@@ -41,6 +42,7 @@ PORT_POSTGRES = 8133
 PORT_REDIS = 8134
 PORT_AMQP = 8135
 PORT_RABBIT_DIST = 8136
+PORT_PLATFORM_LATENT = 8137  # the latency emulator in front of the platform: what the worker hosts call
 DATABASE = "partner_hosts"
 RABBIT_NODE = "pd-rabbit@localhost"
 PG_BIN = Path(os.environ.get("BENCH_PG_BIN", "/usr/lib/postgresql/15/bin"))
@@ -63,11 +65,29 @@ def missing() -> list[str]:
     for tool in ("ip", "haproxy", "redis-server"):
         if shutil.which(tool) is None:
             absent.append(tool)
+    if os.geteuid() == 0 and not absent and not _namespaces_work():
+        absent.append("network namespaces (root here cannot make one: a container without CAP_SYS_ADMIN?)")
     if not (RABBIT_BIN / "rabbitmq-server").exists():
         absent.append("rabbitmq-server")
     if not (PG_BIN / "postgres").exists():
         absent.append(f"PostgreSQL server binaries ({PG_BIN})")
     return absent
+
+
+def _namespaces_work() -> bool:
+    """Whether this process can make a network namespace (a throwaway one, gone when `true` exits)."""
+    try:
+        return subprocess.run(["unshare", "--net", "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _cpu_with_reaped(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -82,7 +102,8 @@ class Urls:
     cache: str
     broker: str
     balancer: str
-    platform: str
+    platform: str  # the sandbox itself, answering in about a millisecond
+    platform_latent: str  # the same through the latency emulator: the platform the hosts call
 
 
 class Hosts:
@@ -98,6 +119,7 @@ class Hosts:
             broker=f"amqp://guest:guest@{address('db')}:{PORT_AMQP}//",
             balancer=f"http://{address('lb')}:{PORT_LB}",
             platform=f"http://{PLATFORM_ADDRESS}:{PORT_PLATFORM}",
+            platform_latent=f"http://{PLATFORM_ADDRESS}:{PORT_PLATFORM_LATENT}",
         )
 
     # The network --------------------------------------------------------------------------------
@@ -172,6 +194,11 @@ class Hosts:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.popen.pid, sig)
         process.popen.wait(timeout=timeout)
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU seconds so far of each process we started: its live processes' user and system time,
+        and that of the children they reaped (PostgreSQL's backends that ended, say)."""
+        return {name: sum(_cpu_with_reaped(pid) for pid in process.pids()) for name, process in self.processes.items()}
 
     # The database host --------------------------------------------------------------------------
 

@@ -10,7 +10,9 @@ worker: what the bench measures is what *our* side does while the platform is sl
 HTTP/1.1 with keep-alive towards the client (request bodies by Content-Length or chunked); one
 connection per call towards the sandbox (`Connection: close`), its answer read to the end and sent
 back with a Content-Length. The `Host` header is passed unchanged, so the sandbox builds its upload
-locations on the proxy's address and the uploads are late too.
+locations on the proxy's address and the uploads are late too; `X-Forwarded-For` names the caller
+(the hosts drill's platform logs it, to tell which worker host sent which call). It listens on
+127.0.0.1 unless `--bind` names another address (the hosts drill's bridge).
 """
 
 import argparse
@@ -77,12 +79,14 @@ class Proxy:
         return 0.0
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        caller = (writer.get_extra_info("peername") or ("-",))[0]
         try:
             while True:
                 request = await _read_head(reader)
                 if request is None:
                     return
                 first, headers = request
+                headers = [*headers, ("X-Forwarded-For", caller)]
                 body = await _read_body(reader, headers)
                 wait = self.delay(first.split(" ")[1] if " " in first else "")
                 if wait:
@@ -115,9 +119,9 @@ class Proxy:
             up_writer.close()
 
 
-async def main(port: int, upstream: tuple[str, int], api_ms: float, upload_ms: float) -> None:
+async def main(port: int, upstream: tuple[str, int], api_ms: float, upload_ms: float, bind: str) -> None:
     proxy = Proxy(upstream=upstream, api_delay=api_ms / 1000, upload_delay=upload_ms / 1000)
-    server = await asyncio.start_server(proxy.serve, "127.0.0.1", port, backlog=2048)
+    server = await asyncio.start_server(proxy.serve, bind, port, backlog=2048)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -129,9 +133,10 @@ async def main(port: int, upstream: tuple[str, int], api_ms: float, upload_ms: f
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--bind", default="127.0.0.1", help="the address to listen on")
     parser.add_argument("--upstream", required=True, help="host:port of the gunicorn serving the sandbox")
     parser.add_argument("--api-ms", type=float, default=300.0)
     parser.add_argument("--upload-ms", type=float, default=500.0)
     args = parser.parse_args()
     host, _, upstream_port = args.upstream.rpartition(":")
-    asyncio.run(main(args.port, (host, int(upstream_port)), args.api_ms, args.upload_ms))
+    asyncio.run(main(args.port, (host, int(upstream_port)), args.api_ms, args.upload_ms, args.bind))

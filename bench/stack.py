@@ -21,6 +21,9 @@ RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", ROOT / "bench" / "results"))
 LOGS = Path(os.environ.get("BENCH_LOGS_DIR", ROOT / "var" / "bench"))
 PYTHON = sys.executable
 VENV_BIN = Path(PYTHON).parent
+# The environment the bench started with, before a benchmark configured Django in this process (they
+# write os.environ): what a benchmark run in a process of its own is given.
+ENVIRON_AT_START = dict(os.environ)
 
 PG_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379")
