@@ -9,7 +9,7 @@ answers each API call after `api_ms` and each upload after `upload_ms`, holding 
 waits. Every worker and the platform's references (resourceRef, upload locations) go through one or
 the other, so the two batches differ only in the waits.
 
-For each worker model asked (`pools`: "threads:32", "prefork:2", ...) the same batch of orders
+For each worker model asked (`pools`: "threads:64", "threads:32", "prefork:2", ...) the same batch of orders
 runs against the fast emulator and then the slow one, each with a worker started for it:
 - `orders_per_s`: completed / (last order completed - first transaction created);
 - `webhook_to_patch_p50_ms`/`p99`: the sandbox's `created` webhook -> our PATCH accepted
@@ -158,7 +158,7 @@ def latency_bench(
     *,
     database: str,
     transactions: int = 200,
-    pools: tuple[str, ...] = ("threads:32",),
+    pools: tuple[str, ...] = ("threads:64",),
     api_ms: float = 300,
     upload_ms: float = 500,
     staff_deliveries: int = 200,

@@ -217,7 +217,7 @@ def main(argv=None) -> int:
     parser.add_argument("--web-workers", type=int, default=int(os.environ.get("BENCH_WEB_WORKERS", 4)))
     parser.add_argument("--web-threads", type=int, default=int(os.environ.get("BENCH_WEB_THREADS", 1)))
     parser.add_argument("--transactions", type=int, default=None, help="orders per run (each benchmark's default)")
-    parser.add_argument("--pools", default="", help='latency: worker models, e.g. "threads:32,prefork:2"')
+    parser.add_argument("--pools", default="", help='latency: worker models, e.g. "threads:64,threads:32,prefork:2"')
     parser.add_argument("--api-ms", type=float, default=300.0, help="latency: the platform's wait per API call")
     parser.add_argument("--upload-ms", type=float, default=500.0, help="latency: the platform's wait per upload")
     parser.add_argument("--staff-deliveries", type=int, default=200, help="latency: the staff's burst (0: none)")

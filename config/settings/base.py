@@ -638,13 +638,14 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 # The worker's model: one process whose tasks run in threads (`celery -A config worker` with no
 # --pool runs it; the Procfile and docs/deployment.md name it). A task spends almost all of its
-# time waiting on the service (300-500 ms a call), and a waiting thread costs no process: 32
-# threads keep one worker host busy at the platform's real latency in about 200 MiB, where 2
-# prefork processes made 0.12 of their 1 ms rate in 445 MiB (docs/performance.md).
+# time waiting on the service (300-500 ms a call), and a waiting thread costs no process: 64
+# threads keep one worker host as busy at the platform's real latency as at 1 ms, in about 200 MiB,
+# where 2 prefork processes made 0.12 of their 1 ms rate in 445 MiB and 32 threads 0.69-0.78
+# (docs/performance.md). Each thread may hold a PostgreSQL connection (docs/deployment.md).
 # Thread pools do not enforce CELERY_TASK_*_TIME_LIMIT: every call has its SVC_TIMEOUT instead.
 CELERY_WORKER_POOL = env.str("CELERY_WORKER_POOL", default="threads")
-CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=32)
-# One message at a time per thread (32 in flight per worker): a lost worker's are redelivered.
+CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=64)
+# One message at a time per thread (64 in flight per worker): a lost worker's are redelivered.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # A task stuck on the service is interrupted (soft) and then killed (hard).
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=120)
