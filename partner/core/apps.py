@@ -25,7 +25,7 @@ def environment_malformed_refuse() -> None:
     """No process starts (web, worker, scheduler, manage.py) with a variable whose value cannot be
     used: one error names every one of them (the settings noted each and read on,
     ENVIRONMENT_MALFORMED), never a value."""
-    malformed = getattr(settings, "ENVIRONMENT_MALFORMED", {})
+    malformed = settings.ENVIRONMENT_MALFORMED
     if malformed:
         lines = "".join(f"\n- {name} {why}" for name, why in sorted(malformed.items()))
         raise ImproperlyConfigured(f"{len(malformed)} environment variable(s) cannot be used:{lines}")
