@@ -17,6 +17,7 @@ when it is due. Never the lender's credential values: the order keeps none (`Ord
 import logging
 import uuid
 
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -119,21 +120,26 @@ def event_store(*, connection: Connection, order: Order, event_type: str, data: 
     """Store one event for the connection (in the caller's transaction); None when it does not want the type."""
     if not connection.wants(event_type):
         return None
-    version = Event.objects.filter(connection=connection, order=order).count() + 1
-    now = timezone.now()
-    payload = {
-        "type": event_type,
-        "timestamp": _time(now),
-        "data": {"order": order_data(order, version=version), **data},
-    }
-    return Event.objects.create(
-        connection=connection,
-        order=order,
-        message_id=f"msg_{uuid.uuid4().hex}",
-        type=event_type,
-        payload=payload,
-        state=EventState.PENDING if connection.endpoint_url else EventState.PULL,
-    )
+    with transaction.atomic():
+        # One event of an order at a time: with the order's row locked until the caller commits, two
+        # moves of one order committing together (two deliveries confirmed at once) never share a
+        # version, and an order's events are numbered, and their rows made, in the order they commit.
+        list(Order.objects.select_for_update().filter(pk=order.pk).values_list("pk", flat=True))
+        version = Event.objects.filter(connection=connection, order=order).count() + 1
+        now = timezone.now()
+        payload = {
+            "type": event_type,
+            "timestamp": _time(now),
+            "data": {"order": order_data(order, version=version), **data},
+        }
+        return Event.objects.create(
+            connection=connection,
+            order=order,
+            message_id=f"msg_{uuid.uuid4().hex}",
+            type=event_type,
+            payload=payload,
+            state=EventState.PENDING if connection.endpoint_url else EventState.PULL,
+        )
 
 
 def order_announced_receive(sender, *, order_id: int, what: str, delivery_id: int | None = None, **kwargs) -> None:

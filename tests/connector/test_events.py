@@ -115,3 +115,45 @@ def test_a_connection_without_an_endpoint_keeps_its_events_for_the_feed(order, c
     connection.save()
     order_fail(order=order, code="retries_exhausted", reason="Gave up")
     assert events(order)[-1].state == EventState.PULL
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_moves_of_one_order_committing_together_never_share_a_version(order, connection):
+    """Two deliveries confirmed at once, each in its worker's transaction: the second waits for the
+    first's commit (the order's row), so their versions follow each other and so do their rows."""
+    import threading
+
+    from django.db import connection as db
+    from django.db import connections
+
+    from partner.connector.events import event_store
+
+    if db.vendor != "postgresql":
+        pytest.skip("two transactions at once need a database that runs them at once (PostgreSQL)")
+    first_stored, release = threading.Event(), threading.Event()
+    versions: dict[str, int] = {}
+
+    def move(name: str, *, hold: bool) -> None:
+        try:
+            with transaction.atomic():
+                event = event_store(connection=connection, order=order, event_type="order.delivery.confirmed", data={})
+                versions[name] = event.payload["data"]["order"]["version"]
+                if hold:
+                    first_stored.set()
+                    release.wait(timeout=10)  # still uncommitted while the other one stores its event
+        finally:
+            connections.close_all()
+
+    first = threading.Thread(target=move, args=("first",), kwargs={"hold": True})
+    first.start()
+    assert first_stored.wait(timeout=10)
+    second = threading.Thread(target=move, args=("second",), kwargs={"hold": False})
+    second.start()
+    second.join(timeout=0.5)
+    assert second.is_alive()  # it waits for the first one's commit
+    release.set()
+    first.join(timeout=10)
+    second.join(timeout=10)
+    assert (versions["first"], versions["second"]) == (2, 3)  # order.created was 1
+    stored = [e.payload["data"]["order"]["version"] for e in Event.objects.filter(order=order).order_by("pk")]
+    assert stored == [1, 2, 3]
