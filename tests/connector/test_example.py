@@ -11,12 +11,14 @@ import pytest
 
 from partner.catalog.models import Product
 from partner.catalog.product_cache import catalog_cache_drop
+from partner.connector.models import Event, EventState
 from partner.connector.services import DEMO_SIGNING_SECRET, connection_create
 from partner.fulfillment.models import OrderStatus
 from partner.sandbox.models import Response
 from tests.helpers.orders import order_of
 from tests.helpers.ports import free_port
 from tests.helpers.sandbox import order_placed
+from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -45,6 +47,10 @@ def test_the_example_order_system_works_an_order(demo, service, celery_worker_li
     try:
         txn = order_placed(demo, product="appraisal")
         order_of(txn.id, OrderStatus.REQUEST_COMPLETED, timeout=90)
+        # Every event delivered (order.completed last) before the system stops: no send is left
+        # retrying against a stopped system while the test's database is emptied.
+        pending = Event.objects.filter(connection=created.connection).exclude(state=EventState.DELIVERED)
+        wait_for(lambda: not pending.exists(), timeout=60, message="every event delivered to the example")
     finally:
         example.terminate()
         example.wait(timeout=10)
