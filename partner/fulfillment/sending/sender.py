@@ -39,7 +39,7 @@ from partner.fulfillment.models import (
 from partner.fulfillment.orders import announcements
 from partner.fulfillment.orders.history import first_time, step_record
 from partner.fulfillment.orders.metrics import order_declined, order_delivered
-from partner.fulfillment.orders.services import OrderFailed, order_fail
+from partner.fulfillment.orders.services import OrderFailed, order_complete, order_fail
 from partner.fulfillment.orders.states import (
     delivery_move,
     delivery_move_where_allowed_returning,
@@ -47,6 +47,7 @@ from partner.fulfillment.orders.states import (
     order_move_where_allowed,
 )
 from partner.fulfillment.sending import uploads
+from partner.fulfillment.sending.callbacks import COMPLETING_KINDS
 from partner.fulfillment.staff.notices import NEW_ORDER, staff_notice_request
 from partner.platform import client
 from partner.platform.errors import RequestRefused, ServiceError
@@ -179,6 +180,10 @@ def _sent(order: Order, delivery: Delivery, *, release: dict) -> None:
             Order.objects.filter(pk=order.pk).update(**release)
         if delivery.kind not in (DeliveryKind.RESULT, DeliveryKind.ACKNOWLEDGEMENT, DeliveryKind.FAILURE_NOTICE):
             step_record(order, "sent", f"{delivery.get_kind_display()} (response version {sequence})")
+        if recorded.state == DeliveryState.CONFIRMED and delivery.kind in COMPLETING_KINDS:
+            # The service's callback confirmed it before this record, while the order had not yet
+            # reached RESPONSE_DELIVERED, so the completion it asked for could not be made then.
+            order_complete(transaction_id=order.transaction_id, because="processed before our record of the send")
     logger.info("transaction %s: %s sent", order.transaction_id, delivery.get_kind_display().lower())
 
 
