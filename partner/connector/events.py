@@ -23,9 +23,11 @@ from django.utils import timezone
 
 from partner.catalog.product_cache import catalog_product, catalog_products
 from partner.catalog.selectors import product_get
+from partner.connector.metrics import ENTITLEMENT_UNREADABLE
 from partner.connector.models import Connection, Event, EventState
 from partner.fulfillment.models import Delivery, Order
 from partner.fulfillment.orders import announcements
+from partner.platform import formats
 
 logger = logging.getLogger(__name__)
 
@@ -52,9 +54,11 @@ def connection_of(product_name: str) -> Connection | None:
     return Connection.objects.filter(products__name=product_name).select_related("user").first()
 
 
-def request_loan_fields(product_raw: dict, *, request_type: str) -> list[str] | None:
-    """The top-level loan fields the product may read of a request (`entitlements.data.transaction[]
-    .request.fields` for the request type); None when it names none (the service's word stands)."""
+def request_loan_fields(product_raw: dict, *, request_type: str, product_name: str = "") -> list[tuple] | None:
+    """The loan paths the product may read of a request (`entitlements.data.transaction[].request
+    .fields` for the request type, each as `formats.loan_path` reads it: `property`, `loan.property`,
+    `loan.property.city`); None when it names none (the service's word stands). A field that is no
+    loan path is logged and counted, never silently dropped; when none is readable, None."""
     entitlements = product_raw.get("entitlements") if isinstance(product_raw, dict) else None
     data = entitlements.get("data") if isinstance(entitlements, dict) else None
     items = data.get("transaction") if isinstance(data, dict) else None
@@ -62,8 +66,70 @@ def request_loan_fields(product_raw: dict, *, request_type: str) -> list[str] | 
         if isinstance(item, dict) and request_type in (item.get("requestTypes") or []):
             request = item.get("request")
             fields = request.get("fields") if isinstance(request, dict) else None
-            return [f for f in fields if isinstance(f, str)] if isinstance(fields, list) else None
+            if fields is None:
+                return None
+            if not isinstance(fields, list):
+                _unreadable(product_name, "not_a_path", f"fields that are not a list: {fields!r:.80}")
+                return None
+            paths = [formats.loan_path(field) for field in fields]
+            readable = [path for path in paths if path is not None]
+            if unreadable := [f"{field!r:.80}" for field, path in zip(fields, paths, strict=True) if path is None]:
+                _unreadable(product_name, "not_a_path", f"fields that are no loan path: {', '.join(unreadable)}")
+                if not readable:
+                    return None
+            return readable
     return None
+
+
+def _unreadable(product_name: str, reason: str, what: str) -> None:
+    ENTITLEMENT_UNREADABLE.labels(product=product_name or "-", reason=reason).inc()
+    logger.warning("connector: product %s: its request data entitlement has %s", product_name or "-", what)
+
+
+def _tree(paths: list[tuple]) -> dict | bool:
+    """The paths as a tree of keys; True: the whole value below."""
+    tree: dict = {}
+    for path in paths:
+        if not path:
+            return True
+        node = tree
+        for depth, key in enumerate(path):
+            if node.get(key) is True:
+                break
+            if depth == len(path) - 1:
+                node[key] = True
+            else:
+                node = node.setdefault(key, {})
+    return tree
+
+
+def _picked(value, tree):
+    """What of `value` the tree keeps (a list: each of its items), or None for nothing."""
+    if tree is True:
+        return value
+    if isinstance(value, list):
+        items = [_picked(item, tree) for item in value]
+        return items if any(item is not None for item in items) else None
+    if not isinstance(value, dict):
+        return None
+    kept = {}
+    for key, below in tree.items():
+        if key in value and (picked := _picked(value[key], below)) is not None:
+            kept[key] = picked
+    return kept or None
+
+
+def loan_entitled(loan: dict, paths: list[tuple] | None, *, product_name: str = "") -> dict:
+    """The part of `loan` the paths name (the sub-tree of each: `property.city` keeps
+    `{"property": {"city": …}}`); all of it when `paths` is None. Paths that match none of a loan's
+    data are logged and counted: an order never loses its data without a word."""
+    if paths is None:
+        return loan
+    kept = _picked(loan, _tree(paths)) or {}
+    if loan and paths and not kept:
+        named = ", ".join(".".join(("loan", *path)) for path in paths) or "no field"
+        _unreadable(product_name, "matches_nothing", f"fields matching none of the order's loan data ({named})")
+    return kept
 
 
 def _time(value) -> str | None:
@@ -89,9 +155,12 @@ def order_request(order: Order) -> dict:
     request = {key: value for key, value in (order.request or {}).items() if key != "credentials"}
     loan = request.get("loan") if isinstance(request.get("loan"), dict) else {}
     product = product_get(name=order.product_name)
-    allowed = request_loan_fields(product.raw if product else {}, request_type=order.request_type or "NEW_REQUEST")
-    if allowed is not None:
-        loan = {name: value for name, value in loan.items() if name in allowed}
+    paths = request_loan_fields(
+        product.raw if product else {},
+        request_type=order.request_type or "NEW_REQUEST",
+        product_name=order.product_name,
+    )
+    loan = loan_entitled(loan, paths, product_name=order.product_name)
     ordered_by = None
     if order.ordered_by_id:
         account = order.ordered_by

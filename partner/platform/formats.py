@@ -93,6 +93,21 @@ def action_entitled(product: dict, *, action: str, request_type: str | None = No
     return False
 
 
+def loan_path(field) -> tuple[str, ...] | None:
+    """A data entitlement's field as a path into the loan, or None when it is not one: the spec
+    writes loan data as paths (`loan.property`), products also name the top-level key (`property`);
+    both name ("property",), and `loan.property.city` names ("property", "city"). `loan` alone names
+    the whole loan, ()."""
+    if not isinstance(field, str):
+        return None
+    parts = field.strip().split(".")
+    if parts and parts[0] == "loan":
+        parts = parts[1:]
+    if not all(part and part == part.strip() for part in parts):
+        return None
+    return tuple(parts)
+
+
 def response_loan_fields(product: dict, *, request_type: str) -> list[str] | None:
     """The top-level loan fields a response may carry for `request_type` (the response data
     entitlement: `entitlements.data.transaction[].response.fields`); None when the product names
@@ -105,5 +120,8 @@ def response_loan_fields(product: dict, *, request_type: str) -> list[str] | Non
             continue
         response = item.get("response")
         fields = response.get("fields") if isinstance(response, dict) else None
-        return [field for field in fields if isinstance(field, str)] if isinstance(fields, list) else None
+        if not isinstance(fields, list):
+            return None
+        # `appraisal` and `loan.appraisal` alike: a response carries whole top-level fields.
+        return [path[0] for path in map(loan_path, fields) if path is not None and len(path) == 1]
     return []

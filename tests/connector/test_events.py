@@ -10,7 +10,7 @@ from partner.fulfillment.orders import announcements
 from partner.fulfillment.orders.services import order_complete, order_fail
 from partner.fulfillment.sending.callbacks import delivery_confirm
 from partner.fulfillment.staff import services as staff
-from tests.helpers.connector import TXN, connected_order
+from tests.helpers.connector import LOAN, TXN, connected_order
 from tests.helpers.products import product_create
 from tests.helpers.staff_orders import staff_member
 
@@ -44,6 +44,69 @@ def test_order_created_carries_the_loan_the_request_entitlement_allows_and_never
     assert set(loan) == {"property", "loanNumber"}  # the borrower is not entitled
     text = str(created.payload)
     assert "demo-password-1" not in text and "credentials" not in text
+
+
+def _order_with_request_fields(fake_platform, product, fields):
+    from partner.catalog.product_cache import catalog_cache_drop
+
+    product.raw = {
+        "name": product.name,
+        "entitlements": {"data": {"transaction": [{"requestTypes": ["NEW_REQUEST"], "request": {"fields": fields}}]}},
+    }
+    product.save(update_fields=["raw"])
+    catalog_cache_drop()
+    order = connected_order(fake_platform, transaction_id="txn-paths-1", product_name=product.name)
+    [created] = events(order)
+    return created.payload["data"]["request"]["loan"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "loan"),
+    [
+        # the spec's own form (section "Transaction": `request.loan.property`)
+        (["loan.property", "loan.loanNumber"], {"property": LOAN["property"], "loanNumber": LOAN["loanNumber"]}),
+        # a deeper path keeps that sub-tree only
+        (["loan.property.postalCode"], {"property": {"postalCode": "94105"}}),
+        (["property.streetAddress", "loan.property.postalCode"], {"property": LOAN["property"]}),
+        # a path and one below it: the whole of the upper one
+        (["loan.property.city", "property"], {"property": LOAN["property"]}),
+        (["loan"], LOAN),
+    ],
+)
+def test_order_created_reads_the_entitlement_s_fields_as_loan_paths(
+    fake_platform, connection, connected_product, fields, loan
+):
+    assert _order_with_request_fields(fake_platform, connected_product, fields) == loan
+
+
+def _unreadable_count(reason: str) -> float:
+    from partner.connector.metrics import ENTITLEMENT_UNREADABLE
+
+    return ENTITLEMENT_UNREADABLE.labels(product="appraisal", reason=reason)._value.get()
+
+
+@pytest.mark.parametrize(
+    ("fields", "loan", "reason"),
+    [
+        # no field is a loan path: the service's data stands (it sends only what is entitled)
+        ([{"path": "property"}, "loan..city"], LOAN, "not_a_path"),
+        ("property", LOAN, "not_a_path"),
+        # a readable one is still applied
+        ([7, "loan.loanNumber"], {"loanNumber": LOAN["loanNumber"]}, "not_a_path"),
+        # paths that match none of the loan's data: empty, but never without a word
+        (["loan.subjectProperty"], {}, "matches_nothing"),
+    ],
+)
+def test_an_unreadable_entitlement_is_logged_and_counted_never_silent(
+    fake_platform, connection, connected_product, caplog, fields, loan, reason
+):
+    before = _unreadable_count(reason)
+    with caplog.at_level("WARNING", logger="partner.connector.events"):
+        assert _order_with_request_fields(fake_platform, connected_product, fields) == loan
+    assert _unreadable_count(reason) == before + 1
+    [warning] = [r for r in caplog.records if r.name == "partner.connector.events"]
+    assert "appraisal" in warning.getMessage() and "request data entitlement" in warning.getMessage()
+    assert "94105" not in warning.getMessage()  # never the borrower's data
 
 
 def test_a_staff_worked_order_makes_no_event(fake_platform, connection):

@@ -2,6 +2,7 @@
 
 import pytest
 
+from partner.platform import formats
 from partner.platform.formats import (
     DISCLOSURE_ACTION,
     DISCLOSURE_FORMAT,
@@ -81,3 +82,32 @@ def test_action_entitlement_is_per_request_type_action_and_format():
     assert not action_entitled(PRODUCT, request_type="NEW_REQUEST", action="OTHER", fmt=DISCLOSURE_FORMAT)
     assert not action_entitled(PRODUCT, request_type="NEW_REQUEST", action=DISCLOSURE_ACTION, fmt="application/json")
     assert not action_entitled({}, request_type="NEW_REQUEST", action=DISCLOSURE_ACTION, fmt=DISCLOSURE_FORMAT)
+
+
+@pytest.mark.parametrize(
+    ("field", "path"),
+    [
+        ("property", ("property",)),
+        ("loan.property", ("property",)),  # the spec's own form
+        ("loan.property.city", ("property", "city")),
+        ("loan", ()),
+        ("loan..city", None),
+        ("", None),
+        (7, None),
+    ],
+)
+def test_a_data_entitlement_field_is_read_as_a_loan_path(field, path):
+    assert formats.loan_path(field) == path
+
+
+def test_a_response_entitlement_names_its_fields_either_way():
+    product = {
+        "entitlements": {
+            "data": {
+                "transaction": [
+                    {"requestTypes": ["NEW_REQUEST"], "response": {"fields": ["loan.appraisal", "property"]}}
+                ]
+            }
+        }
+    }
+    assert formats.response_loan_fields(product, request_type="NEW_REQUEST") == ["appraisal", "property"]
