@@ -32,6 +32,19 @@ from partner.core.errors import ApplicationError
 
 class ReplayForm(ActionForm):
     since = forms.DateTimeField(required=False, help_text="For “Replay everything since”: YYYY-MM-DD HH:MM (UTC).")
+    product = forms.ModelChoiceField(
+        Product.objects.filter(fulfiller="connected"),
+        required=False,
+        help_text="For “Move a product to this connection”.",
+    )
+
+
+def action_value(request, name: str):
+    """The cleaned value of one field of the action form (None: absent or invalid). The form as a
+    whole never validates outside the admin's own view: its action choices are set there."""
+    form = ReplayForm(request.POST)
+    form.is_valid()
+    return form.cleaned_data.get(name)
 
 
 class ConnectionForm(forms.ModelForm):
@@ -50,6 +63,12 @@ class ConnectionForm(forms.ModelForm):
             raise forms.ValidationError(problem)
         return url
 
+    def clean_products(self):
+        products = self.cleaned_data["products"]
+        if problem := services.claimed_problem(services.products_claimed(products, connection_id=self.instance.pk)):
+            raise forms.ValidationError(problem)
+        return products
+
     def clean_event_types(self):
         types = self.cleaned_data["event_types"] or []
         if not isinstance(types, list):
@@ -66,7 +85,7 @@ class ConnectionAdmin(admin.ModelAdmin):
     action_form = ReplayForm
     list_display = ["name", "state", "endpoint_url", "last_success_at", "failing_since", "backlog"]
     readonly_fields = ["health", "secrets_held", "client_id"]
-    actions = ["replay_failed", "replay_since", "enable", "secret_add", "secret_drop_oldest"]
+    actions = ["replay_failed", "replay_since", "enable", "product_move_here", "secret_add", "secret_drop_oldest"]
 
     def get_queryset(self, request):
         waiting = Count("events", filter=Q(events__state=EventState.PENDING))
@@ -142,14 +161,12 @@ class ConnectionAdmin(admin.ModelAdmin):
 
     @admin.action(description="Replay everything since (the time below)")
     def replay_since(self, request, queryset):
-        form = ReplayForm(request.POST)
-        if not form.is_valid() or not form.cleaned_data.get("since"):
+        since = action_value(request, "since")
+        if since is None:
             self.message_user(request, "Give the time to replay from.", messages.ERROR)
             return
         try:
-            count = sum(
-                services.events_replay_since(connection_id=c.pk, since=form.cleaned_data["since"]) for c in queryset
-            )
+            count = sum(services.events_replay_since(connection_id=c.pk, since=since) for c in queryset)
         except ApplicationError as refusal:
             self.message_user(request, refusal.message, messages.ERROR)
             return
@@ -160,6 +177,21 @@ class ConnectionAdmin(admin.ModelAdmin):
         for connection in queryset:
             services.connection_enable(connection_id=connection.pk)
         self.message_user(request, "Enabled: their waiting events go out now.")
+
+    @admin.action(description="Move a product to this connection (the product below)")
+    def product_move_here(self, request, queryset):
+        product = action_value(request, "product")
+        if product is None or queryset.count() != 1:
+            self.message_user(request, "Select one connection and the product to move to it.", messages.ERROR)
+            return
+        connection = queryset.get()
+        try:
+            previous = services.product_move(product_id=product.pk, connection_id=connection.pk)
+        except ApplicationError as refusal:
+            self.message_user(request, refusal.message, messages.ERROR)
+            return
+        was = f" (from {previous}, with its open orders)" if previous else ""
+        self.message_user(request, f"{product.name} is worked by {connection.name} from now on{was}.")
 
     @admin.action(description="Rotation: add a new signing secret")
     def secret_add(self, request, queryset):

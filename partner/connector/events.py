@@ -25,7 +25,7 @@ from partner.catalog.product_cache import catalog_product, catalog_products
 from partner.catalog.selectors import product_get
 from partner.connector.metrics import ENTITLEMENT_UNREADABLE
 from partner.connector.models import Connection, Event, EventState
-from partner.fulfillment.models import Delivery, Order
+from partner.fulfillment.models import FINAL_STATUSES, Delivery, Order
 from partner.fulfillment.orders import announcements
 from partner.platform import formats
 
@@ -236,3 +236,21 @@ def order_announced_receive(sender, *, order_id: int, what: str, delivery_id: in
         if delivery is not None:
             data["delivery"] = delivery_data(delivery)
     event_store(connection=connection, order=order, event_type=event_type, data=data)
+
+
+def connection_order_hand(*, product_name: str, previous: Connection, connection: Connection) -> int:
+    """A moved product's open orders that `previous`'s system works (not those staff took over):
+    assigned to `connection`'s user, which is told of each as it would be of a new one
+    (`order.created`); in the caller's transaction. How many."""
+    orders = Order.objects.filter(product_name=product_name, staff_worked=True, assigned_to=previous.user).exclude(
+        status__in=FINAL_STATUSES
+    )
+    handed = 0
+    for order in orders.select_related("ordered_by__company").select_for_update(of=("self",)):
+        Order.objects.filter(pk=order.pk).update(assigned_to=connection.user, assigned_at=timezone.now())
+        order.refresh_from_db()
+        event_store(
+            connection=connection, order=order, event_type="order.created", data={"request": order_request(order)}
+        )
+        handed += 1
+    return handed

@@ -58,8 +58,13 @@ class Connection(TimeStampedModel):
     )
     enabled = models.BooleanField(default=True, help_text="Events are sent while enabled; they wait otherwise.")
     products = models.ManyToManyField(
-        "catalog.Product", blank=True, related_name="+", help_text="The connected products whose orders it works."
+        "catalog.Product",
+        blank=True,
+        related_name="+",
+        help_text="The connected products whose orders it works (one connection per product).",
     )
+    # One connection per product: a unique index on the table's product (migration 0004,
+    # `connection_product_once`), so no order is claimed by two systems; `product_move` hands one over.
     notify_email = models.EmailField(blank=True, help_text="Who is told when its endpoint keeps failing.")
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL,

@@ -15,6 +15,8 @@ from django.utils import timezone
 from oauth2_provider.generators import generate_client_secret
 from oauth2_provider.models import get_application_model
 
+from partner.catalog.models import Product
+from partner.connector.events import connection_order_hand
 from partner.connector.models import EVENT_TYPES, Connection, Event, EventState, secret_new
 from partner.core.checks import url_on_loopback
 from partner.core.errors import ApplicationError
@@ -51,6 +53,23 @@ def event_types_unknown(types) -> list[str]:
     return [str(name) for name in types if name not in EVENT_TYPES]
 
 
+def products_claimed(products, *, connection_id: int | None = None) -> dict[str, str]:
+    """Of `products`, those another connection works: product name -> that connection's name."""
+    links = Connection.products.through.objects.filter(product__in=list(products)).exclude(connection_id=connection_id)
+    return dict(links.values_list("product__name", "connection__name"))
+
+
+def claimed_problem(claimed: dict[str, str]) -> str | None:
+    """The refusal for products another connection works, naming it, and how to move one."""
+    if not claimed:
+        return None
+    named = ", ".join(f"{product} is worked by {name}" for product, name in sorted(claimed.items()))
+    return (
+        f"One connection per product: {named}. To hand a product to this connection, use the action "
+        "“Move a product to this connection” (its open orders move with it)."
+    )
+
+
 def connection_create(
     *,
     name: str,
@@ -65,7 +84,7 @@ def connection_create(
     given: the local demo gives its public ones, `connection_demo`)."""
     if Connection.objects.filter(name=name).exists():
         raise ConnectionRefused(f"A connection named {name!r} exists already.")
-    if problem := endpoint_problem(endpoint_url):
+    if problem := endpoint_problem(endpoint_url) or claimed_problem(products_claimed(products)):
         raise ConnectionRefused(problem)
     with transaction.atomic():
         user = get_user_model().objects.create_user(f"system.{name}"[:150])
@@ -92,6 +111,30 @@ def connection_create(
         )
         connection.products.set(products)
     return Created(connection, application.client_id, client_secret, signing_secret)
+
+
+def product_move(*, product_id: int, connection_id: int) -> str | None:
+    """The product's orders go to this connection from now on (one connection per product); the
+    name of the one that had it, or None. Its open orders move too: each is assigned to this
+    connection's user and this system is told of it (`order.created`); the other system's answers
+    to them are refused from now on."""
+    with transaction.atomic():
+        connection = Connection.objects.select_for_update().filter(pk=connection_id).first()
+        product = Product.objects.select_for_update().filter(pk=product_id).first()  # one move at a time
+        if connection is None or product is None:
+            raise ConnectionRefused("No such connection or product.")
+        if product.fulfiller != "connected":
+            raise ConnectionRefused(f"{product.name} is not a connected product: set its fulfiller first.")
+        links = Connection.products.through.objects.filter(product=product)
+        link = links.select_related("connection").first()
+        if link is not None and link.connection_id == connection.pk:
+            return None
+        previous = link.connection if link is not None else None
+        links.delete()
+        connection.products.add(product)
+        if previous is not None:
+            connection_order_hand(product_name=product.name, previous=previous, connection=connection)
+    return previous.name if previous is not None else None
 
 
 def connection_enable(*, connection_id: int) -> None:
@@ -135,10 +178,10 @@ DEMO_ENDPOINT = "http://127.0.0.1:8001/events"
 
 
 def connection_demo(*, product_name: str) -> Connection:
-    """The local demo: `product_name` made a connected product, worked by the demo order system."""
+    """The local demo: `product_name` made a connected product, worked by the demo order system,
+    unless another connection works it already (the one returned: one connection per product)."""
     from django.conf import settings
 
-    from partner.catalog.models import Product
     from partner.catalog.product_cache import catalog_cache_drop
 
     if not settings.DEBUG:
@@ -158,5 +201,8 @@ def connection_demo(*, product_name: str) -> Connection:
                 client_secret=DEMO_CLIENT_SECRET,
                 signing_secret=DEMO_SIGNING_SECRET,
             ).connection
+        if claimed := products_claimed([product], connection_id=connection.pk):
+            # The partner moved the product to its own connection: a rerun never takes it back.
+            return Connection.objects.get(name=claimed[product.name])
         connection.products.add(product)
     return connection

@@ -130,3 +130,14 @@ def test_the_demo_connection_is_refused_outside_debug_and_idempotent(settings, c
     [connection] = Connection.objects.filter(name="demo-order-system")
     assert connection.application.client_id == DEMO_CLIENT_ID
     assert Product.objects.get(pk=connected_product.pk).fulfiller == "connected"
+
+
+def test_staff_replay_everything_since_a_time(staff, order, connection):
+    Event.objects.filter(order=order).update(state=EventState.DELIVERED)
+    answer = staff.post(
+        reverse("admin:connector_connection_changelist"),
+        {"action": "replay_since", "_selected_action": [connection.pk], "since": "2000-01-01 00:00"},
+        follow=True,
+    )
+    assert "1 event(s) will be sent again, oldest first." in answer.content.decode()
+    assert Event.objects.get(order=order).state == EventState.PENDING
