@@ -23,7 +23,15 @@ from django.utils.html import format_html
 
 from partner.fulfillment.models import OrderStatus, StaffOrder
 from partner.fulfillment.staff import views
-from partner.fulfillment.staff.selectors import age_text, due_text, order_overdue, overdue_orders, status_label
+from partner.fulfillment.staff.selectors import (
+    age_text,
+    by_staff_or_nobody,
+    due_text,
+    order_overdue,
+    overdue_orders,
+    staff_attention,
+    status_label,
+)
 
 
 class ProductFilter(admin.AllValuesFieldListFilter):
@@ -82,6 +90,40 @@ class AssignedFilter(admin.SimpleListFilter):
         return queryset
 
 
+class WorkedByFilter(admin.SimpleListFilter):
+    """Orders a partner's own system works stay off the queue until they need staff (past due, a
+    failed delivery) or a staff member takes one over; "Partner systems" lists them."""
+
+    title = "worked by"
+    parameter_name = "worked"
+    STAFF = "staff"
+
+    def lookups(self, request, model_admin):
+        return [
+            (self.STAFF, "Staff (and systems' orders that need staff)"),
+            ("system", "Partner systems"),
+            ("all", "All"),
+        ]
+
+    def value(self):
+        return super().value() or self.STAFF
+
+    def queryset(self, request, queryset):
+        if self.value() == "system":
+            return queryset.exclude(by_staff_or_nobody())
+        if self.value() == "all":
+            return queryset
+        return staff_attention(queryset)
+
+    def choices(self, changelist):
+        for lookup, title in self.lookup_choices:
+            yield {
+                "selected": self.value() == lookup,
+                "query_string": changelist.get_query_string({self.parameter_name: lookup}),
+                "display": title,
+            }
+
+
 class StateFilter(admin.SimpleListFilter):
     """Where the orders stand, in the staff's words; open orders (with staff) unless another is chosen."""
 
@@ -123,7 +165,14 @@ class StateFilter(admin.SimpleListFilter):
 class StaffOrderAdmin(admin.ModelAdmin):
     list_display = ["reference", "product", "company", "state", "age", "due", "assigned"]
     list_display_links = ["reference"]
-    list_filter = [StateFilter, OverdueFilter, AssignedFilter, ("product_name", ProductFilter), CompanyFilter]
+    list_filter = [
+        StateFilter,
+        WorkedByFilter,
+        OverdueFilter,
+        AssignedFilter,
+        ("product_name", ProductFilter),
+        CompanyFilter,
+    ]
     list_select_related = ["ordered_by__company", "assigned_to"]
     search_fields = ["reference_number", "loan_number", "transaction_id"]
     search_help_text = "Reference, loan number or transaction id."

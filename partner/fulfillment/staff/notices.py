@@ -5,6 +5,9 @@ and the one retry rule of `partner.core.retries`), and marked sent on the order 
 server took it (`staff_notified_at`, `overdue_notified_at`): a mail server that is away, or a
 message it refuses, costs a retry, never the notice.
 
+- An order a partner's own system works (a connected order, assigned to its connection's account)
+  owes no new-order notice: staff hear of it once one of them takes it over (then the new-order
+  notice is owed as for any order) or once it is past due.
 - A new order: the sender enqueues its notice once the acknowledgement went out
   (`staff_notice_enqueue`, after the commit that records it).
 - The periodic `notices_due` (beat, every few minutes) enqueues the notice of every open order
@@ -36,6 +39,7 @@ from partner.core.mail import mail_send
 from partner.fulfillment.enqueue import staff_notice_enqueue
 from partner.fulfillment.models import Order, OrderStatus
 from partner.fulfillment.orders.history import step_record
+from partner.fulfillment.staff.selectors import by_staff_or_nobody
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +95,8 @@ def staff_notice_send(*, order_id: int, notice: str) -> bool:
     order = Order.objects.filter(pk=order_id, **{f"{marker}__isnull": True}).first()
     if order is None or (notice == PAST_DUE and order.status != OrderStatus.WITH_STAFF):
         return False
+    if notice == NEW_ORDER and not Order.objects.filter(by_staff_or_nobody(), pk=order.pk).exists():
+        return False  # a partner's system works it: staff hear of it once taken over, or past due
     product = product_get(name=order.product_name)
     if product is None or not product.staff_email:
         return False
@@ -128,7 +134,9 @@ def notices_due(*, now=None) -> int:
         (
             NEW_ORDER,
             open_orders.filter(
-                staff_notified_at__isnull=True, created_at__lt=now - timedelta(seconds=NOTICE_PENDING_SECONDS)
+                by_staff_or_nobody(),
+                staff_notified_at__isnull=True,
+                created_at__lt=now - timedelta(seconds=NOTICE_PENDING_SECONDS),
             ).order_by("created_at"),
         ),
     ]

@@ -13,7 +13,7 @@ steps of their own, at their own times.
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.timesince import timesince, timeuntil
 
@@ -80,6 +80,20 @@ def open_orders(queryset: QuerySet) -> QuerySet:
     return queryset.filter(status=OrderStatus.WITH_STAFF)
 
 
+def by_staff_or_nobody() -> Q:
+    """Orders no partner's system works: nobody's yet, or a staff member's. A partner's own order
+    system works its connected orders through the API as an account that is not staff (the
+    connection's user); a staff member who takes one over makes it theirs."""
+    return Q(assigned_to__isnull=True) | Q(assigned_to__is_staff=True)
+
+
+def staff_attention(queryset: QuerySet, *, now: datetime | None = None) -> QuerySet:
+    """The orders that are staff's to see: every one but those a partner's system works on time and
+    without a failed delivery (those reach staff once past due, failing, or taken over)."""
+    failing = Delivery.objects.filter(state=DeliveryState.FAILED).values("order_id")
+    return queryset.filter(by_staff_or_nobody() | Q(due_at__lt=now or timezone.now()) | Q(pk__in=failing))
+
+
 def overdue_orders(queryset: QuerySet, *, now: datetime | None = None) -> QuerySet:
     """Open orders past their due time (as `notices.notices_due` finds them)."""
     return open_orders(queryset).filter(due_at__lt=now or timezone.now())
@@ -87,7 +101,7 @@ def overdue_orders(queryset: QuerySet, *, now: datetime | None = None) -> QueryS
 
 def queue_counts(queryset: QuerySet, *, now: datetime | None = None) -> dict[str, int]:
     """What needs attention in the queue: open orders, those nobody works yet (waiting), those overdue."""
-    opened = open_orders(queryset)
+    opened = open_orders(staff_attention(queryset, now=now))
     return {
         "open": opened.count(),
         "waiting": opened.filter(assigned_to__isnull=True).count(),
