@@ -14,6 +14,8 @@ from partner.connector.views import (
     OrderDocumentUploadApi,
     OrderListApi,
     OrderStatusUpdateApi,
+    ProductDetailApi,
+    ProductListApi,
     token_view,
 )
 from partner.core.ratelimits import admin_login_limited
@@ -43,6 +45,8 @@ connector_v1 = [
     path("orders/<str:order_id>/deliveries", OrderDeliverApi.as_view(), name="order-deliver"),
     path("orders/<str:order_id>/decline", OrderDeclineApi.as_view(), name="order-decline"),
     path("events", EventListApi.as_view(), name="events"),
+    path("products", ProductListApi.as_view(), name="products"),
+    path("products/<str:name>", ProductDetailApi.as_view(), name="product"),
 ]
 
 urlpatterns = [

@@ -213,7 +213,14 @@ def _in_words(error) -> str:
     """A JSON Schema error in the words of a person filling the form."""
     rule, value = error.validator, error.validator_value
     if rule in ("oneOf", "enum", "const"):
-        return f"{error.instance!r} is not one of its choices."
+        if rule == "oneOf":
+            value = [choice.get("const") for choice in value if isinstance(choice, dict) and "const" in choice]
+        choices = ", ".join(str(choice) for choice in (value if isinstance(value, list) else [value]))
+        return (
+            f"{error.instance!r} is not one of its choices ({choices})."
+            if choices
+            else f"{error.instance!r} is not one of its choices."
+        )
     if rule == "format" and value == "date":
         return f"{error.instance!r} is not a date (YYYY-MM-DD)."
     if rule == "minimum":

@@ -5,8 +5,12 @@ from datetime import datetime
 
 from django.db.models import Q, QuerySet
 
+from partner.catalog import response_forms
+from partner.catalog.models import Product
+from partner.connector.events import request_loan_fields
 from partner.connector.models import Connection, Event, EventState
 from partner.fulfillment.models import Order
+from partner.platform import formats
 
 FEED_PAGE = 100
 
@@ -66,3 +70,39 @@ def connection_health_warnings() -> list[str]:
         else:
             warnings.append(f"connection {name} failing since {since:%Y-%m-%d %H:%M} UTC")
     return warnings
+
+
+def connection_products(connection: Connection) -> QuerySet:
+    """The products the connection works, by name."""
+    return Product.objects.filter(pk__in=connection.products.values("pk")).order_by("name")
+
+
+def delivery_loan_schema(product: Product, *, request_type: str) -> dict:
+    """The JSON Schema of a delivery's `loan` for the product's orders of `request_type`: each loan
+    field its response data entitlement allows, described by the product's response form (the one
+    staff admins edit; the seed's for the fields the spec describes); a field nothing describes is
+    any object. The same schemas check every delivery (`staff.services.loan_problems`)."""
+    allowed = formats.response_loan_fields(product.raw or {}, request_type=request_type)
+    schemas = response_forms.loan_field_schemas(product.response_form, allowed)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {name: schema or {"type": "object"} for name, schema in schemas.items()},
+        "additionalProperties": allowed is None,
+    }
+
+
+def product_forms(product: Product) -> list[dict]:
+    """For each request type of the product: the loan paths an order's request carries
+    (`order.created`'s `request.loan`; None: as the service sends it) and the delivery's loan form."""
+    forms = []
+    for request_type in product.request_types or ["NEW_REQUEST"]:
+        paths = request_loan_fields(product.raw or {}, request_type=request_type, product_name=product.name)
+        forms.append(
+            {
+                "request_type": request_type,
+                "request_fields": None if paths is None else [".".join(("loan", *path)) for path in paths],
+                "delivery_loan": delivery_loan_schema(product, request_type=request_type),
+            }
+        )
+    return forms

@@ -1,9 +1,11 @@
 """What the API reads and answers: the serializers that validate each request and shape each answer
 (the OpenAPI document is made from them, drf-spectacular)."""
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from partner.connector.events import order_data, order_request
+from partner.connector.selectors import product_forms
 from partner.fulfillment.models import OrderStatus
 from partner.fulfillment.staff.services import DECLINE_REASON_MAX, PARTNER_STATUS_MAX
 
@@ -90,3 +92,31 @@ class EventOut(serializers.Serializer):
 class EventPageOut(serializers.Serializer):
     events = EventOut(many=True)
     next_after = serializers.IntegerField(help_text="The cursor of the next page (the same when nothing is new).")
+
+
+class ProductFormOut(serializers.Serializer):
+    request_type = serializers.CharField(help_text="The request type these forms are for (NEW_REQUEST, …).")
+    request_fields = serializers.ListField(
+        child=serializers.CharField(),
+        allow_null=True,
+        help_text="The loan paths an order's request carries (order.created's request.loan), such as "
+        "loan.property; null: the loan as the platform sends it.",
+    )
+    delivery_loan = serializers.DictField(
+        help_text="The JSON Schema (draft 2020-12) the `loan` of a delivery must follow: one property per loan "
+        "field the product may send; a value it refuses gets 422 naming the allowed values."
+    )
+
+
+class ProductOut(serializers.Serializer):
+    name = serializers.CharField(help_text="The product's name: orders carry it as `product`.")
+    title = serializers.CharField(source="listing_name", help_text="The name lenders read.")
+    request_types = serializers.ListField(child=serializers.CharField())
+    turnaround_hours = serializers.IntegerField(allow_null=True, help_text="An order is due this long after it came.")
+    forms = serializers.SerializerMethodField(
+        help_text="Per request type: the request's loan fields and the delivery's loan form."
+    )
+
+    @extend_schema_field(ProductFormOut(many=True))
+    def get_forms(self, product) -> list[dict]:
+        return product_forms(product)

@@ -22,7 +22,7 @@ from partner.connector import answers
 from partner.connector.idempotency import answer_once, fingerprint
 from partner.connector.models import Connection
 from partner.connector.problems import problem_handler, too_many
-from partner.connector.selectors import FEED_PAGE, connection_orders, events_feed
+from partner.connector.selectors import FEED_PAGE, connection_orders, connection_products, events_feed
 from partner.connector.serializers import (
     AcknowledgeIn,
     DeclineIn,
@@ -34,6 +34,7 @@ from partner.connector.serializers import (
     EventPageOut,
     OrderOut,
     OrderSummaryOut,
+    ProductOut,
     StatusUpdateIn,
 )
 from partner.core.errors import ApplicationError
@@ -178,6 +179,25 @@ class OrderListApi(ConnectorApi):
         page = self.Page()
         rows = page.paginate_queryset(orders, request, view=self)
         return page.get_paginated_response(OrderSummaryOut(rows, many=True).data)
+
+
+class ProductNotFound(ApplicationError):
+    status_code = 404
+
+
+class ProductListApi(ConnectorApi):
+    @extend_schema(operation_id="products_list", responses={200: ProductOut(many=True), **ERRORS})
+    def get(self, request):
+        return Response(ProductOut(connection_products(self.connection()), many=True).data)
+
+
+class ProductDetailApi(ConnectorApi):
+    @extend_schema(operation_id="products_read", responses={200: ProductOut, **ERRORS})
+    def get(self, request, name: str):
+        product = connection_products(self.connection()).filter(name=name).first()
+        if product is None:
+            raise ProductNotFound(f"The connection works no product {name}.")
+        return Response(ProductOut(product).data)
 
 
 class OrderDetailApi(ConnectorApi):
