@@ -536,13 +536,31 @@ CONNECTOR_RELAY_INTERVAL = env.float("CONNECTOR_RELAY_INTERVAL", default=0.5)
 # An Idempotency-Key's first answer is replayed for this long (hours), then the key is forgotten.
 CONNECTOR_IDEMPOTENCY_HOURS = env.int("CONNECTOR_IDEMPOTENCY_HOURS", default=48)
 # The API's OAuth 2.0 server (django-oauth-toolkit, https://django-oauth-toolkit.readthedocs.io/en/latest/settings.html):
-# client credentials only, one client per partner system; access tokens live an hour.
+# client credentials only, one client per partner system (each connection's client is made
+# `client-credentials`, and the server refuses a client any other grant); access tokens live an
+# hour. Everything else follows RFC 9700 (OAuth 2.0 Security Best Current Practice) as the toolkit
+# offers it, each gate on so that a regression is an error of `check --deploy`: no implicit or
+# password grant, PKCE required (S256 only) should a code flow ever be added, tokens only in the
+# Authorization header, tokens stored hashed (a stolen database holds no usable token), https
+# redirect URIs only, refresh-token replay revokes the family (docs/security.md).
 OAUTH2_PROVIDER = {
     "SCOPES": {"read": "Read orders and events", "answer": "Answer orders"},
     "DEFAULT_SCOPES": ["read", "answer"],
     "ACCESS_TOKEN_EXPIRE_SECONDS": env.int("CONNECTOR_TOKEN_SECONDS", default=3600),
-    "ALLOWED_GRANT_TYPES": ["client_credentials"],
-    "PKCE_REQUIRED": False,
+    "PKCE_REQUIRED": True,
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["https"],
+    "ALLOW_URI_WILDCARDS": False,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_REDIRECT_URI_SCHEME": True,
+    "COMPLIANT_BCP_RFC9700_REDIRECT_URI_MATCHING": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
 }
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
 # Requests per OAuth client to the API (a rate as in partner.core above; past it 429 with

@@ -213,3 +213,11 @@ def test_the_same_key_sent_twice_at_once_answers_once(api, order):
         answers = list(pool.map(post, range(2)))
     assert [a.status_code for a in answers] == [201, 201] and answers[0].json() == answers[1].json()
     assert Delivery.objects.filter(order=order, kind=DeliveryKind.STATUS_UPDATE).count() == 1
+
+
+def test_access_tokens_are_stored_hashed_and_still_work(api, connection):
+    from oauth2_provider.models import AccessToken
+
+    [token] = AccessToken.objects.filter(application=connection.application)
+    assert token.token == "" and len(token.token_checksum) == 64  # no usable token at rest
+    assert api.get("/orders").status_code == 200
