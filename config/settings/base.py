@@ -719,9 +719,24 @@ REST_FRAMEWORK = {
 # https://drf-spectacular.readthedocs.io/en/latest/settings.html
 SPECTACULAR_SETTINGS = {
     "TITLE": "Partner application API",
-    "DESCRIPTION": "Webhook receiver, origin proxy and transaction status of the partner application.",
+    "DESCRIPTION": "The partner application's API: under /api/v1/ the connector's, which a partner's own order "
+    "system calls (OAuth 2.0 client credentials, docs/connecting.md); under /v1/ the platform's webhook "
+    "receiver, and the origin proxy and transaction status the embedded panel reads.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The connector's API: OAuth 2.0 client credentials at its token endpoint (docs/connecting.md).
+    "OAUTH2_FLOWS": ["clientCredentials"],
+    "OAUTH2_TOKEN_URL": "/api/v1/oauth/token",
+    "OAUTH2_SCOPES": OAUTH2_PROVIDER["SCOPES"],
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {
+            "clientBasic": {
+                "type": "http",
+                "scheme": "basic",
+                "description": "The token endpoint's client authentication: client id and secret.",
+            }
+        }
+    },
 }
 
 # LOGGING

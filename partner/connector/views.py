@@ -5,7 +5,7 @@ serializer, call one service (`answers`), under an Idempotency-Key for every POS
 import json
 
 from django.conf import settings
-from django.http import HttpRequest
+from django.http import HttpRequest, JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from oauth2_provider.contrib.rest_framework import OAuth2Authentication, TokenHasScope
@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 from partner.connector import answers
 from partner.connector.idempotency import answer_once, fingerprint
 from partner.connector.models import Connection
-from partner.connector.problems import problem_handler, too_many
+from partner.connector.problems import CONTENT_TYPE, TYPE_BASE, problem_handler, too_many
 from partner.connector.selectors import FEED_PAGE, connection_orders, connection_products, events_feed
 from partner.connector.serializers import (
     AcknowledgeIn,
@@ -66,10 +66,105 @@ class NoConnection(ApplicationError):
     status_code = 403
 
 
+class TokenIn(serializers.Serializer):
+    grant_type = serializers.ChoiceField(choices=["client_credentials"], help_text="Client credentials only.")
+    scope = serializers.CharField(required=False, help_text="Space-separated: `read`, `answer` (left out: both).")
+    client_id = serializers.CharField(required=False, help_text="Or in HTTP Basic authentication (preferred).")
+    client_secret = serializers.CharField(required=False, help_text="Or in HTTP Basic authentication (preferred).")
+
+
+class TokenOut(serializers.Serializer):
+    access_token = serializers.CharField(help_text="Send it as `Authorization: Bearer …`.")
+    token_type = serializers.CharField(help_text="Bearer")
+    expires_in = serializers.IntegerField(help_text="Seconds it lives (CONNECTOR_TOKEN_SECONDS).")
+    scope = serializers.CharField()
+
+
+TOKEN_PROBLEM = inline_serializer(
+    "TokenProblem",
+    {
+        "type": serializers.CharField(),
+        "title": serializers.CharField(),
+        "status": serializers.IntegerField(),
+        "detail": serializers.CharField(),
+        "error": serializers.CharField(required=False, help_text="The OAuth 2.0 error code (RFC 6749 §5.2)."),
+        "error_description": serializers.CharField(required=False),
+    },
+)
+
+
+class TokenApi(APIView):
+    """POST /api/v1/oauth/token: django-oauth-toolkit issues the token (client credentials); a
+    refusal is problem+json like every error of the API, still carrying RFC 6749's `error` and
+    `error_description`, so OAuth client libraries read it as they expect."""
+
+    authentication_classes = []
+    permission_classes = []
+    renderer_classes = [JSONRenderer]
+    _issue = staticmethod(TokenView.as_view())
+
+    def get_exception_handler(self):
+        return problem_handler
+
+    @extend_schema(
+        operation_id="oauth_token",
+        auth=[{"clientBasic": []}, {}],
+        request={"application/x-www-form-urlencoded": TokenIn},
+        responses={
+            200: TokenOut,
+            **{(code, "application/problem+json"): TOKEN_PROBLEM for code in (400, 401, 429)},
+        },
+    )
+    def post(self, request):
+        return token_problem(self._issue(request._request))
+
+
+def token_problem(response):
+    """The toolkit's answer, its refusals as problem+json (keeping `error` and `error_description`)."""
+    if response.status_code < 400:
+        return response
+    try:
+        body = json.loads(response.content or b"{}")
+    except ValueError:
+        body = {}
+    body = body if isinstance(body, dict) else {}
+    error = str(body.get("error") or "invalid_request")
+    status = 401 if error == "invalid_client" else 400
+    oauth = {
+        "error": error,
+        **({"error_description": body["error_description"]} if body.get("error_description") else {}),
+    }
+    answer = JsonResponse(
+        {
+            "type": TYPE_BASE + "token-refused",
+            "title": "The token request was refused",
+            "status": status,
+            "detail": TOKEN_ERRORS.get(error, "The token request was refused."),
+            **oauth,
+        },
+        status=status,
+        content_type=CONTENT_TYPE,
+    )
+    for header in ("WWW-Authenticate", "Cache-Control", "Pragma"):
+        if header in response:
+            answer[header] = response[header]
+    if status == 401 and "WWW-Authenticate" not in answer:
+        answer["WWW-Authenticate"] = 'Basic realm="api"'
+    return answer
+
+
+TOKEN_ERRORS = {
+    "invalid_client": "The client id or secret is wrong.",
+    "unsupported_grant_type": "Only grant_type=client_credentials is accepted.",
+    "unauthorized_client": "This client may use the client credentials grant only.",
+    "invalid_scope": "The scope asked for is unknown: ask for read, answer or both.",
+    "invalid_request": "The token request is malformed (grant_type=client_credentials, form-encoded).",
+}
+
 # The token endpoint: RATELIMIT_API_TOKEN requests per address (a client secret guessed, a system
 # that asks for a token per call), past it a 429 in the API's shape.
 token_view = address_rate_limited(group="connector-token", rate=lambda: settings.RATELIMIT_API_TOKEN, refused=too_many)(
-    TokenView.as_view()
+    TokenApi.as_view()
 )
 
 

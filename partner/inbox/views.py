@@ -183,7 +183,9 @@ class WebhookReceiveApi(APIView):
     # On the method, not the class: an operation_id on an APIView class breaks the schema (drf-spectacular).
     @extend_schema(
         operation_id="webhook_receive",
-        request=NotificationSerializer,
+        # The service posts JSON; the view reads the raw bytes whatever the type says (typed here, so
+        # that clients generated from the document know what to send).
+        request={"application/json": NotificationSerializer},
         parameters=[
             OpenApiParameter(
                 name=settings.SVC_SIGNATURE_HEADER,

@@ -221,3 +221,38 @@ def test_access_tokens_are_stored_hashed_and_still_work(api, connection):
     [token] = AccessToken.objects.filter(application=connection.application)
     assert token.token == "" and len(token.token_checksum) == 64  # no usable token at rest
     assert api.get("/orders").status_code == 200
+
+
+def test_token_refusals_are_problems_that_oauth_clients_still_read(live_server, connection):
+    created = connection.created
+    url = f"{live_server.url}/api/v1/oauth/token"
+    wrong = requests.post(url, data={"grant_type": "client_credentials"}, auth=(created.client_id, "nope"), timeout=10)
+    assert wrong.status_code == 401 and wrong.headers["Content-Type"] == "application/problem+json"
+    body = wrong.json()
+    assert body["type"].endswith("/token-refused") and body["status"] == 401 and body["error"] == "invalid_client"
+    assert body["detail"] == "The client id or secret is wrong."
+    grant = requests.post(
+        url, data={"grant_type": "no_such_grant"}, auth=(created.client_id, created.client_secret), timeout=10
+    )
+    assert grant.status_code == 400 and grant.json()["error"] == "unsupported_grant_type"
+    assert grant.headers["Content-Type"] == "application/problem+json"
+    good = requests.post(
+        url, data={"grant_type": "client_credentials"}, auth=(created.client_id, created.client_secret), timeout=10
+    )
+    assert good.status_code == 200 and good.json()["token_type"] == "Bearer" and good.json()["expires_in"] > 0
+
+
+def test_the_openapi_document_says_how_to_authenticate(live_server):
+    schema = requests.get(f"{live_server.url}/api/schema/?format=json", timeout=10).json()
+    flows = schema["components"]["securitySchemes"]["oauth2"]["flows"]
+    assert flows == {
+        "clientCredentials": {
+            "tokenUrl": "/api/v1/oauth/token",
+            "scopes": {"read": "Read orders and events", "answer": "Answer orders"},
+        }
+    }
+    token = schema["paths"]["/api/v1/oauth/token"]["post"]
+    assert set(token["requestBody"]["content"]) == {"application/x-www-form-urlencoded"}
+    assert set(token["responses"]["401"]["content"]) == {"application/problem+json"}
+    # the platform's webhook endpoint is typed (no */* a generated client cannot send)
+    assert set(schema["paths"]["/v1/webhooks"]["post"]["requestBody"]["content"]) == {"application/json"}
