@@ -1,6 +1,8 @@
 """What the API reads and answers: the serializers that validate each request and shape each answer
 (the OpenAPI document is made from them, drf-spectacular)."""
 
+import re
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -8,6 +10,30 @@ from partner.connector.events import order_data, order_request
 from partner.connector.selectors import product_forms
 from partner.fulfillment.models import OrderStatus
 from partner.fulfillment.staff.services import DECLINE_REASON_MAX, PARTNER_STATUS_MAX
+
+
+class StrictInteger(serializers.IntegerField):
+    """An integer written as digits: `1.0` or ` 1` is refused, as the document's `integer` says."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and not re.fullmatch(r"-?[0-9]+", data):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictQuery(serializers.Serializer):
+    """Query parameters as strict as the document: one given empty (`updated_since=`) is refused,
+    never taken as left out."""
+
+    def to_internal_value(self, data):
+        blank = {
+            name: ["This parameter is empty: give a value or leave it out."]
+            for name in self.fields
+            if hasattr(data, "getlist") and "" in data.getlist(name)
+        }
+        if blank:
+            raise serializers.ValidationError(blank)
+        return super().to_internal_value(data)
 
 
 class DeliveryOut(serializers.Serializer):

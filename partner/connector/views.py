@@ -36,6 +36,8 @@ from partner.connector.serializers import (
     OrderSummaryOut,
     ProductOut,
     StatusUpdateIn,
+    StrictInteger,
+    StrictQuery,
 )
 from partner.core.errors import ApplicationError
 from partner.core.ratelimits import address_rate_limited, request_counted
@@ -239,9 +241,11 @@ def _delivered(connection: Connection, order_id: str, delivery) -> tuple[int, di
 
 
 class OrderListApi(ConnectorApi):
-    class Filter(serializers.Serializer):
+    class Filter(StrictQuery):
         status = serializers.ChoiceField(choices=OrderStatus.choices, required=False)
         updated_since = serializers.DateTimeField(required=False)
+        limit = StrictInteger(required=False, min_value=1, max_value=200, help_text="At most 200 (50 unless told).")
+        offset = StrictInteger(required=False, min_value=0)
 
     class Page(LimitOffsetPagination):
         default_limit = 50
@@ -249,7 +253,7 @@ class OrderListApi(ConnectorApi):
 
     @extend_schema(
         operation_id="orders_list",
-        parameters=[Filter, OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
+        parameters=[Filter],
         responses={
             200: inline_serializer(
                 "OrderPage",
@@ -385,9 +389,9 @@ for view in (OrderStatusUpdateApi, OrderDeliverApi, OrderDeclineApi):
 
 
 class EventListApi(ConnectorApi):
-    class Cursor(serializers.Serializer):
-        after = serializers.IntegerField(required=False, default=0, min_value=0, max_value=answers.ID_MAX)
-        limit = serializers.IntegerField(required=False, default=FEED_PAGE, min_value=1, max_value=FEED_PAGE)
+    class Cursor(StrictQuery):
+        after = StrictInteger(required=False, default=0, min_value=0, max_value=answers.ID_MAX)
+        limit = StrictInteger(required=False, default=FEED_PAGE, min_value=1, max_value=FEED_PAGE)
 
     @extend_schema(operation_id="events_list", parameters=[Cursor], responses={200: EventPageOut, **ERRORS})
     def get(self, request):

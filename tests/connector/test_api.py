@@ -256,3 +256,23 @@ def test_the_openapi_document_says_how_to_authenticate(live_server):
     assert set(token["responses"]["401"]["content"]) == {"application/problem+json"}
     # the platform's webhook endpoint is typed (no */* a generated client cannot send)
     assert set(schema["paths"]["/v1/webhooks"]["post"]["requestBody"]["content"]) == {"application/json"}
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "field"),
+    [
+        ("/orders", {"updated_since": ""}, "updated_since"),
+        ("/orders", {"status": ""}, "status"),
+        ("/orders", {"limit": "abc"}, "limit"),
+        ("/orders", {"limit": "500"}, "limit"),
+        ("/orders", {"offset": "-1"}, "offset"),
+        ("/events", {"after": ""}, "after"),
+        ("/events", {"after": "1.0"}, "after"),
+        ("/events", {"limit": ""}, "limit"),
+        ("/events", {"limit": "0"}, "limit"),
+    ],
+)
+def test_queries_are_as_strict_as_the_document(api, path, params, field):
+    answer = api.get(path, **params)
+    assert answer.status_code == 400 and answer.headers["Content-Type"] == "application/problem+json"
+    assert field in answer.json()["errors"]
