@@ -22,6 +22,12 @@ class OrderNotFound(ApplicationError):
     status_code = 404
 
 
+class TakenOver(ApplicationError):
+    """A staff member took the order over: the system's answers to it are refused (422)."""
+
+    status_code = 422
+
+
 ID_MAX = 9_223_372_036_854_775_807  # the largest bigint key: a larger number names no order or event
 
 
@@ -35,10 +41,22 @@ def order_of(*, connection: Connection, order_id) -> Order:
     return order
 
 
+def answerable(*, connection: Connection, order_id) -> Order:
+    """The connection's order, refused with TakenOver when a staff member works it now (the staff's
+    own rule refuses it again, under the order's lock, should a take-over come in between)."""
+    order = order_of(connection=connection, order_id=order_id)
+    if order.assigned_to_id is not None and order.assigned_to_id != connection.user_id:
+        raise TakenOver(
+            f"A staff member ({order.assigned_to.get_username()}) took order {order.pk} over: "
+            "your system's answers to it are refused from now on."
+        )
+    return order
+
+
 def order_acknowledge(*, connection: Connection, order_id: int | str) -> Order:
     """The system says it has the order. The service was acknowledged on arrival, so nothing is sent;
     refused (as every answer) when a staff member took the order over."""
-    order = order_of(connection=connection, order_id=order_id)
+    order = answerable(connection=connection, order_id=order_id)
     with transaction.atomic():
         order = staff.order_take(order_id=order.pk, user=connection.user)
         if not order.steps.filter(name="system_acknowledged").exists():
@@ -47,12 +65,12 @@ def order_acknowledge(*, connection: Connection, order_id: int | str) -> Order:
 
 
 def status_update_post(*, connection: Connection, order_id: int | str, text: str) -> Delivery:
-    order = order_of(connection=connection, order_id=order_id)
+    order = answerable(connection=connection, order_id=order_id)
     return staff.status_update_post(order_id=order.pk, text=text, user=connection.user)
 
 
 def document_upload(*, connection: Connection, order_id: int | str, upload) -> OrderDocument:
-    order = order_of(connection=connection, order_id=order_id)
+    order = answerable(connection=connection, order_id=order_id)
     return staff.document_attach(order_id=order.pk, upload=upload, user=connection.user)
 
 
@@ -65,7 +83,7 @@ def delivery_request(
     loan: dict | None = None,
     document_ids: list[int] | None = None,
 ) -> Delivery:
-    order = order_of(connection=connection, order_id=order_id)
+    order = answerable(connection=connection, order_id=order_id)
     return staff.delivery_request(
         order_id=order.pk,
         final=final,
@@ -77,5 +95,5 @@ def delivery_request(
 
 
 def order_decline(*, connection: Connection, order_id: int | str, reason: str) -> Delivery:
-    order = order_of(connection=connection, order_id=order_id)
+    order = answerable(connection=connection, order_id=order_id)
     return staff.order_decline(order_id=order.pk, reason=reason, user=connection.user)

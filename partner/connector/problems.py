@@ -21,6 +21,7 @@ _STATUS = {"StaffActionRefused": 422}
 # exception class name -> (type slug, title)
 _APPLICATION = {
     "OrderNotFound": ("order-not-found", "Order not found"),
+    "TakenOver": ("taken-over", "A staff member took the order over"),
     "ProductNotFound": ("product-not-found", "Product not found"),
     "StaffActionRefused": ("answer-refused", "The answer breaks a rule of the order"),
     "IdempotencyKeyReused": ("idempotency-key-reused", "The Idempotency-Key was used with another request"),

@@ -135,7 +135,8 @@ def test_a_decline_and_a_validation_error(api, order):
 def test_an_order_taken_over_by_staff_refuses_the_systems_answers(api, order):
     staff.order_take(order_id=order.pk, user=staff_member(), take_over=True)
     refused = api.post(f"/orders/{order.pk}/status-updates", key=key(), json={"text": "Still here"})
-    assert refused.status_code == 422 and "appraiser.ann works this order" in refused.json()["detail"]
+    assert refused.status_code == 422 and refused.json()["type"].endswith("/taken-over")
+    assert "took order" in refused.json()["detail"] and "take it over first" not in refused.json()["detail"]
     assert not Delivery.objects.filter(order=order, kind=DeliveryKind.STATUS_UPDATE).exists()
 
 

@@ -36,6 +36,7 @@ def test_a_connected_order_is_acknowledged_at_once_and_its_system_told(fake_plat
     request = data["request"]
     assert request["options"] == {"comments": "Gate code 1234"} and request["notes"] == "Gate code 1234"
     assert request["ordered_by"]["username"] == "lender.demo"
+    assert data["delivery"]["kind"] == "acknowledgement"  # as the docs' event table says
 
 
 def test_order_created_carries_the_loan_the_request_entitlement_allows_and_never_credentials(order):
