@@ -33,8 +33,10 @@ holding either secret of a rotation verifies.
 
 import json
 import logging
+import socket
 import time
 from datetime import datetime, timedelta
+from urllib.parse import urlsplit
 
 import requests
 from django.conf import settings
@@ -136,8 +138,41 @@ def _post(connection: Connection, event: Event) -> tuple[int | None, str, int]:
         )
         status, text = answer.status_code, answer.text[:ANSWER_KEPT]
     except requests.RequestException as exc:
-        status, text = None, f"{type(exc).__name__}: no answer"
+        status, text = None, why_unanswered(exc)
     return status, text, int((time.monotonic() - started) * 1000)
+
+
+def _causes(exc: BaseException):
+    """The exception and every one it wraps (requests wraps urllib3's, which wraps the socket's)."""
+    seen, stack = set(), [exc]
+    while stack:
+        current = stack.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        stack += [current.__cause__, current.__context__, getattr(current, "reason", None)]
+        stack += [arg for arg in getattr(current, "args", ()) if isinstance(arg, BaseException)]
+
+
+def why_unanswered(exc: requests.RequestException) -> str:
+    """Why a POST got no answer, in an operator's words (no URL: the caller names the endpoint)."""
+    causes = list(_causes(exc))
+    if isinstance(exc, requests.Timeout):
+        return f"Timeout: no answer within {settings.CONNECTOR_SEND_TIMEOUT:g} s"
+    if isinstance(exc, requests.exceptions.SSLError):
+        return "TLS handshake failed (the endpoint's certificate or TLS setup)"
+    if any(isinstance(cause, ConnectionRefusedError) for cause in causes):
+        return "connection refused (nothing listens at the endpoint's address and port)"
+    if any(isinstance(cause, socket.gaierror) for cause in causes):
+        return "host name not found (DNS)"
+    return f"{type(exc).__name__}: could not connect"
+
+
+def endpoint_shown(url: str) -> str:
+    """The endpoint as a log line names it: scheme, host, port and path, never a query (it may hold a token)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
 
 
 def retry_at(*, attempts: int, failing_since: datetime, now: datetime, answered: bool = True) -> datetime | None:
@@ -201,6 +236,16 @@ def _outcome_record(event: Event, lease: Lease, *, started_at, status, text, dur
         connection.update(last_failure_at=now, consecutive_failures=F("consecutive_failures") + 1)
         if again is not None:
             lease.release(last_error=error[:2000], next_attempt_at=again, failing_since=failing_since)
+            logger.warning(
+                "connector %s: %s %s to %s failed (%s), try %s; again at %s",
+                event.connection.name,
+                event.type,
+                event.message_id,
+                endpoint_shown(event.connection.endpoint_url),
+                error[:200],
+                attempts,
+                f"{again:%Y-%m-%d %H:%M:%S} UTC",
+            )
             return
         lease.release(
             state=EventState.FAILED, last_error=error[:2000], next_attempt_at=None, failing_since=failing_since
@@ -208,7 +253,15 @@ def _outcome_record(event: Event, lease: Lease, *, started_at, status, text, dur
         reason = f"{event.type} {event.message_id} failed after {attempts} tries ({error[:200]})"
         if connection.filter(enabled=True).update(enabled=False, disabled_reason=reason):
             connection_disabled_tell(Connection.objects.get(pk=event.connection_id), reason)
-    logger.warning("connector %s: event %s given up; connection disabled", event.connection_id, event.message_id)
+    logger.warning(
+        "connector %s: %s %s to %s failed (%s), try %s: given up, connection disabled",
+        event.connection.name,
+        event.type,
+        event.message_id,
+        endpoint_shown(event.connection.endpoint_url),
+        error[:200],
+        attempts,
+    )
 
 
 def connection_disabled_tell(connection: Connection, reason: str) -> None:

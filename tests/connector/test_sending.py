@@ -211,3 +211,27 @@ def test_a_worker_that_died_leaves_its_event_to_be_handed_back(order, system, ta
     assert again["event_id"] == task["event_id"]
     assert send(task) is None  # the dead worker's lease is no longer valid: it sends nothing
     assert send(again) is True and system.posts == 1
+
+
+def test_a_failed_send_is_a_warning_naming_the_connection_endpoint_and_why(order, connection, tasks_sent, caplog):
+    # The connection's endpoint, http://127.0.0.1:9/hooks: nothing listens there.
+    [task] = relayed(tasks_sent)
+    with caplog.at_level("WARNING", logger="partner.connector.sending"):
+        assert send(task) is False
+    [attempt] = EventAttempt.objects.all()
+    assert attempt.status_code is None and attempt.answer.startswith("connection refused")
+    [line] = [r.getMessage() for r in caplog.records if r.name == "partner.connector.sending"]
+    assert "acme-amc" in line and "http://127.0.0.1:9/hooks" in line and "connection refused" in line
+    assert "order.created" in line and "try 1" in line
+
+
+def test_why_unanswered_in_an_operator_s_words():
+    import socket
+
+    import requests
+
+    refused = requests.ConnectionError(ConnectionRefusedError(111, "Connection refused"))
+    assert sending.why_unanswered(refused).startswith("connection refused")
+    unknown = requests.ConnectionError(socket.gaierror(-2, "Name or service not known"))
+    assert sending.why_unanswered(unknown) == "host name not found (DNS)"
+    assert sending.endpoint_shown("https://u:p@x.example:8443/hooks?token=s3cret") == "https://x.example:8443/hooks"
