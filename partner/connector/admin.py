@@ -6,6 +6,8 @@ list or a change page: a connection's client secret and first signing secret are
 is created, and a rotation's new secret once, when it is added.
 """
 
+from datetime import UTC
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
@@ -13,7 +15,9 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
 from django.shortcuts import redirect
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.timesince import timesince, timeuntil
 
 from partner.catalog.models import Product
 from partner.connector import services
@@ -28,6 +32,37 @@ from partner.connector.models import (
 )
 from partner.connector.selectors import connection_health
 from partner.core.errors import ApplicationError
+
+
+def when(moment, empty: str = "—") -> str:
+    """A time as people read it: "2026-11-27 20:44 UTC (3 minutes ago)"."""
+    if moment is None:
+        return empty
+    now = timezone.now()
+    relative = f"{timesince(moment, now, depth=1)} ago" if moment <= now else f"in {timeuntil(moment, now, depth=1)}"
+    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC ({relative})"
+
+
+def secrets_shown_once(request, created: services.Created):
+    """The new connection's credentials as labelled fields and a paste-ready environment snippet
+    (the names examples/order_system/ reads), shown once: never stored in clear, never shown again."""
+    api = request.build_absolute_uri("/api/v1")
+    values = [
+        ("OAuth client id", "CLIENT_ID", created.client_id),
+        ("OAuth client secret", "CLIENT_SECRET", created.client_secret),
+        ("Signing secret", "SIGNING_SECRET", created.signing_secret),
+        ("API base", "PARTNER_API", api),
+    ]
+    rows = format_html_join("", '<dt>{}</dt><dd><code class="connection-secret" data-name="{}">{}</code></dd>', values)
+    snippet = "\n".join(f"{name}={value}" for _, name, value in values)
+    return format_html(
+        "Give these to the partner's system now: they are not shown again."
+        '<dl class="connection-secrets">{}</dl>'
+        "As environment variables (paste into the system's environment file):"
+        '<pre class="connection-env">{}</pre>',
+        rows,
+        snippet,
+    )
 
 
 class ReplayForm(ActionForm):
@@ -83,7 +118,7 @@ class ConnectionForm(forms.ModelForm):
 class ConnectionAdmin(admin.ModelAdmin):
     form = ConnectionForm
     action_form = ReplayForm
-    list_display = ["name", "state", "endpoint_url", "last_success_at", "failing_since", "backlog"]
+    list_display = ["name", "state", "endpoint_url", "last_success", "failing", "backlog"]
     readonly_fields = ["health", "secrets_held", "client_id"]
     actions = ["replay_failed", "replay_since", "enable", "product_move_here", "secret_add", "secret_drop_oldest"]
 
@@ -101,7 +136,19 @@ class ConnectionAdmin(admin.ModelAdmin):
     def state(self, connection):
         if not connection.enabled:
             return "disabled"
-        return "failing" if connection.failing_since else "healthy"
+        if not connection.endpoint_url:
+            return "pulls the events feed"
+        if connection.failing_since:
+            return "failing"
+        return "healthy" if connection.last_success_at else "not contacted yet"
+
+    @admin.display(description="last success", ordering="last_success_at")
+    def last_success(self, connection):
+        return when(connection.last_success_at, "never")
+
+    @admin.display(description="failing since", ordering="failing_since")
+    def failing(self, connection):
+        return when(connection.failing_since)
 
     @admin.display(description="waiting events", ordering="waiting")
     def backlog(self, connection):
@@ -116,12 +163,12 @@ class ConnectionAdmin(admin.ModelAdmin):
                 "State",
                 self.state(connection) + (f": {connection.disabled_reason}" if connection.disabled_reason else ""),
             ),
-            ("Last success", health.last_success_at or "never"),
-            ("Last failure", health.last_failure_at or "never"),
-            ("Failing since", health.failing_since or "—"),
+            ("Last success", when(health.last_success_at, "never")),
+            ("Last failure", when(health.last_failure_at, "never")),
+            ("Failing since", when(health.failing_since)),
             ("Failures in a row", health.consecutive_failures),
             ("Events waiting", health.backlog),
-            ("Oldest waiting since", health.oldest_waiting_at or "—"),
+            ("Oldest waiting since", when(health.oldest_waiting_at)),
             ("Events failed", health.failed),
         ]
         table = format_html(
@@ -147,19 +194,15 @@ class ConnectionAdmin(admin.ModelAdmin):
         obj.pk, obj.user_id, obj.application_id = created.connection.pk, created.connection.user_id, None
         Connection.objects.filter(pk=obj.pk).update(event_types=obj.event_types, enabled=obj.enabled)
         obj.refresh_from_db()
-        messages.warning(
-            request,
-            f"Give these to the partner's system now; they are not shown again. OAuth client id: "
-            f"{created.client_id}  client secret: {created.client_secret}  signing secret: {created.signing_secret}",
-        )
+        messages.warning(request, secrets_shown_once(request, created))
 
-    @admin.action(description="Replay the failed events")
+    @admin.action(description="Replay the failed events", permissions=["change"])
     def replay_failed(self, request, queryset):
         events = Event.objects.filter(connection__in=queryset, state=EventState.FAILED)
         count = sum(services.event_replay(event_id=pk) for pk in events.values_list("pk", flat=True))
         self.message_user(request, f"{count} event(s) will be sent again.")
 
-    @admin.action(description="Replay everything since (the time below)")
+    @admin.action(description="Replay everything since (the time below)", permissions=["change"])
     def replay_since(self, request, queryset):
         since = action_value(request, "since")
         if since is None:
@@ -172,13 +215,13 @@ class ConnectionAdmin(admin.ModelAdmin):
             return
         self.message_user(request, f"{count} event(s) will be sent again, oldest first.")
 
-    @admin.action(description="Enable (send what waits)")
+    @admin.action(description="Enable (send what waits)", permissions=["change"])
     def enable(self, request, queryset):
         for connection in queryset:
             services.connection_enable(connection_id=connection.pk)
         self.message_user(request, "Enabled: their waiting events go out now.")
 
-    @admin.action(description="Move a product to this connection (the product below)")
+    @admin.action(description="Move a product to this connection (the product below)", permissions=["change"])
     def product_move_here(self, request, queryset):
         product = action_value(request, "product")
         if product is None or queryset.count() != 1:
@@ -193,7 +236,7 @@ class ConnectionAdmin(admin.ModelAdmin):
         was = f" (from {previous}, with its open orders)" if previous else ""
         self.message_user(request, f"{product.name} is worked by {connection.name} from now on{was}.")
 
-    @admin.action(description="Rotation: add a new signing secret")
+    @admin.action(description="Rotation: add a new signing secret", permissions=["change"])
     def secret_add(self, request, queryset):
         for connection in queryset:
             secret = secret_new()
@@ -201,7 +244,7 @@ class ConnectionAdmin(admin.ModelAdmin):
             connection.save(update_fields=["signing_secrets", "updated_at"])
             messages.warning(request, f"{connection.name}: new signing secret (shown once): {secret}")
 
-    @admin.action(description="Rotation: drop the oldest signing secret")
+    @admin.action(description="Rotation: drop the oldest signing secret", permissions=["change"])
     def secret_drop_oldest(self, request, queryset):
         for connection in queryset:
             held = connection.secrets()
@@ -257,7 +300,10 @@ class EventAdmin(admin.ModelAdmin):
         url = reverse("admin:connector_connectedorder_change", args=[event.order_id])
         return format_html('<a href="{}">{}</a>', url, event.order.reference_number or event.order_id)
 
-    @admin.action(description="Replay these events")
+    def has_replay_permission(self, request):
+        return request.user.has_perm("connector.change_connection")
+
+    @admin.action(description="Replay these events", permissions=["replay"])
     def replay(self, request, queryset):
         count = sum(services.event_replay(event_id=pk) for pk in queryset.values_list("pk", flat=True))
         self.message_user(request, f"{count} event(s) will be sent again.")
@@ -325,9 +371,13 @@ class ConnectedOrderAdmin(admin.ModelAdmin):
             if not self.has_view_permission(request):
                 raise PermissionDenied
             known = self.get_queryset(request).filter(pk=object_id).exists()
-            if "_take_over" in request.POST and known and self._take_over(request, int(object_id)):
+            if "_take_over" in request.POST and known:  # asked: confirm first, as the queue's take-over
+                return redirect(f"{request.path}?take_over=confirm")
+            if "_take_over_confirmed" in request.POST and known and self._take_over(request, int(object_id)):
                 return redirect(reverse("admin:fulfillment_stafforder_change", args=[object_id]))
             return redirect(request.path)
+        if request.GET.get("take_over") == "confirm":
+            extra_context = {**(extra_context or {}), "confirm_take_over": True}
         return super().changeform_view(request, object_id, form_url, extra_context)
 
     def has_change_permission(self, request, obj=None):

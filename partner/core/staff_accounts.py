@@ -1,7 +1,8 @@
 """Admin logins of the staff who work orders: staff, not superusers, with what the work needs.
 
 What the work needs is the view and change permissions of the orders (the fulfillment app:
-orders, their documents, steps and deliveries) and of the webhook inbox, held through one group,
+orders, their documents, steps and deliveries) and of the webhook inbox, and the view permission of
+the connector's pages (connections, events, connected orders to take over), held through one group,
 `Order staff`, so that a person added by hand in the admin can be given the same. The apps are
 named by label: core imports neither.
 
@@ -24,14 +25,18 @@ from partner.core.errors import ApplicationError
 logger = logging.getLogger(__name__)
 
 ORDER_STAFF_GROUP = "Order staff"
-ORDER_STAFF_APPS = ("fulfillment", "inbox")
-ORDER_STAFF_ACTIONS = ("view", "change")
+# app label -> what order staff may do with each of its models. The connector's pages are read (a
+# connection's health, its events, a connected order, and its take-over by hand); changing a
+# connection (its endpoint, products, secrets, replays) stays with those given more.
+ORDER_STAFF_ACTIONS = {"fulfillment": ("view", "change"), "inbox": ("view", "change"), "connector": ("view",)}
 
 
 def order_staff_permissions():
-    """The permissions of the order staff: view and change of every model of ORDER_STAFF_APPS."""
-    permissions = Permission.objects.filter(content_type__app_label__in=ORDER_STAFF_APPS)
-    return [p for p in permissions if p.codename.split("_", 1)[0] in ORDER_STAFF_ACTIONS]
+    """The permissions of the order staff (ORDER_STAFF_ACTIONS)."""
+    permissions = Permission.objects.filter(content_type__app_label__in=ORDER_STAFF_ACTIONS).select_related(
+        "content_type"
+    )
+    return [p for p in permissions if p.codename.split("_", 1)[0] in ORDER_STAFF_ACTIONS[p.content_type.app_label]]
 
 
 def order_staff_group_ensure() -> Group:
@@ -76,6 +81,7 @@ def staff_account_set(
         elif user.is_superuser:
             raise ApplicationError(f"{username} is a superuser: this command manages order staff only.")
         elif keep_existing:
+            order_staff_group_ensure()  # the group's permissions as this version has them
             return user, False
         if email is not None:
             user.email = email.strip()

@@ -29,6 +29,9 @@ def test_a_connection_is_made_with_its_user_client_and_secret_shown_once(staff, 
     [secret] = connection.secrets()
     page = answer.content.decode()
     assert secret in page and "client secret" in page  # once, on creation
+    # labelled fields, and an environment snippet to paste
+    assert f'<code class="connection-secret" data-name="SIGNING_SECRET">{secret}</code>' in page
+    assert f"SIGNING_SECRET={secret}" in page and f"CLIENT_ID={connection.application.client_id}" in page
     change = staff.get(reverse("admin:connector_connection_change", args=[connection.pk])).content.decode()
     assert secret not in change and "1 held" in change
     assert connection.application.client_id in change
@@ -97,13 +100,29 @@ def test_the_health_and_the_events_and_attempts_of_an_order(staff, order, connec
 
 
 def test_staff_take_a_connected_order_over_by_hand(staff, order, connection):
-    answer = staff.post(reverse("admin:connector_connectedorder_change", args=[order.pk]), {"_take_over": "1"})
+    page = reverse("admin:connector_connectedorder_change", args=[order.pk])
+    asked = staff.post(page, {"_take_over": "1"}, follow=True)  # one click only asks
+    assert asked.status_code == 200 and "Yes, take it over" in asked.content.decode()
+    assert Order.objects.get(pk=order.pk).assigned_to == connection.user
+    answer = staff.post(page, {"_take_over_confirmed": "1"})
     assert answer.status_code == 302 and answer["Location"] == reverse(
         "admin:fulfillment_stafforder_change", args=[order.pk]
     )
     order = Order.objects.get(pk=order.pk)
     assert order.assigned_to.username == "staff" and order.status == "WITH_STAFF"
     assert [e.type for e in Event.objects.filter(order=order).order_by("pk")] == ["order.created", "order.taken_over"]
+
+
+def test_a_connection_never_contacted_is_not_called_healthy(staff, connection):
+    from django.utils import timezone
+
+    listing = staff.get(reverse("admin:connector_connection_changelist")).content.decode()
+    assert "not contacted yet" in listing and "healthy" not in listing
+    now = timezone.now()
+    Connection.objects.filter(pk=connection.pk).update(last_success_at=now)
+    listing = staff.get(reverse("admin:connector_connection_changelist")).content.decode()
+    assert "healthy" in listing and "UTC (0" in listing  # "… UTC (0 minutes ago)"
+    assert str(now) not in listing
 
 
 def test_a_disabled_connection_is_a_readiness_warning(connection):

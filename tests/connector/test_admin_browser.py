@@ -1,5 +1,5 @@
 """The connector's admin in Chromium: a connection's page shows its health, leads to its events and
-their attempts, and a connected order is taken over by hand with one button. Screenshots in
+their attempts, and a connected order is taken over by hand once confirmed. Screenshots in
 test-artifacts/ui/."""
 
 import pytest
@@ -27,6 +27,7 @@ def test_the_connection_page_shows_health_events_and_attempts(live_server, signe
     health = page.locator("table.connection-health")
     text = health.inner_text()
     assert "Failures in a row\t2" in text and "Events waiting\t1" in text
+    assert "ago)" in text and "+00:00" not in text  # times for people: "… UTC (3 minutes ago)"
     shot("connector-connection-health")
     assert "whsec_" not in page.content()
 
@@ -42,6 +43,10 @@ def test_the_connection_page_shows_health_events_and_attempts(live_server, signe
     page.goto(live_server.url + reverse("admin:connector_connectedorder_change", args=[order.pk]))
     assert "503 in 40 ms" in page.locator(".inline-group").inner_text()
     page.get_by_role("button", name="Take over by hand").click()
+    expect(page.locator(".take-over-confirm")).to_contain_text("system.acme-amc")  # asked first
+    assert Order.objects.get(pk=order.pk).assigned_to == connection.user
+    shot("connector-take-over-confirm")
+    page.get_by_role("button", name="Yes, take it over").click()
     page.wait_for_url(f"**{reverse('admin:fulfillment_stafforder_change', args=[order.pk])}")
     assert Order.objects.get(pk=order.pk).assigned_to.username == "staff"
     assert Event.objects.filter(order=order, type="order.taken_over", state=EventState.PENDING).exists()

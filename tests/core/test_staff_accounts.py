@@ -35,13 +35,24 @@ def test_staff_account_creates_an_order_staff_login_not_a_superuser(db, client, 
     assert user.email == "staff.demo@partner.example"
     permissions = user.get_all_permissions()
     assert permissions >= STAFF_PERMISSIONS
-    assert {p.split(".")[0] for p in permissions} == {"fulfillment", "inbox"}
+    assert {p.split(".")[0] for p in permissions} == {"fulfillment", "inbox", "connector"}
     assert not any(p.split(".")[1].startswith(("add_", "delete_")) for p in permissions)
+    # the connector's pages are read (and a connected order taken over), never a connection changed
+    assert {p for p in permissions if p.startswith("connector.")} == {
+        "connector.view_connection",
+        "connector.view_event",
+        "connector.view_eventattempt",
+        "connector.view_idempotentanswer",
+        "connector.view_connectedorder",
+    }
 
     assert client.login(username="staff.demo", password=DEMO_STAFF_PASSWORD)
     assert client.get(reverse("admin:fulfillment_order_changelist")).status_code == 200
     assert client.get(reverse("admin:inbox_notification_changelist")).status_code == 200
     assert client.get(reverse("admin:catalog_product_changelist")).status_code == 403
+    connections = client.get(reverse("admin:connector_connection_changelist"))
+    assert connections.status_code == 200 and "secret_add" not in connections.content.decode()
+    assert client.get(reverse("admin:connector_connectedorder_changelist")).status_code == 200
 
 
 def test_staff_account_updates_the_same_login(db):
