@@ -6,7 +6,8 @@ Run it beside `make run` (which makes the demo appraisal a connected product, wo
     python examples/order_system/order_system.py
 
 then order the appraisal on the sandbox's host page. For each `order.created` it acknowledges the
-order, posts a status update, uploads a PDF and makes the final delivery with it. Settings, from the
+order, posts a status update, uploads a PDF and makes the final delivery with it and the loan
+fields the product's delivery form (read from the API) describes. Settings, from the
 environment (the defaults are the local demo's public values, `manage.py connection_demo`):
 
     PARTNER_API      http://127.0.0.1:8000/api/v1
@@ -120,6 +121,30 @@ def report_pdf(reference: str) -> bytes:
 
 # 3. Work an order ----------------------------------------------------------------------------------
 
+# What this system concluded (a real one reads its appraiser's report): the values it can send, by name.
+FINDINGS = {
+    "appraisedValue": 812000,
+    "effectiveDate": time.strftime("%Y-%m-%d"),
+    "condition": "C3",
+    "comments": "Well maintained; normal wear.",
+}
+
+
+def loan_for(form: dict) -> dict:
+    """The delivery's `loan`, filled from the product's form (GET /products/{name}: `delivery_loan`,
+    a JSON Schema staff admins edit): each field it describes that the findings cover, each value
+    among the field's choices; a field whose required values are not all found is left out."""
+    loan = {}
+    for field, schema in (form.get("properties") or {}).items():
+        values = {}
+        for name, rule in (schema.get("properties") or {}).items():
+            choices = rule.get("enum") or [choice["const"] for choice in rule.get("oneOf", []) if "const" in choice]
+            if name in FINDINGS and (not choices or FINDINGS[name] in choices):
+                values[name] = FINDINGS[name]
+        if values and all(name in values for name in schema.get("required", [])):
+            loan[field] = values
+    return loan
+
 
 def work(order_id: int) -> None:
     access = token()
@@ -129,9 +154,12 @@ def work(order_id: int) -> None:
     call(access, "POST", f"/orders/{order_id}/status-updates", json_body={"text": "Inspection booked"})
     body, content_type = multipart("file", "report.pdf", report_pdf(order["reference"]))
     document = call(access, "POST", f"/orders/{order_id}/documents", data=body, content_type=content_type)
-    final = {"final": True, "message": "Appraisal complete", "documents": [document["id"]]}
+    product = call(access, "GET", f"/products/{urllib.parse.quote(order['product'], safe='')}")
+    [form] = [f for f in product["forms"] if f["request_type"] == order["request"]["type"]] or product["forms"][:1]
+    loan = loan_for(form["delivery_loan"])
+    final = {"final": True, "message": "Appraisal complete", "loan": loan, "documents": [document["id"]]}
     call(access, "POST", f"/orders/{order_id}/deliveries", json_body=final)
-    print(f"order {order_id}: delivered")
+    print(f"order {order_id}: delivered with {sorted(loan)}")
 
 
 class Events(BaseHTTPRequestHandler):

@@ -57,5 +57,8 @@ def test_the_example_order_system_works_an_order(demo, service, celery_worker_li
     response = Response.objects.get(transaction_id=txn.id)
     assert response.patch_count == 3  # the acknowledgement, the status update, the final delivery
     assert [r["name"] for r in response.data["resources"]] == ["report.pdf"]
+    # the loan filled from the product's delivery form, read from the API
+    appraisal = response.data["loan"]["appraisal"]
+    assert appraisal["condition"] == "C3" and appraisal["appraisedValue"] == 812000
     output = (tmp_path / "example.log").read_text()
     assert "refused" not in output and "delivered" in output
