@@ -84,3 +84,17 @@ def test_staff_account_refuses_a_superuser_and_a_new_login_without_password(db, 
     assert django_user_model.objects.get(username="root").is_superuser
     with pytest.raises(CommandError, match="needs a password"):
         call_command("staff_account", "nobody.yet", stdin=io.StringIO(""), stdout=io.StringIO())
+
+
+def test_a_rerun_that_keeps_the_login_still_brings_the_group_s_permissions_up_to_date(db, settings):
+    from django.contrib.auth.models import Group
+
+    from partner.core.staff_accounts import ORDER_STAFF_GROUP
+
+    settings.DEBUG = True
+    staff_account("staff.demo", DEMO_STAFF_PASSWORD)
+    group = Group.objects.get(name=ORDER_STAFF_GROUP)
+    group.permissions.remove(*group.permissions.filter(content_type__app_label="connector"))
+    staff_account("staff.demo", "", "--keep-existing")  # make run again, after an upgrade
+    user = get_user_model().objects.get(username="staff.demo")
+    assert user.has_perm("connector.view_connectedorder")
