@@ -120,6 +120,10 @@ class ConnectionAdmin(admin.ModelAdmin):
     action_form = ReplayForm
     list_display = ["name", "state", "endpoint_url", "last_success", "failing", "backlog"]
     readonly_fields = ["health", "secrets_held", "client_id"]
+
+    class Media:
+        js = ["connector/secrets.js"]  # Copy buttons beside the secrets shown once
+
     actions = ["replay_failed", "replay_since", "enable", "product_move_here", "secret_add", "secret_drop_oldest"]
 
     def get_queryset(self, request):

@@ -50,3 +50,22 @@ def test_the_connection_page_shows_health_events_and_attempts(live_server, signe
     page.wait_for_url(f"**{reverse('admin:fulfillment_stafforder_change', args=[order.pk])}")
     assert Order.objects.get(pk=order.pk).assigned_to.username == "staff"
     assert Event.objects.filter(order=order, type="order.taken_over", state=EventState.PENDING).exists()
+
+
+def test_a_new_connection_s_secrets_are_labelled_and_copied_with_a_click(
+    live_server, signed_in, shot, connected_product
+):
+    page = signed_in
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+    page.goto(live_server.url + reverse("admin:connector_connection_add"))
+    page.fill("#id_name", "title-desk")
+    page.fill("#id_endpoint_url", "https://title.example/hooks")
+    page.get_by_role("button", name="Save", exact=True).click()
+    secrets = page.locator("dl.connection-secrets")
+    expect(secrets).to_contain_text("Signing secret")
+    [signing] = Connection.objects.get(name="title-desk").secrets()
+    shot("connector-secrets-once")
+    page.get_by_role("button", name="Copy SIGNING_SECRET").click()
+    assert page.evaluate("navigator.clipboard.readText()") == signing
+    page.get_by_role("button", name="Copy the environment variables").click()
+    assert f"SIGNING_SECRET={signing}" in page.evaluate("navigator.clipboard.readText()")
