@@ -69,7 +69,9 @@ def test_the_links_come_last_once_they_answer_and_ctrl_c_ends_with_status_0(tmp_
         assert port_answers(port)
         banner = "\n".join(lines[ready:])
         assert f"http://127.0.0.1:{port}/sandbox/host/" in banner
-        assert "staff.demo / staff-demo-password-1" in banner
+        assert "Staff login (orders, connector)" in banner and "staff.demo / staff-demo-password-1" in banner
+        # replacing the demo connection: one connection per product, and how to move it
+        assert "one connection per product" in banner and "Move a product to" in banner
         assert "superuser: .venv/bin/python manage.py createsuperuser" in banner
 
         os.killpg(run.pid, signal.SIGINT)  # Ctrl-C
