@@ -54,11 +54,14 @@ def connection_of(product_name: str) -> Connection | None:
     return Connection.objects.filter(products__name=product_name).select_related("user").first()
 
 
-def request_loan_fields(product_raw: dict, *, request_type: str, product_name: str = "") -> list[tuple] | None:
+def request_loan_fields(
+    product_raw: dict, *, request_type: str, product_name: str = "", tell: bool = True
+) -> list[tuple] | None:
     """The loan paths the product may read of a request (`entitlements.data.transaction[].request
     .fields` for the request type, each as `formats.loan_path` reads it: `property`, `loan.property`,
     `loan.property.city`); None when it names none (the service's word stands). A field that is no
-    loan path is logged and counted, never silently dropped; when none is readable, None."""
+    loan path is logged and counted (`tell`: for an order, not for a read of the product's forms),
+    never silently dropped; when none is readable, None."""
     entitlements = product_raw.get("entitlements") if isinstance(product_raw, dict) else None
     data = entitlements.get("data") if isinstance(entitlements, dict) else None
     items = data.get("transaction") if isinstance(data, dict) else None
@@ -69,15 +72,15 @@ def request_loan_fields(product_raw: dict, *, request_type: str, product_name: s
             if fields is None:
                 return None
             if not isinstance(fields, list):
-                _unreadable(product_name, "not_a_path", f"fields that are not a list: {fields!r:.80}")
+                if tell:
+                    _unreadable(product_name, "not_a_path", f"fields that are not a list: {fields!r:.80}")
                 return None
             paths = [formats.loan_path(field) for field in fields]
             readable = [path for path in paths if path is not None]
-            if unreadable := [f"{field!r:.80}" for field, path in zip(fields, paths, strict=True) if path is None]:
+            unreadable = [f"{field!r:.80}" for field, path in zip(fields, paths, strict=True) if path is None]
+            if unreadable and tell:
                 _unreadable(product_name, "not_a_path", f"fields that are no loan path: {', '.join(unreadable)}")
-                if not readable:
-                    return None
-            return readable
+            return None if unreadable and not readable else readable
     return None
 
 

@@ -97,7 +97,7 @@ def product_forms(product: Product) -> list[dict]:
     (`order.created`'s `request.loan`; None: as the service sends it) and the delivery's loan form."""
     forms = []
     for request_type in product.request_types or ["NEW_REQUEST"]:
-        paths = request_loan_fields(product.raw or {}, request_type=request_type, product_name=product.name)
+        paths = request_loan_fields(product.raw or {}, request_type=request_type, tell=False)
         forms.append(
             {
                 "request_type": request_type,

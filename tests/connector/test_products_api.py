@@ -68,3 +68,19 @@ def test_the_products_are_in_the_openapi_document(live_server):
     schema = requests.get(f"{live_server.url}/api/schema/?format=json", timeout=10).json()
     assert "/api/v1/products" in schema["paths"] and "/api/v1/products/{name}" in schema["paths"]
     assert {"ProductOut", "ProductFormOut"} <= set(schema["components"]["schemas"])
+
+
+def test_reading_the_forms_counts_no_unreadable_entitlement(api, connected_product):
+    from partner.catalog.product_cache import catalog_cache_drop
+    from partner.connector.metrics import ENTITLEMENT_UNREADABLE
+
+    connected_product.raw = {
+        "entitlements": {"data": {"transaction": [{"requestTypes": ["NEW_REQUEST"], "request": {"fields": [7]}}]}}
+    }
+    connected_product.save(update_fields=["raw"])
+    catalog_cache_drop()
+    counted = ENTITLEMENT_UNREADABLE.labels(product="appraisal", reason="not_a_path")
+    before = counted._value.get()
+    [form] = api.get("/products/appraisal").json()["forms"]
+    assert form["request_fields"] is None  # none readable: the loan as the platform sends it
+    assert counted._value.get() == before  # a read of the forms is no order
