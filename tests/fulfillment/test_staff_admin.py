@@ -378,7 +378,7 @@ def test_a_final_delivery_asks_first_showing_what_will_be_sent(staff, taken, tas
     fields = {
         "kind": "final",
         "partner_status": "Appraisal complete",
-        **loan_inputs(property__streetAddress="500 Howard Street", property__city="San Francisco", **APPRAISAL),
+        **loan_inputs(property__streetAddress="500 Howard Street", property__city="South San Francisco", **APPRAISAL),
     }
     asked = deliver(staff, taken, **fields)
     shown = text(asked)
@@ -395,7 +395,7 @@ def test_a_final_delivery_asks_first_showing_what_will_be_sent(staff, taken, tas
     delivery = taken.deliveries.get(kind=DeliveryKind.FINAL)
     assert delivery.state == DeliveryState.PENDING and delivery.partner_status == "Appraisal complete"
     assert delivery.loan == {
-        "property": {"streetAddress": "500 Howard Street", "city": "San Francisco"},
+        "property": {"city": "South San Francisco"},  # the street and anything else left as sent are not
         "appraisal": {
             "appraisedValue": 812000.5,
             "effectiveDate": "2026-11-20",
