@@ -407,6 +407,15 @@ def test_a_final_delivery_asks_first_showing_what_will_be_sent(staff, taken, tas
     assert tasks_sent == [(SEND_TASK, {"order_id": taken.pk})]
 
 
+def test_an_empty_final_delivery_is_warned_about_before_it_is_sent(staff, taken, tasks_sent):
+    empty = text(deliver(staff, taken, kind="final", partner_status=""))
+    assert 'id="confirm-empty"' in empty and "Nothing is in this final delivery" in empty
+    assert not taken.deliveries.filter(kind=DeliveryKind.FINAL).exists()
+
+    with_status = text(deliver(staff, taken, kind="final", partner_status="No access: see the note"))
+    assert "This cannot be undone" in with_status and 'id="confirm-empty"' not in with_status
+
+
 def test_a_partial_delivery_is_stored_at_once(staff, taken):
     response = deliver(staff, taken, kind="partial", partner_status="Inspection done")
     assert response.status_code == 302
