@@ -80,3 +80,68 @@ def failure_kind(code: str, reason: str = "") -> Failure:
         if gave_up and gave_up.group(1) in _OUTAGE_ERRORS:
             return Failure(PLATFORM_DOWN, _status(reason))
     return Failure(UNEXPECTED)
+
+
+# What staff read on a failed order's page: one sentence of cause, one of action, per kind.
+# `{reason}` is the recorded reason where it is written for people (the lender's or our setup's).
+_STAFF_WORDS = {
+    CREDENTIALS_MISSING: (
+        "The lender's loan application sent no user name and password for this product.",
+        "Nothing to do here: the lender was told to enter the credentials you gave them and to place a new "
+        "order; sending this one again would fail the same way.",
+    ),
+    CREDENTIALS: (
+        "The lender's user name and password for this product were not accepted: {reason}",
+        "Nothing to do here: the lender was told to correct them and to place a new order; if they call, "
+        "check their account under Partner accounts.",
+    ),
+    LOAN_DATA: (
+        "The work could not use the lender's loan data: {reason}",
+        "Nothing to do here: the lender was told to correct the loan and to place a new order; sending this "
+        "one again would send the same loan.",
+    ),
+    PLATFORM_DOWN: (
+        "The loan platform was unavailable{status} each time the order was tried, until the retries ran out.",
+        "Once the platform answers again (the Health page says so), press Retry: the order picks up where it stopped.",
+    ),
+    PLATFORM_ACCESS: (
+        "The loan platform refused this application's own credentials{status}.",
+        "Ask your technical team to correct the platform client id and secret of this installation, then press Retry.",
+    ),
+    PLATFORM_REFUSED: (
+        "The loan platform refused what was sent for this order{status}, and would refuse it again.",
+        "Tell your technical team, quoting the order's reference; Retry is not offered because it would "
+        "send the same thing.",
+    ),
+    SETUP: (
+        "The product's setup in this application is incomplete: {reason}",
+        "Complete the product under Products, then press Retry.",
+    ),
+    PRODUCT_UNKNOWN: (
+        "The order is for a product this application does not know: {reason}",
+        "Pull the products from the platform (Products, then Pull from the platform), then press Retry.",
+    ),
+    NOT_ON_PLATFORM: (
+        "The notification named a transaction that is not on the loan platform, so it was not trusted.",
+        "Nothing to do unless it happens again; then tell your technical team. Retry would refuse it again.",
+    ),
+    UNEXPECTED: (
+        "An error in this application stopped the order.",
+        "Tell your technical team (the detail is under Technical detail below), and press Retry once they "
+        "have fixed it.",
+    ),
+}
+
+
+def failure_for_staff(code: str, reason: str = "") -> dict:
+    """`{kind, cause, action, retry}`: a failed order in the staff's words, and whether Retry can help."""
+    failure = failure_kind(code, reason)
+    cause, action = _STAFF_WORDS[failure.kind]
+    status = f" (it answered HTTP {failure.status})" if failure.status else ""
+    told = reason.strip().rstrip(".") + "." if reason.strip() else "no reason was given."
+    return {
+        "kind": failure.kind,
+        "cause": cause.format(reason=told, status=status),
+        "action": action,
+        "retry": failure.retry_helps,
+    }
