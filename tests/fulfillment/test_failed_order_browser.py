@@ -1,5 +1,6 @@
-"""A failed order's page in Chromium, per kind of failure: the cause and what to do on top, Retry only
-where it can help, who ordered it, no empty section. Screenshots in test-artifacts/ui/failed-order/."""
+"""Admin pages in Chromium: a failed order's page per kind of failure (the cause and what to do on
+top, Retry only where it can help, who ordered it, no empty section), and the index's counts of the
+orders to work on one line. Screenshots in test-artifacts/ui/failed-order/ and test-artifacts/ui/."""
 
 import pytest
 from django.urls import reverse
@@ -48,3 +49,14 @@ def test_a_failed_orders_page_says_cause_and_action(live_server, signed_in, shot
     expect(outcome).not_to_contain_text("Error")
     expect(page.locator("h2", has_text="The response")).to_have_count(0)  # nothing to show: no section
     shot(f"failed-order/{name}")
+
+
+def test_the_admin_index_shows_the_queue_counts_on_one_line(live_server, signed_in, shot):
+    page = signed_in
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(live_server.url + reverse("admin:index"))
+    counts = page.locator("#staff-queue-counts .staff-queue-line")
+    expect(counts).to_have_text("0 waiting, 0 overdue")
+    tops = counts.evaluate("(node) => [...node.querySelectorAll('a')].map((a) => a.getBoundingClientRect().top)")
+    assert len(tops) == 2 and tops[0] == tops[1], tops  # "0 waiting" and "0 overdue" on one line
+    shot("admin-index-queue-counts", page.locator("#staff-queue-module"))

@@ -234,6 +234,10 @@ def test_the_page_shows_the_request_and_what_happened(staff, taken):
     assert request.index("Street address") < request.index("City") < request.index("ZIP code")  # as one reads it
     for api_word in ("<dt>streetAddress</dt>", "<dt>loanNumber</dt>", "partnerStatus", "response data entitlement"):
         assert api_word not in shown
+    # No API words in the request or the history: request type, media type, addresses, response versions.
+    request_and_history = shown.split('id="order-request"')[1].split("</table>")[0]  # the request, then the history
+    for api_word in ("NEW_REQUEST", "application/vnd", "http://", "https://", "response version", taken.transaction_id):
+        assert api_word not in request_and_history, api_word
     assert LENDER_CREDENTIALS["password"] not in shown  # never kept
     for what in ("Order arrived from the platform", "Acknowledgement", "Order received", "Taken"):
         assert what in shown

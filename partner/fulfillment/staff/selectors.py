@@ -221,12 +221,25 @@ class OrderRequest:
     other: list[Item]
 
 
+# What of the request is the platform's own bookkeeping, not the lender's order: the loan's media type
+# and the ids of its resources. The request's type is said in words.
+_REQUEST_PLUMBING = ("loan", "options", "loanFormat", "resources", "type")
+REQUEST_TYPE_LABELS = {"NEW_REQUEST": "New order"}
+
+
+def request_type_label(request_type: str) -> str:
+    """A request type in words ("NEW_REQUEST" -> "New order"; another as words: "Cancel request")."""
+    return REQUEST_TYPE_LABELS.get(request_type, request_type.replace("_", " ").capitalize())
+
+
 def order_request(order: Order) -> OrderRequest:
     request = order.request if isinstance(order.request, dict) else {}
     loan = request.get("loan") if isinstance(request.get("loan"), dict) else {}
     options = dict(request.get("options")) if isinstance(request.get("options"), dict) else {}
     notes = options.pop("comments", "")
-    other = {key: value for key, value in request.items() if key not in ("loan", "options")}
+    other = {key: value for key, value in request.items() if key not in _REQUEST_PLUMBING}
+    if isinstance(request.get("type"), str) and request["type"] != "NEW_REQUEST":
+        other = {"kind of request": request_type_label(request["type"]), **other}  # a new order says nothing
     return OrderRequest(
         loan=value_items(loan),
         options=value_items(options) if options else [],
