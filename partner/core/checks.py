@@ -26,8 +26,8 @@ local SQLite broker, a file cache, the sandbox) are untouched; registered by `Co
   sandbox is mounted or a test's settings module runs against an emulator on this machine.
 - partner.E012: a value that opens everything: DJANGO_ALLOWED_HOSTS=*, TRUSTED_PROXIES or
   METRICS_ALLOWED_NETWORKS of a /0 network.
-- partner.E013: the demo company (PARTNER_* unset) on every report and response, and its phone and
-  e-mail in the lender's panel.
+- partner.E013: the demo company (PARTNER_* unset) or an empty one on every report and response, and
+  its phone and e-mail in the lender's panel.
 - partner.E014: staff e-mail going nowhere (EMAIL_URL unset: the console backend).
 - partner.E015: documents other processes cannot read: on a disk (DOCUMENT_STORAGE=filesystem)
   without DOCUMENTS_SINGLE_HOST=true saying that every web and worker process reads the same
@@ -398,30 +398,50 @@ def permissive_values_check(app_configs=None, **kwargs):
     ]
 
 
+# What names the demo company (a city or a ZIP code alone is a real company's too), and what every
+# response's respondingParty needs.
+_DEMO_COMPANY_FIELDS = ("PARTNER_NAME", "PARTNER_ADDRESS", "PARTNER_PHONE", "PARTNER_EMAIL")
+_COMPANY_REQUIRED = (
+    "PARTNER_NAME",
+    "PARTNER_ADDRESS",
+    "PARTNER_CITY",
+    "PARTNER_STATE",
+    "PARTNER_POSTAL_CODE",
+    "PARTNER_PHONE",
+    "PARTNER_EMAIL",
+)
+_COMPANY_HINT = (
+    "Set PARTNER_NAME, PARTNER_ADDRESS, PARTNER_CITY, PARTNER_STATE, PARTNER_POSTAL_CODE, PARTNER_PHONE and "
+    "PARTNER_EMAIL (and PARTNER_CONTACT_NAME, PARTNER_CONTACT_ROLE, PARTNER_FAX as you wish) to our company's "
+    "(see .env.example)."
+)
+
+
 @register(START, deploy=True)
 def partner_company_check(app_configs=None, **kwargs):
-    """partner.E013: PARTNER_* still the demo company: its name and address on every report and response."""
-    ours = {
-        "PARTNER_NAME": settings.PARTNER_NAME,
-        "PARTNER_ADDRESS": settings.PARTNER_ADDRESS,
-        "PARTNER_CITY": settings.PARTNER_CITY,
-        "PARTNER_POSTAL_CODE": settings.PARTNER_POSTAL_CODE,
-        "PARTNER_PHONE": settings.PARTNER_PHONE,
-        "PARTNER_EMAIL": settings.PARTNER_EMAIL,
-    }
-    demo = [name for name, value in ours.items() if value == DEMO_PARTNER[name]]
-    if not demo:
-        return []
-    return [
-        Error(
-            f"{', '.join(demo)} still hold the demo company's values: lenders would see them on every "
-            "report and response.",
-            hint="Set PARTNER_NAME, PARTNER_ADDRESS, PARTNER_CITY, PARTNER_STATE, PARTNER_POSTAL_CODE, "
-            "PARTNER_CONTACT_NAME, PARTNER_CONTACT_ROLE, PARTNER_PHONE, PARTNER_FAX and PARTNER_EMAIL "
-            "to our company's (see .env.example).",
-            id="partner.E013",
+    """partner.E013: PARTNER_* still the demo company, or left empty: on every report and response, and
+    the contact lenders read in the panel."""
+    demo = [name for name in _DEMO_COMPANY_FIELDS if getattr(settings, name) == DEMO_PARTNER[name]]
+    empty = [name for name in _COMPANY_REQUIRED if not str(getattr(settings, name)).strip()]
+    errors = []
+    if demo:
+        errors.append(
+            Error(
+                f"{', '.join(demo)} still hold the demo company's values: lenders would see them on every "
+                "report and response, and call or write to them from the panel.",
+                hint=_COMPANY_HINT,
+                id="partner.E013",
+            )
         )
-    ]
+    if empty:
+        errors.append(
+            Error(
+                f"{', '.join(empty)} are empty: every response names our company (respondingParty) with them.",
+                hint=_COMPANY_HINT,
+                id="partner.E013",
+            )
+        )
+    return errors
 
 
 # E-mail backends that send nothing anywhere a person reads.

@@ -115,6 +115,7 @@ def test_a_good_production_environment_passes():
         pytest.param(
             {"PARTNER_NAME": "Keystone Property Data, Inc."}, "partner.E013", "PARTNER_NAME", id="demo-company"
         ),
+        pytest.param({"PARTNER_PHONE": ""}, "partner.E013", "PARTNER_PHONE", id="no-company-phone"),
         pytest.param({"EMAIL_URL": ""}, "partner.E014", "EMAIL_URL", id="console-email"),
         pytest.param(
             {"DOCUMENT_STORAGE": "filesystem", "DOCUMENTS_SINGLE_HOST": "false"},
@@ -136,6 +137,12 @@ def test_check_deploy_fails_on(overrides, check_id, words):
     assert code != 0, output
     errors = partner_errors(output)
     assert [line for line in errors if check_id in line and words in line], output
+
+
+def test_a_real_company_in_the_demo_companys_city_passes():
+    """The demo company is told by its name, address, phone and e-mail: not by a city or ZIP code."""
+    code, output = check_deploy({**GOOD, "PARTNER_CITY": "San Francisco", "PARTNER_POSTAL_CODE": "94105"})
+    assert "partner.E013" not in output and code == 0, output
 
 
 def test_check_deploy_with_the_local_defaults_names_every_problem():

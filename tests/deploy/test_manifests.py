@@ -307,13 +307,15 @@ def filled_in(values: dict[str, str]) -> dict[str, str]:
 
     kinds = {
         "FIELD_ENCRYPTION_KEYS": lambda: Fernet.generate_key().decode(),
+        "PARTNER_NAME": lambda: "Ridgeline Appraisal Co.",  # spaces, as a company's name has
+        "PARTNER_EMAIL": lambda: "orders@ridgeline.example",
         "EMAIL_URL": lambda: "smtp+tls://partner:mail-password-1@smtp.partner.example:587",
         "SVC_CLIENT_ID": lambda: "partner-client-7c1d",
     }
+    optional = ("PARTNER_FAX", "PARTNER_CONTACT_NAME", "PARTNER_CONTACT_ROLE")  # may stay empty
     return {
-        name: value or kinds.get(name, lambda: secrets.token_urlsafe(50))()
+        name: value or ("" if name in optional else kinds.get(name, lambda: secrets.token_urlsafe(50))())
         for name, value in values.items()
-        if value or name != "PARTNER_FAX"
     }
 
 
@@ -331,7 +333,7 @@ def compose_environment() -> dict[str, str]:
 def kubernetes_environment() -> dict[str, str]:
     """What a pod reads: the ConfigMap and the Secret made from the env example, in a pod."""
     config = of_kind("ConfigMap")["partner-config"]["data"]
-    return {**config, **filled_in(env_file(KUBERNETES_ENV_EXAMPLE)), "KUBERNETES_SERVICE_HOST": "10.96.0.1"}
+    return {**filled_in(config), **filled_in(env_file(KUBERNETES_ENV_EXAMPLE)), "KUBERNETES_SERVICE_HOST": "10.96.0.1"}
 
 
 @pytest.mark.parametrize("where", ["compose", "kubernetes"])
