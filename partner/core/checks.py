@@ -398,18 +398,8 @@ def permissive_values_check(app_configs=None, **kwargs):
     ]
 
 
-# What names the demo company (a city or a ZIP code alone is a real company's too), and what every
-# response's respondingParty needs.
+# What names the demo company: a city or a ZIP code alone may be a real company's too.
 _DEMO_COMPANY_FIELDS = ("PARTNER_NAME", "PARTNER_ADDRESS", "PARTNER_PHONE", "PARTNER_EMAIL")
-_COMPANY_REQUIRED = (
-    "PARTNER_NAME",
-    "PARTNER_ADDRESS",
-    "PARTNER_CITY",
-    "PARTNER_STATE",
-    "PARTNER_POSTAL_CODE",
-    "PARTNER_PHONE",
-    "PARTNER_EMAIL",
-)
 _COMPANY_HINT = (
     "Set PARTNER_NAME, PARTNER_ADDRESS, PARTNER_CITY, PARTNER_STATE, PARTNER_POSTAL_CODE, PARTNER_PHONE and "
     "PARTNER_EMAIL (and PARTNER_CONTACT_NAME, PARTNER_CONTACT_ROLE, PARTNER_FAX as you wish) to our company's "
@@ -421,8 +411,17 @@ _COMPANY_HINT = (
 def partner_company_check(app_configs=None, **kwargs):
     """partner.E013: PARTNER_* still the demo company, or left empty: on every report and response, and
     the contact lenders read in the panel."""
-    demo = [name for name in _DEMO_COMPANY_FIELDS if getattr(settings, name) == DEMO_PARTNER[name]]
-    empty = [name for name in _COMPANY_REQUIRED if not str(getattr(settings, name)).strip()]
+    ours = {
+        "PARTNER_NAME": settings.PARTNER_NAME,
+        "PARTNER_ADDRESS": settings.PARTNER_ADDRESS,
+        "PARTNER_CITY": settings.PARTNER_CITY,
+        "PARTNER_STATE": settings.PARTNER_STATE,
+        "PARTNER_POSTAL_CODE": settings.PARTNER_POSTAL_CODE,
+        "PARTNER_PHONE": settings.PARTNER_PHONE,
+        "PARTNER_EMAIL": settings.PARTNER_EMAIL,
+    }
+    demo = [name for name in _DEMO_COMPANY_FIELDS if ours[name] == DEMO_PARTNER[name]]
+    empty = [name for name in ours if not str(ours[name]).strip()]
     errors = []
     if demo:
         errors.append(
