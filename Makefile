@@ -57,8 +57,9 @@ demo: setup
 	@printf 'staff-demo-password-1\n' | $(PY) manage.py staff_account staff.demo --email staff.demo@partner.example --keep-existing
 	$(PY) manage.py connection_demo appraisal
 
-# The processes of the Procfile under honcho; bin/run prints the links last, once each answers, and
-# ends with status 0 on Ctrl-C (a stop asked for is no error of make's).
+# The processes of the Procfile under honcho; bin/run prints the links last, once each answers and
+# the worker says it is ready (after its banner), and ends with status 0 on Ctrl-C (a stop asked for
+# is no error of make's).
 run: demo
 	@rm -rf var/metrics  # the figures of this run's processes only (Prometheus multiprocess mode)
 	@$(PY) bin/run $(VENV)/bin/honcho Procfile http://127.0.0.1:8000

@@ -295,10 +295,14 @@ else:
             "file_overwrite": False,
         },
     }
-# Files on one machine's disk are seen by the processes of that machine only: with
-# DOCUMENT_STORAGE=filesystem a deployment says that every web and worker process runs there (or
-# shares MEDIA_ROOT), else `check --deploy` fails (partner.E015).
+# Files on one machine's disk are seen by the processes that mount it only: with
+# DOCUMENT_STORAGE=filesystem a deployment says that every web and worker process reads the same
+# MEDIA_ROOT (one machine without containers, or compose's shared `documents` volume), else the
+# servers refuse to start (partner.E015).
 DOCUMENTS_SINGLE_HOST = env.bool("DOCUMENTS_SINGLE_HOST", default=False)
+# Kubernetes sets KUBERNETES_SERVICE_HOST in every container: there each pod has a disk of its own,
+# so documents must be in S3 whatever DOCUMENTS_SINGLE_HOST says (partner.E015).
+ON_KUBERNETES = bool(env.str("KUBERNETES_SERVICE_HOST", default=""))
 STORAGES = {
     "default": _documents_storage,
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

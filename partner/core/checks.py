@@ -26,16 +26,19 @@ local SQLite broker, a file cache, the sandbox) are untouched; registered by `Co
   sandbox is mounted or a test's settings module runs against an emulator on this machine.
 - partner.E012: a value that opens everything: DJANGO_ALLOWED_HOSTS=*, TRUSTED_PROXIES or
   METRICS_ALLOWED_NETWORKS of a /0 network.
-- partner.E013: the demo company (PARTNER_* unset) on every report and response.
+- partner.E013: the demo company (PARTNER_* unset) or an empty one on every report and response, and
+  its phone and e-mail in the lender's panel.
 - partner.E014: staff e-mail going nowhere (EMAIL_URL unset: the console backend).
-- partner.E015: documents on one machine's disk (DOCUMENT_STORAGE=filesystem) without
-  DOCUMENTS_SINGLE_HOST=true saying that every web and worker process runs on that one machine.
+- partner.E015: documents other processes cannot read: on a disk (DOCUMENT_STORAGE=filesystem)
+  without DOCUMENTS_SINGLE_HOST=true saying that every web and worker process reads the same
+  MEDIA_ROOT, or on a disk at all on Kubernetes (each pod has its own: S3 there).
 
 The production settings load whatever is missing, so that one `check --deploy` lists every problem
 with its hint. Servers still refuse to start: `config/wsgi.py`, `config/asgi.py` and the Celery
 worker and scheduler (`config/celery.py`) call `preflight_at_start` (PREFLIGHT_AT_START, on in
 production), which raises one ImproperlyConfigured listing every error of the checks tagged
-`start` (those above that make the application unsafe or broken at once: E001, E003, E008-E011).
+`start` (those above that make the application unsafe or broken at once: E001, E003, E008-E011,
+E013 and E015).
 """
 
 import ipaddress
@@ -395,30 +398,49 @@ def permissive_values_check(app_configs=None, **kwargs):
     ]
 
 
-@register(deploy=True)
+# What names the demo company: a city or a ZIP code alone may be a real company's too.
+_DEMO_COMPANY_FIELDS = ("PARTNER_NAME", "PARTNER_ADDRESS", "PARTNER_PHONE", "PARTNER_EMAIL")
+_COMPANY_HINT = (
+    "Set PARTNER_NAME, PARTNER_ADDRESS, PARTNER_CITY, PARTNER_STATE, PARTNER_POSTAL_CODE, PARTNER_PHONE and "
+    "PARTNER_EMAIL (and PARTNER_CONTACT_NAME, PARTNER_CONTACT_ROLE, PARTNER_FAX as you wish) to our company's "
+    "(see .env.example)."
+)
+
+
+@register(START, deploy=True)
 def partner_company_check(app_configs=None, **kwargs):
-    """partner.E013: PARTNER_* still the demo company: its name and address on every report and response."""
+    """partner.E013: PARTNER_* still the demo company, or left empty: on every report and response, and
+    the contact lenders read in the panel."""
     ours = {
         "PARTNER_NAME": settings.PARTNER_NAME,
         "PARTNER_ADDRESS": settings.PARTNER_ADDRESS,
         "PARTNER_CITY": settings.PARTNER_CITY,
+        "PARTNER_STATE": settings.PARTNER_STATE,
         "PARTNER_POSTAL_CODE": settings.PARTNER_POSTAL_CODE,
         "PARTNER_PHONE": settings.PARTNER_PHONE,
         "PARTNER_EMAIL": settings.PARTNER_EMAIL,
     }
-    demo = [name for name, value in ours.items() if value == DEMO_PARTNER[name]]
-    if not demo:
-        return []
-    return [
-        Error(
-            f"{', '.join(demo)} still hold the demo company's values: lenders would see them on every "
-            "report and response.",
-            hint="Set PARTNER_NAME, PARTNER_ADDRESS, PARTNER_CITY, PARTNER_STATE, PARTNER_POSTAL_CODE, "
-            "PARTNER_CONTACT_NAME, PARTNER_CONTACT_ROLE, PARTNER_PHONE, PARTNER_FAX and PARTNER_EMAIL "
-            "to our company's (see .env.example).",
-            id="partner.E013",
+    demo = [name for name in _DEMO_COMPANY_FIELDS if ours[name] == DEMO_PARTNER[name]]
+    empty = [name for name in ours if not str(ours[name]).strip()]
+    errors = []
+    if demo:
+        errors.append(
+            Error(
+                f"{', '.join(demo)} still hold the demo company's values: lenders would see them on every "
+                "report and response, and call or write to them from the panel.",
+                hint=_COMPANY_HINT,
+                id="partner.E013",
+            )
         )
-    ]
+    if empty:
+        errors.append(
+            Error(
+                f"{', '.join(empty)} are empty: every response names our company (respondingParty) with them.",
+                hint=_COMPANY_HINT,
+                id="partner.E013",
+            )
+        )
+    return errors
 
 
 # E-mail backends that send nothing anywhere a person reads.
@@ -445,17 +467,30 @@ def email_check(app_configs=None, **kwargs):
     ]
 
 
-@register(deploy=True)
+@register(START, deploy=True)
 def document_storage_check(app_configs=None, **kwargs):
-    """partner.E015: documents on one machine's disk, with nothing saying there is one machine."""
-    if settings.DOCUMENT_STORAGE != "filesystem" or settings.DOCUMENTS_SINGLE_HOST:
+    """partner.E015: documents on a disk that other web and worker processes may not read."""
+    if settings.DOCUMENT_STORAGE != "filesystem":
+        return []
+    if settings.ON_KUBERNETES:
+        return [
+            Error(
+                "DOCUMENT_STORAGE is filesystem on Kubernetes: each pod writes to a disk of its own, so a document "
+                "uploaded through a web pod (by staff or the API) is not on the worker pod that sends it.",
+                hint="Set DOCUMENT_STORAGE=s3 and DOCUMENTS_S3_BUCKET (with DOCUMENTS_S3_REGION, or "
+                "DOCUMENTS_S3_ENDPOINT_URL for an S3-compatible store; the keys in the Secret, or the pod's role).",
+                id="partner.E015",
+            )
+        ]
+    if settings.DOCUMENTS_SINGLE_HOST:
         return []
     return [
         Error(
-            "DOCUMENT_STORAGE is filesystem: documents stay on the disk of the machine that wrote them, which "
-            "web and worker processes on other machines cannot read.",
-            hint="Set DOCUMENT_STORAGE=s3 (and DOCUMENTS_S3_*), or DOCUMENTS_SINGLE_HOST=true when every web "
-            "and worker process runs on this one machine (or shares MEDIA_ROOT).",
+            "DOCUMENT_STORAGE is filesystem: a document is written to the disk of the process that received it, "
+            "and a web or worker process that does not mount the same MEDIA_ROOT cannot read it.",
+            hint="Set DOCUMENT_STORAGE=s3 and DOCUMENTS_S3_BUCKET; or, only when every web and worker process "
+            "reads the same MEDIA_ROOT (one machine without containers, or compose's shared `documents` "
+            "volume), DOCUMENTS_SINGLE_HOST=true. A container's own /app/var is not shared.",
             id="partner.E015",
         )
     ]

@@ -1,9 +1,13 @@
 """Orders in the admin: where each transaction is, what happened, and a retry action.
 
-An order's page starts with its outcome (where it stands, and for a failed order why, with Retry on
-the page; for one delivered and not confirmed, Confirm), then the request, the findings and the
-response as tables in the staff's words. Nothing is deleted here: orders are the audit trail, and
-the retention purge removes what must go (`partner.fulfillment.recovery.retention`).
+An order's page starts with its outcome (where it stands and who ordered it for which company; for a
+failed order one sentence of cause and one of action, by kind of failure (`orders/failures.py`), with
+Retry only where sending it again can succeed; for one delivered and not confirmed, Confirm), then
+the request, the findings and the response as tables in the staff's words (a section only when it
+holds something), the documents when there are any, and the history in the staff's words. The
+platform's ids and the recorded error stay under "Technical detail", folded. Nothing is deleted here:
+orders are the audit trail, and the retention purge removes what must go
+(`partner.fulfillment.recovery.retention`).
 """
 
 from functools import partial
@@ -18,10 +22,11 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from partner.fulfillment.models import Order, OrderDocument, OrderStatus, OrderStep
+from partner.fulfillment.orders.failures import failure_for_staff, failure_kind
 from partner.fulfillment.orders.selectors import orders_awaiting_confirmation
 from partner.fulfillment.orders.services import order_confirm, order_retry
 from partner.fulfillment.staff import admin as admin_staff  # noqa: F401  (registers the staff's work queue and order pages)
-from partner.fulfillment.staff.selectors import STATUS_LABELS, Item, value_items
+from partner.fulfillment.staff.selectors import STATUS_LABELS, Item, step_detail, step_label, value_items
 
 TABLE = '<table class="order-values"><tbody>{}</tbody></table>'
 
@@ -81,14 +86,44 @@ class OrderDocumentInline(admin.TabularInline):
 
 
 class OrderStepInline(admin.TabularInline):
+    """The order's history in the staff's words: what happened, its detail without ids, who."""
+
     model = OrderStep
-    fields = ["created_at", "name", "detail", "actor"]
+    template = "admin/fulfillment/order/history_inline.html"
+    verbose_name = "event"
+    verbose_name_plural = "History"
+    fields = ["when", "what", "about", "who"]
     readonly_fields = fields
     extra = 0
     can_delete = False
 
     def has_add_permission(self, request, obj=None):
         return False
+
+    @admin.display(description="when")
+    def when(self, obj):
+        return obj.created_at
+
+    @admin.display(description="what happened")
+    def what(self, obj):
+        return step_label(obj.name)
+
+    @admin.display(description="detail")
+    def about(self, obj):
+        return step_detail(obj.name, obj.detail) or "–"
+
+    @admin.display(description="who")
+    def who(self, obj):
+        return obj.actor or "system"
+
+
+def ordered_by_text(order: Order) -> str:
+    """Who placed the order and for which company ("lender.demo of Demo Lending"); "" when unknown."""
+    account = order.ordered_by if order.ordered_by_id else None
+    if account is None:
+        return ""
+    company = account.company.name if account.company_id else ""
+    return f"{account.username} of {company}" if company else account.username
 
 
 class AwaitingConfirmationFilter(admin.SimpleListFilter):
@@ -108,23 +143,30 @@ class AwaitingConfirmationFilter(admin.SimpleListFilter):
 
 @admin.register(Order)
 class OrderAdmin(admin.ModelAdmin):
-    list_display = ["transaction_id", "product_name", "state", "resource_id", "attempts", "created_at", "updated_at"]
+    # Keyed as staff know an order: our reference, the product, the lender's company, the state in words;
+    # the platform's ids behind a details toggle (searchable all the same).
+    list_display = ["reference", "product", "company", "state", "created_at", "ids"]
+    list_display_links = ["reference"]
+    list_select_related = ["ordered_by__company"]
     list_filter = ["status", AwaitingConfirmationFilter, "failure_code", "product_name", "request_type"]
-    search_fields = ["transaction_id", "resource_id", "reference_number"]
+    search_fields = ["transaction_id", "resource_id", "reference_number", "loan_number"]
     date_hierarchy = "created_at"
     inlines = [OrderDocumentInline, OrderStepInline]
     actions = ["retry", "confirm"]
     change_form_template = "admin/fulfillment/order/change_form.html"
     fieldsets = [
-        (None, {"fields": ["transaction_id", "reference_number", "product_name", "request_type", "status"]}),
+        (None, {"fields": ["reference_number", "product", "ordered_by_shown", "loan_number", "state"]}),
         ("The request, as the lender sent it", {"fields": ["request_table"]}),
         ("What the work found", {"fields": ["findings_table"]}),
-        ("The response", {"fields": ["response_table", "resource_id"]}),
+        ("The response", {"fields": ["response_table"]}),
         (
-            "Its run",
+            "Technical detail",
             {
                 "classes": ["collapse"],
                 "fields": [
+                    "transaction_id",
+                    "request_type",
+                    "resource_id",
                     "notifications_link",
                     "resource_ref",
                     "prepared_at",
@@ -144,7 +186,56 @@ class OrderAdmin(admin.ModelAdmin):
             },
         ),
     ]
+    # A section shows only when its value holds something: (section title, the order's field it shows).
+    _SHOWN_WHEN = {
+        "The request, as the lender sent it": "request",
+        "What the work found": "findings",
+        "The response": "response",
+    }
     readonly_fields = [name for _, options in fieldsets for name in options["fields"]]
+
+    def get_fieldsets(self, request, obj=None):
+        if obj is None:
+            return self.fieldsets
+        return [
+            (title, options)
+            for title, options in self.fieldsets
+            if title not in self._SHOWN_WHEN or getattr(obj, self._SHOWN_WHEN[title])
+        ]
+
+    def get_inlines(self, request, obj):
+        """The documents only when the order has any; the history always."""
+        if obj is not None and not obj.attachments.exists():
+            return [OrderStepInline]
+        return self.inlines
+
+    @admin.display(description="reference", ordering="reference_number")
+    def reference(self, obj):
+        return obj.reference_number or "(none yet)"
+
+    @admin.display(description="product", ordering="product_name")
+    def product(self, obj):
+        return obj.product_name or "–"
+
+    @admin.display(description="lender company", ordering="ordered_by__company__name")
+    def company(self, obj):
+        account = obj.ordered_by if obj.ordered_by_id else None
+        return account.company.name if account is not None and account.company_id else "–"
+
+    @admin.display(description="ids")
+    def ids(self, obj):
+        """The platform's transaction id and the attempts, folded: what support may ask for."""
+        rows = [("Transaction", obj.transaction_id), ("Attempts", str(obj.attempts))]
+        if obj.resource_id:
+            rows.insert(1, ("Document", obj.resource_id))
+        return format_html(
+            '<details class="order-ids"><summary>Details</summary><dl>{}</dl></details>',
+            format_html_join("", "<dt>{}</dt><dd>{}</dd>", rows),
+        )
+
+    @admin.display(description="ordered by")
+    def ordered_by_shown(self, obj):
+        return ordered_by_text(obj) or "–"
 
     def has_add_permission(self, request):
         return False
@@ -190,14 +281,19 @@ class OrderAdmin(admin.ModelAdmin):
         extra = dict(extra_context or {})
         if order is not None:
             may = self.has_retry_permission(request)
+            failed = order.status == OrderStatus.FAILED
+            failure = (
+                failure_for_staff(order.failure_code, order.failure_reason or order.last_error) if failed else None
+            )
             extra["outcome"] = {
                 "state": STATUS_LABELS.get(order.status, order.get_status_display()),
-                "failed": order.status == OrderStatus.FAILED,
-                "reason": order.failure_reason or order.last_error,
-                "code": order.get_failure_code_display() if order.failure_code else "",
-                "at": order.failed_at if order.status == OrderStatus.FAILED else order.completed_at,
+                "failed": failed,
+                "failure": failure,
+                "ordered_by": ordered_by_text(order),
+                "product": order.product_name,
+                "at": order.failed_at if failed else order.completed_at,
                 "retry_url": reverse("admin:fulfillment_order_retry_one", args=[order.pk])
-                if may and order.status == OrderStatus.FAILED
+                if may and failed and failure["retry"]
                 else "",
                 "confirm_url": reverse("admin:fulfillment_order_confirm_one", args=[order.pk])
                 if may and order.status == OrderStatus.RESPONSE_DELIVERED
@@ -217,12 +313,20 @@ class OrderAdmin(admin.ModelAdmin):
 
     @admin.action(description="Retry the selected failed orders", permissions=["retry"])
     def retry(self, request, queryset):
-        ids = list(queryset.values_list("pk", flat=True))
+        rows = list(queryset.values_list("pk", "failure_code", "failure_reason"))
+        ids = [pk for pk, code, reason in rows if _retry_helps(code, reason)]
         retried = sum(1 for order_id in ids if order_retry(order_id=order_id))
         skipped = len(ids) - retried
         self.message_user(request, f"{retried} order(s) sent back to work.", messages.SUCCESS)
         if skipped:
             self.message_user(request, f"{skipped} order(s) were not failed and were left alone.", messages.WARNING)
+        if len(rows) > len(ids):
+            self.message_user(
+                request,
+                f"{len(rows) - len(ids)} order(s) failed for a reason a retry cannot put right (the lender must "
+                "correct their credentials or loan, or the platform refuses it): left alone; their pages say why.",
+                messages.WARNING,
+            )
 
     @admin.action(description="Confirm the service processed the selected delivered orders", permissions=["confirm"])
     def confirm(self, request, queryset):
@@ -238,6 +342,12 @@ class OrderAdmin(admin.ModelAdmin):
             )
 
 
+def _retry_helps(code: str, reason: str) -> bool:
+    """A failed order that sending through again can complete once its cause is put right; an order
+    that is not failed (no code) is left to `order_retry`, which leaves it alone."""
+    return not code or failure_kind(code, reason).retry_helps
+
+
 def _page(order_id: int):
     return redirect(reverse("admin:fulfillment_order_change", args=[order_id]))
 
@@ -247,7 +357,10 @@ def _retry_one_view(request, order_id: int, *, model_admin):
     """The order page's Retry: the same service as the list's action, for this order."""
     if not model_admin.has_retry_permission(request):
         raise PermissionDenied
-    if order_retry(order_id=order_id):
+    order = Order.objects.filter(pk=order_id).only("failure_code", "failure_reason").first()
+    if order is not None and not _retry_helps(order.failure_code, order.failure_reason):
+        messages.warning(request, "A retry cannot put this failure right: the page says what to do.")
+    elif order_retry(order_id=order_id):
         messages.success(request, "The order is back at work: this page shows where it stands.")
     else:
         messages.warning(request, "The order is not failed (or its data was purged): it was left alone.")

@@ -127,7 +127,9 @@ class Order(TimeStampedModel, LeasedModel):
         ]
 
     def __str__(self):
-        return f"{self.transaction_id} ({self.status})"
+        # What staff read in the admin's titles and breadcrumbs: our reference once it has one, the
+        # state in words (never its stored name).
+        return f"Order {self.reference_number or self.transaction_id} ({self.get_status_display().lower()})"
 
     @property
     def status_phrase(self) -> str:

@@ -1,24 +1,20 @@
 """What the lender reads when an order failed: what happened in plain words and what to do, by cause.
 
 Only a failure in the lender's hands shows its reason (refused credentials, loan data the work
-cannot use): those reasons are written for the lender. Anything else is the partner's own trouble
-(an outage of the service, our setup, retries that ran out): the lender reads that the partner's
-staff have it and that the page follows the order if they retry it; the technical detail stays in
-the admin, for staff.
+cannot use): those reasons are written for the lender. An outage of the loan platform itself is
+said to be one; anything else is the partner's own trouble (our setup, an error of ours): either way
+the lender reads that the partner's staff have it and that the page follows the order if they retry
+it; the technical detail stays in the admin, for staff.
 """
 
-from partner.catalog.credentials import NO_CREDENTIALS
-from partner.fulfillment.models import FailureCode
+from partner.fulfillment.orders import failures
 
-CREDENTIALS = "credentials"
-CREDENTIALS_MISSING = "credentials_missing"
-LOAN_DATA = "loan_data"
+CREDENTIALS = failures.CREDENTIALS
+CREDENTIALS_MISSING = failures.CREDENTIALS_MISSING
+LOAN_DATA = failures.LOAN_DATA
+PLATFORM = "platform"  # the loan platform itself was unavailable: neither the lender's nor the partner's doing
 PARTNER = "partner"
 
-_CAUSES = {
-    FailureCode.CREDENTIALS_INVALID: CREDENTIALS,
-    FailureCode.ORDER_REFUSED: LOAN_DATA,
-}
 # The words the lender's panel uses for the credential the partner gave them (the product's credential
 # titles say "User name" too): one spelling everywhere.
 USER_NAME_AND_PASSWORD = "user name and password"  # noqa: S105 - words, not a secret
@@ -29,11 +25,12 @@ ORDER_AGAIN = "place a new order"
 
 
 def failure_cause(code: str, reason: str = "") -> str:
-    """credentials_missing, credentials, loan_data or partner: who can put it right."""
-    cause = _CAUSES.get(code, PARTNER)
-    if cause == CREDENTIALS and reason == NO_CREDENTIALS:
-        return CREDENTIALS_MISSING
-    return cause
+    """credentials_missing, credentials, loan_data, platform or partner: who can put it right
+    (`partner.fulfillment.orders.failures` tells the kinds apart)."""
+    kind = failures.failure_kind(code, reason).kind
+    if kind in failures.LENDER_KINDS:
+        return kind
+    return PLATFORM if kind == failures.PLATFORM_DOWN else PARTNER
 
 
 def credentials_missing_explained(product: str, *, then: str = REOPEN) -> dict:
@@ -75,6 +72,21 @@ def failure_explained(*, code: str, reason: str, reference: str, product: str = 
             "next": "Correct the loan in the loan application and save it, then place a new order.",
         }
     about = f", quoting {reference}" if reference else ""
+    follow = (
+        "You do not need to order again: this page keeps following the order and shows it if the "
+        f"partner completes it. If nothing changes within a business day, contact the partner{about}."
+    )
+    if cause == PLATFORM:
+        return {
+            "cause": cause,
+            "title": "The loan platform was unavailable",
+            "text": (
+                "The loan platform did not answer while the partner worked on the order; nothing is wrong "
+                "with your loan or your credentials. The partner's staff have been told and can send the "
+                "order through again once it answers."
+            ),
+            "next": follow,
+        }
     return {
         "cause": cause,
         "title": "The partner could not complete the order",
@@ -82,8 +94,5 @@ def failure_explained(*, code: str, reason: str, reference: str, product: str = 
             "A problem on the partner's side stopped the order; nothing is wrong with your loan or your "
             "credentials. The partner's staff have been told and can send the order through again."
         ),
-        "next": (
-            "You do not need to order again: this page keeps following the order and shows it if the "
-            f"partner completes it. If nothing changes within a business day, contact the partner{about}."
-        ),
+        "next": follow,
     }

@@ -8,6 +8,9 @@ shown: documents of a response the service took, never those of one it refused.
 
 from django.urls import reverse
 
+from partner.catalog.form_values import loan_merged, loan_values_shown
+from partner.catalog.product_cache import catalog_product
+from partner.catalog.response_forms import loan_field_schemas
 from partner.fulfillment.models import DeliveryKind, Order
 from partner.fulfillment.orders.selectors import UI_STEPS
 from partner.fulfillment.sending.delivered import (
@@ -59,7 +62,9 @@ def _document(transaction_id: str, document) -> dict:
     }
 
 
-def _entry(transaction_id: str, *, entry_id: str, kind: str, text: str, sent_at, documents) -> dict:
+def _entry(
+    transaction_id: str, *, entry_id: str, kind: str, text: str, sent_at, documents, values=(), loan=None
+) -> dict:
     return {
         "id": entry_id,
         "kind": kind,
@@ -67,10 +72,12 @@ def _entry(transaction_id: str, *, entry_id: str, kind: str, text: str, sent_at,
         "text": text,
         "sent_at": sent_at.isoformat(),
         "documents": [_document(transaction_id, document) for document in documents],
+        "values": list(values),
+        "loan": loan or {},  # as delivered: merged into the order's results, not sent to the page
     }
 
 
-def _staff_entry(transaction_id: str, delivery: DeliveredEntry) -> dict:
+def _staff_entry(transaction_id: str, delivery: DeliveredEntry, schemas: dict) -> dict:
     return _entry(
         transaction_id,
         entry_id=f"delivery-{delivery.pk}",
@@ -78,14 +85,29 @@ def _staff_entry(transaction_id: str, delivery: DeliveredEntry) -> dict:
         text=delivery.partner_status,
         sent_at=delivery.sent_at,
         documents=delivery.documents,
+        values=loan_values_shown(schemas, delivery.loan),
+        loan=delivery.loan,
     )
+
+
+def response_schemas(order: Order) -> dict[str, dict | None]:
+    """The schema of every loan field the order's deliveries may hold: its product's response form
+    first (from the shared catalog cache: no query), then the seed's."""
+    product = catalog_product(service_id=None, name=order.product_name) if order.product_name else None
+    form = product.response_form if product is not None else None
+    schemas = loan_field_schemas(form, None)
+    own = form.get("properties") if isinstance(form, dict) and isinstance(form.get("properties"), dict) else {}
+    return {**{name: schemas[name] for name in own}, **schemas}
 
 
 def transaction_timeline(order: Order) -> list[dict]:
     """What reached the service, oldest first: a staff-worked order's sent deliveries, or an automated
-    order's one delivered response; each with when it was sent, its text and its documents. One query."""
+    order's one delivered response; each with when it was sent, its text, its documents and the values
+    it carried in words (`values`: the product's response form's labels and formats). One query."""
     if order.staff_worked:
-        return [_staff_entry(order.transaction_id, delivery) for delivery in deliveries_delivered(order)]
+        deliveries = deliveries_delivered(order)
+        schemas = response_schemas(order) if any(delivery.loan for delivery in deliveries) else {}
+        return [_staff_entry(order.transaction_id, delivery, schemas) for delivery in deliveries]
     if not response_delivered(order):
         return []  # nothing reached the lender: not even the documents made for it
     response = order.response or {}
@@ -140,6 +162,7 @@ def _requested(transaction_id: str) -> dict:
         "ordered_by": "",
         "partner_status": "",
         "findings": [],
+        "results": [],
         "documents": [],
         "updated_at": None,
         "finished": False,
@@ -170,6 +193,13 @@ def transaction_progress_get(
         return _requested(transaction_id)
     step = UI_STEPS[order.status]
     timeline = transaction_timeline(order)
+    # What the partner delivered, in the response form's words: every value the lender holds now (a
+    # later delivery's value replaces an earlier one's), shown first.
+    results = []
+    if any(entry["loan"] for entry in timeline):
+        results = loan_values_shown(response_schemas(order), loan_merged([entry.pop("loan") for entry in timeline]))
+    for entry in timeline:
+        entry.pop("loan", None)
     # Only what reached the lender (the timeline holds nothing else), the latest delivery's first; of a
     # staff delivery, only the documents the service has a copy of.
     documents = [d for e in reversed(timeline) for d in e["documents"] if d["resource_id"] or not order.staff_worked]
@@ -202,6 +232,7 @@ def transaction_progress_get(
         "partner_status": partner_status,
         # What the partner found, once it reached the lender (a failed delivery's findings did not).
         "findings": list(order.findings or []) if delivered and not order.staff_worked else [],
+        "results": results,
         "documents": documents,
         "updated_at": order.updated_at.isoformat(),
         "finished": step in FINISHED_STEPS,

@@ -223,6 +223,22 @@ class LenderDocumentSerializer(serializers.Serializer):
     )
 
 
+class ValueShownSerializer(serializers.Serializer):
+    """One delivered value in words: its label and its text as the product's response form writes it."""
+
+    name = serializers.CharField(help_text="its path in the loan field, such as appraisedValue")
+    label = serializers.CharField(help_text="the form's title, such as Appraised value")
+    text = serializers.CharField(help_text="formatted as the form says: $455,000, November 27, 2026, ...")
+
+
+class ValuesGroupSerializer(serializers.Serializer):
+    """The values of one loan field a delivery carried (such as the appraisal)."""
+
+    field = serializers.CharField(help_text="the loan field's name, such as appraisal")
+    title = serializers.CharField(help_text="its title in the product's response form")
+    values = ValueShownSerializer(many=True)
+
+
 class TimelineEntrySerializer(serializers.Serializer):
     """One thing of the order that reached the service: a delivery of the partner's."""
 
@@ -232,6 +248,7 @@ class TimelineEntrySerializer(serializers.Serializer):
     text = serializers.CharField(allow_blank=True, help_text="the partner's status text (partnerStatus)")
     sent_at = serializers.DateTimeField(help_text="when it reached the service")
     documents = LenderDocumentSerializer(many=True)
+    values = ValuesGroupSerializer(many=True, help_text="the loan values it carried, in words")
 
 
 class TransactionProgressApi(APIView):
@@ -263,6 +280,11 @@ class TransactionProgressApi(APIView):
         ordered_by = serializers.CharField(allow_blank=True, help_text="the lender user who placed it")
         findings = serializers.ListField(
             child=serializers.DictField(), help_text="label, before, after, changed: what the partner found"
+        )
+        results = ValuesGroupSerializer(
+            many=True,
+            help_text="every value the partner delivered (the latest of each), labelled and formatted as the "
+            "product's response form says",
         )
         partner_status = serializers.CharField(allow_blank=True, help_text="the partner's last word to the lender")
         documents = LenderDocumentSerializer(

@@ -616,8 +616,11 @@
     if (progress.ordered_at) {
       meta.push("Ordered " + timeText(progress.ordered_at) + (progress.ordered_by ? " by " + progress.ordered_by : ""));
     }
-    if (!progress.reference_number) { meta.push("The partner gives it a reference once they receive it."); }
-    $("order-meta").textContent = meta.join(". ") + (meta.length ? "." : "");
+    // The promise of a reference only while the partner may still give one: not on an order that ended.
+    if (!progress.reference_number && !END_STEPS.hasOwnProperty(progress.step)) {
+      meta.push("The partner gives it a reference once they receive it");
+    }
+    $("order-meta").textContent = meta.map(function (sentence) { return sentence + "."; }).join(" ");
     $("transaction-id").textContent = transactionId;
     $("support").hidden = !transactionId;
   }
@@ -646,6 +649,36 @@
     $("result-text").hidden = !text;
     // A failed or declined order with nothing delivered says so above: no empty "Documents" under it.
     $("documents-block").hidden = ended && !(progress.documents || []).length;
+  }
+
+  // What the partner delivered, first: one group per loan field (the appraisal), each value labelled
+  // and written as the product's response form says (the back-end formats them: one place for all).
+  function renderResults(progress) {
+    var groups = progress.results || [];
+    var block = $("results-block");
+    block.hidden = groups.length === 0;
+    block.textContent = "";
+    groups.forEach(function (group) {
+      var titleId = "results-" + group.field;
+      block.appendChild(el("h4", { id: titleId, "class": "results-title" }, group.title));
+      var list = el("dl", { "class": "results-values", "aria-labelledby": titleId, "data-field": group.field });
+      group.values.forEach(function (value) {
+        var row = el("div", { "class": "results-value", "data-name": value.name });
+        row.appendChild(el("dt", {}, value.label));
+        row.appendChild(el("dd", {}, value.text));
+        list.appendChild(row);
+      });
+      block.appendChild(list);
+    });
+  }
+
+  // A delivery's values on one line: "Appraised value $455,000 · Effective date November 27, 2026".
+  function valuesLine(groups) {
+    var parts = [];
+    (groups || []).forEach(function (group) {
+      group.values.forEach(function (value) { parts.push(value.label + " " + value.text); });
+    });
+    return parts.join(" · ");
   }
 
   // Before and after, field by field, once the results reached the lender; the report is under Documents.
@@ -716,6 +749,8 @@
     head.appendChild(when);
     item.appendChild(head);
     if (entry.text) { item.appendChild(el("p", { "class": "entry-text" }, entry.text)); }
+    var values = valuesLine(entry.values);
+    if (values) { item.appendChild(el("p", { "class": "entry-values" }, values)); }
     var documents = entry.documents || [];
     if (documents.length) {
       var list = el("ul", { "class": "documents", "aria-label": "Documents: " + entry.label });
@@ -872,6 +907,7 @@
     renderFacts(progress, transactionId);
     renderSteps(progress);
     renderResult(progress);
+    renderResults(progress);
     renderFindings(progress);
     renderDue(progress);
     renderDocuments(progress.documents || []);

@@ -94,3 +94,35 @@ def test_a_process_that_dies_on_its_own_passes_its_failure_on(tmp_path):
     )
     assert run.returncode != 0
     assert "Ready:" not in run.stdout
+
+
+def test_the_links_wait_for_the_worker_and_come_after_its_banner(tmp_path):
+    port = free_port()
+    root = site(tmp_path / "site")
+    procfile = tmp_path / "Procfile"
+    # The web answers at once; the worker prints its banner, then, 3 s later, Celery's ready line.
+    procfile.write_text(
+        f"web: exec {sys.executable} -m http.server {port} --bind 127.0.0.1 --directory {root}\n"
+        "worker: echo ' -------------- celery@demo v5 (banner)' && sleep 3"
+        " && echo '[INFO/MainProcess] celery@demo ready.' && exec sleep 600\n"
+    )
+    run = subprocess.Popen(
+        [sys.executable, str(ROOT / "bin" / "run"), str(HONCHO), str(procfile), f"http://127.0.0.1:{port}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        lines = read_until(run, BANNER_END, timeout=60)
+        ready = lines.index("  Ready:")
+        banner_at = next(n for n, line in enumerate(lines) if "(banner)" in line)
+        worker_ready_at = next(n for n, line in enumerate(lines) if "celery@demo ready." in line)
+        assert banner_at < worker_ready_at < ready  # the links last, after the worker's start-up
+        os.killpg(run.pid, signal.SIGINT)
+        assert run.wait(timeout=30) == 0
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()

@@ -117,8 +117,20 @@ def test_a_good_production_environment_passes():
         pytest.param(
             {"PARTNER_NAME": "Keystone Property Data, Inc."}, "partner.E013", "PARTNER_NAME", id="demo-company"
         ),
+        pytest.param({"PARTNER_PHONE": ""}, "partner.E013", "PARTNER_PHONE", id="no-company-phone"),
         pytest.param({"EMAIL_URL": ""}, "partner.E014", "EMAIL_URL", id="console-email"),
-        pytest.param({"DOCUMENT_STORAGE": "filesystem"}, "partner.E015", "DOCUMENT_STORAGE", id="documents-on-disk"),
+        pytest.param(
+            {"DOCUMENT_STORAGE": "filesystem", "DOCUMENTS_SINGLE_HOST": "false"},
+            "partner.E015",
+            "DOCUMENT_STORAGE",
+            id="documents-on-disk",
+        ),
+        pytest.param(
+            {"DOCUMENT_STORAGE": "filesystem", "DOCUMENTS_SINGLE_HOST": "true", "KUBERNETES_SERVICE_HOST": "10.0.0.1"},
+            "partner.E015",
+            "Kubernetes",
+            id="documents-on-a-pods-disk",
+        ),
         pytest.param({"DOCUMENTS_S3_BUCKET": ""}, "partner.E008", "DOCUMENTS_S3_BUCKET", id="no-bucket"),
     ],
 )
@@ -129,11 +141,18 @@ def test_check_deploy_fails_on(overrides, check_id, words):
     assert [line for line in errors if check_id in line and words in line], output
 
 
+def test_a_real_company_in_the_demo_companys_city_passes():
+    """The demo company is told by its name, address, phone and e-mail: not by a city or ZIP code."""
+    code, output = check_deploy({**GOOD, "PARTNER_CITY": "San Francisco", "PARTNER_POSTAL_CODE": "94105"})
+    assert "partner.E013" not in output and code == 0, output
+
+
 def test_check_deploy_with_the_local_defaults_names_every_problem():
     # Production settings and nothing else but what start-up requires: the preflight lists it all.
     # (Start-up requires a broker server and no demo secret, so E001 and E003 cannot be reached
     # from this environment: see below.)
-    code, output = check_deploy({**PRODUCTION, "SANDBOX_ENABLED": "true"})
+    local = {key: value for key, value in PRODUCTION.items() if not key.startswith(("PARTNER_", "DOCUMENTS_"))}
+    code, output = check_deploy({**local, "SANDBOX_ENABLED": "true"})
     assert code != 0
     ids = {f"partner.E00{n}" for n in (2, 4, 5, 6, 7)} | {"partner.E013", "partner.E014", "partner.E015"}
     found = {check_id for check_id in ids if check_id in output}
@@ -224,6 +243,37 @@ def test_a_celery_worker_refuses_to_start_on_the_preflight():
     )
     assert result.returncode != 0
     assert "partner.E008" in result.stderr and "DJANGO_SECRET_KEY" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("unsafe", "check_id", "named"),
+    [
+        # PARTNER_* left out: the demo company's name, address, phone and e-mail.
+        pytest.param(
+            {"PARTNER_NAME": None, "PARTNER_PHONE": None, "PARTNER_EMAIL": None},
+            "partner.E013",
+            "PARTNER_PHONE",
+            id="demo-company",
+        ),
+        pytest.param({"DOCUMENTS_SINGLE_HOST": "false"}, "partner.E015", "DOCUMENT_STORAGE", id="unshared-documents"),
+        pytest.param({"KUBERNETES_SERVICE_HOST": "10.0.0.1"}, "partner.E015", "Kubernetes", id="documents-on-a-pod"),
+    ],
+)
+def test_web_and_worker_refuse_to_start_on_the_demo_company_or_unshared_documents(unsafe, check_id, named):
+    env = {key: value for key, value in {**PRODUCTION, **unsafe}.items() if value is not None}
+    assert run_django(PRODUCTION).returncode == 0  # the same environment, safe, starts
+    web = run_django(env)
+    assert web.returncode != 0 and "Refusing to start" in web.stderr
+    assert check_id in web.stderr and named in web.stderr, web.stderr
+    worker = subprocess.run(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=WARNING"],
+        env=django_env({**env, "CELERY_BROKER_URL": "redis://127.0.0.1:1/0"}),  # refused before connecting
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert worker.returncode != 0 and check_id in worker.stderr, worker.stderr
 
 
 def test_the_local_settings_never_run_the_preflight_at_start():

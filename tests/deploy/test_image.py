@@ -43,6 +43,7 @@ WEB_PORT = 8120
 REDIS_PORT = 8121
 PG_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 SIGNING_SECRET = "image-test-signing-secret"  # noqa: S105 - this test's own, not a real secret
+DOCUMENTS = "/app/documents"  # the folder web and worker share (Containerfile, compose.yaml)
 
 _missing = podman_missing_reason()
 pytestmark = [
@@ -126,7 +127,28 @@ def production_env(database: str, redis: str) -> dict:
         "WEB_CONCURRENCY": "2",
         "CELERY_WORKER_CONCURRENCY": "4",
         "LOG_LEVEL": "INFO",
+        # Our company, not the demo's, and documents in the one folder web and worker both mount, as
+        # compose's `documents` volume: the servers refuse to start otherwise (partner.E013, E015).
+        "PARTNER_NAME": "Image Test Appraisals",
+        "PARTNER_ADDRESS": "1 Test Road",
+        "PARTNER_CITY": "Portland",
+        "PARTNER_STATE": "OR",
+        "PARTNER_POSTAL_CODE": "97201",
+        "PARTNER_PHONE": "503-555-0199",
+        "PARTNER_EMAIL": "orders@image-test.example",
+        "DOCUMENT_STORAGE": "filesystem",
+        "MEDIA_ROOT": DOCUMENTS,
+        "DOCUMENTS_SINGLE_HOST": "true",
     }
+
+
+def shared_documents(image_root) -> Path:
+    """The host folder web and worker both mount at /app/documents (compose's `documents` volume),
+    owned by the image's user."""
+    folder = image_root.work / "documents"
+    folder.mkdir(parents=True, exist_ok=True)
+    os.chown(folder, *image_root.config.uid_gid)
+    return folder
 
 
 def test_the_image_migrates_serves_and_completes_an_order_as_its_own_user(image, image_root, database, redis_server):
@@ -158,7 +180,14 @@ def test_the_image_migrates_serves_and_completes_an_order_as_its_own_user(image,
         code, log = image_root.run("seed", argv, {**env, **sandbox}, volumes=seed_volumes, input=stdin)
         assert code == 0, log
 
-    web = image_root.popen("web", ["web"], {**env, **sandbox}, log=image_root.work / "web.log")
+    documents = shared_documents(image_root)
+    web = image_root.popen(
+        "web",
+        ["web"],
+        {**env, **sandbox},
+        log=image_root.work / "web.log",
+        volumes={**image_root.volume_dirs("web"), DOCUMENTS: documents},
+    )
     worker = None
     try:
         base = f"http://127.0.0.1:{WEB_PORT}"
@@ -183,6 +212,7 @@ def test_the_image_migrates_serves_and_completes_an_order_as_its_own_user(image,
             ["worker"],
             {**env, "PYTHONPATH": "/mnt", "DJANGO_SETTINGS_MODULE": "image_loopback"},
             log=image_root.work / "worker.log",
+            volumes={**image_root.volume_dirs("worker"), DOCUMENTS: documents},
             extra_mounts={"/mnt": Path(__file__).parent / "image_settings"},
         )
 

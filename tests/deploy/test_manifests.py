@@ -22,6 +22,10 @@ COMPOSE = ROOT / "compose.yaml"
 KUBERNETES = ROOT / "deploy" / "kubernetes"
 ENTRYPOINT = ROOT / "bin" / "entrypoint"
 CONTAINERFILE = ROOT / "Containerfile"
+COMPOSE_ENV_EXAMPLE = ROOT / "deploy" / "partner.env.example"
+KUBERNETES_ENV_EXAMPLE = KUBERNETES / "secrets" / "partner-secrets.env.example"
+ENV_EXAMPLE = ROOT / ".env.example"
+DOCUMENTS = "/app/documents"  # where web and worker mount the documents volume on compose
 
 
 def compose() -> dict:
@@ -138,7 +142,7 @@ def test_every_process_of_the_stack_is_there():
         assert services[process]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
 
     args = {spec["containers"][0]["args"][0]: name for name, spec in pod_specs().items()}
-    assert set(args) == {"web", "worker", "beat", "migrate"}
+    assert set(args) == {"web", "worker", "beat", "migrate", "check"}  # check: the preflight Job
     deployments = of_kind("Deployment")
     assert deployments[args["beat"]]["spec"]["replicas"] == 1
     assert deployments[args["beat"]]["spec"]["strategy"]["type"] == "Recreate"  # never two at once
@@ -179,7 +183,8 @@ def test_what_is_written_is_in_the_folders_the_image_declares():
         service = compose()["services"][name]
         assert service["read_only"] is True
         mounted = [volume.split(":", 1)[1] for volume in service["volumes"]] + service["tmpfs"]
-        assert sorted(mounted) == sorted(volumes), name
+        # Besides the image's own folders, web and worker mount the shared documents volume.
+        assert sorted(path for path in mounted if path != DOCUMENTS) == sorted(volumes), name
     for name, spec in pod_specs().items():
         container = spec["containers"][0]
         assert container["securityContext"]["readOnlyRootFilesystem"] is True, name
@@ -237,3 +242,160 @@ def test_secrets_come_from_the_secret_and_nowhere_else():
         if "partner" in service.get("image", ""):
             assert service["env_file"] == ["partner.env"], name
             assert not [key for key in service["environment"] if key.startswith(SECRET_NAMES[:3])], name
+
+
+# A deployment filled in as written ----------------------------------------------------------------
+
+
+def env_file(path: Path) -> dict[str, str]:
+    """NAME=value lines of an env file (comments and blank lines skipped; a double-quoted value
+    unquoted, as compose reads it)."""
+    values = {}
+    for line in path.read_text().splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        name, _, value = line.partition("=")
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = value[1:-1]
+        values[name.strip()] = value
+    return values
+
+
+def known_variables() -> set[str]:
+    """Every variable .env.example documents (set or commented out)."""
+    return set(re.findall(r"^#? ?([A-Z][A-Z0-9_]+)=", ENV_EXAMPLE.read_text(), flags=re.MULTILINE))
+
+
+def check_deploy(env: dict) -> list[str]:
+    """`manage.py check --deploy` under exactly `env`: the lines of our errors (each with its id)."""
+    import subprocess
+    import sys
+
+    from tests.helpers.processes import django_env
+
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy"],
+        env=django_env(env),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return [line for line in (result.stdout + result.stderr).splitlines() if "(partner.E" in line]
+
+
+# Asked for only through another: its default is the token path of SVC_BASE_URL.
+DERIVED = {"SVC_TOKEN_URL"}
+
+
+def preflight_variables() -> set[str]:
+    """The variables the preflight asks for when a production deployment sets nothing: those each of
+    its errors is about (the names that open its message)."""
+    errors = check_deploy({"DJANGO_SETTINGS_MODULE": "config.settings.production"})
+    subjects = [re.match(r"\?: \(partner\.E\d+\) ((?:[A-Z][A-Z0-9_]+(?:, )?)+)", line) for line in errors]
+    named = {name for match in subjects if match for name in match.group(1).split(", ")}
+    asked = (named & known_variables()) - DERIVED
+    assert {"DJANGO_SECRET_KEY", "EMAIL_URL", "PARTNER_NAME", "DOCUMENT_STORAGE"} <= asked, errors
+    return asked
+
+
+def filled_in(values: dict[str, str]) -> dict[str, str]:
+    """An example as a person fills it in: each empty value given one of its kind; the rest as written."""
+    import secrets
+
+    from cryptography.fernet import Fernet
+
+    kinds = {
+        "FIELD_ENCRYPTION_KEYS": lambda: Fernet.generate_key().decode(),
+        "PARTNER_NAME": lambda: "Ridgeline Appraisal Co.",  # spaces, as a company's name has
+        "PARTNER_EMAIL": lambda: "orders@ridgeline.example",
+        "EMAIL_URL": lambda: "smtp+tls://partner:mail-password-1@smtp.partner.example:587",
+        "SVC_CLIENT_ID": lambda: "partner-client-7c1d",
+    }
+    optional = ("PARTNER_FAX", "PARTNER_CONTACT_NAME", "PARTNER_CONTACT_ROLE")  # may stay empty
+    return {
+        name: value or ("" if name in optional else kinds.get(name, lambda: secrets.token_urlsafe(50))())
+        for name, value in values.items()
+    }
+
+
+def compose_environment() -> dict[str, str]:
+    """What a compose app container reads: partner.env (from the example) under compose.yaml's own."""
+    environment = {**compose()["services"]["web"]["environment"]}
+    # `${POSTGRES_PASSWORD:?...}` as compose fills it in from the shell.
+    environment = {
+        name: re.sub(r"\$\{POSTGRES_PASSWORD:\?[^}]*\}", "db-password-1", str(value))
+        for name, value in environment.items()
+    }
+    return {**filled_in(env_file(COMPOSE_ENV_EXAMPLE)), **environment}
+
+
+def kubernetes_environment() -> dict[str, str]:
+    """What a pod reads: the ConfigMap and the Secret made from the env example, in a pod."""
+    config = of_kind("ConfigMap")["partner-config"]["data"]
+    return {**filled_in(config), **filled_in(env_file(KUBERNETES_ENV_EXAMPLE)), "KUBERNETES_SERVICE_HOST": "10.96.0.1"}
+
+
+@pytest.mark.parametrize("where", ["compose", "kubernetes"])
+def test_every_variable_the_preflight_asks_for_is_in_the_example(where):
+    provided = compose_environment() if where == "compose" else kubernetes_environment()
+    missing = preflight_variables() - set(provided)
+    assert not missing, f"{where}: the examples lack {sorted(missing)}"
+
+
+@pytest.mark.parametrize("where", ["compose", "kubernetes"])
+def test_the_examples_filled_in_as_written_pass_the_preflight(where):
+    """Every blank filled in, nothing else changed: `check --deploy` names no problem of ours."""
+    env = compose_environment() if where == "compose" else kubernetes_environment()
+    assert check_deploy(env) == []
+
+
+def test_the_kubernetes_secret_example_and_its_env_file_name_the_same_keys():
+    secret = of_kind("Secret")["partner-secrets"]["stringData"]
+    assert set(secret) == set(env_file(KUBERNETES_ENV_EXAMPLE))
+    config = of_kind("ConfigMap")["partner-config"]["data"]
+    assert config["DOCUMENT_STORAGE"] == "s3" and config["DOCUMENTS_S3_BUCKET"]  # each pod has its own disk
+
+
+def test_web_and_worker_share_one_documents_volume_on_compose():
+    services = compose()["services"]
+    mounts = {
+        name: [volume for volume in services[name]["volumes"] if volume.endswith(f":{DOCUMENTS}")]
+        for name in ("web", "worker")
+    }
+    assert mounts["web"] == mounts["worker"] and len(mounts["web"]) == 1, mounts
+    volume = mounts["web"][0].split(":", 1)[0]
+    assert volume in compose()["volumes"] and not volume.startswith(("/", "."))  # a named volume, not a host path
+    assert services["web"]["environment"]["MEDIA_ROOT"] == DOCUMENTS
+    assert f"/app/documents && chown partner:partner /app/var {DOCUMENTS}" in CONTAINERFILE.read_text()
+
+
+def test_the_preflight_job_runs_the_check_with_what_the_pods_read():
+    job = of_kind("Job")["partner-check"]
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"] == ["check"]
+    web = pod_specs()["partner-web"]["containers"][0]
+    assert container["envFrom"] == web["envFrom"]
+
+
+def test_values_with_spaces_are_quoted_in_the_env_examples():
+    for path in (COMPOSE_ENV_EXAMPLE, KUBERNETES_ENV_EXAMPLE):
+        for line in path.read_text().splitlines():
+            if line.startswith("#") or "=" not in line:
+                continue
+            value = line.partition("=")[2]
+            assert " " not in value or (value.startswith('"') and value.endswith('"')), f"{path.name}: {line}"
+    assert " " not in "".join(env_file(KUBERNETES_ENV_EXAMPLE).values())  # kubectl would keep the quotes
+
+
+def test_one_figure_for_the_worker_threads():
+    """The settings' default, compose's and Kubernetes' worker, .env.example and the docs say one number."""
+    from django.conf import settings
+
+    threads = str(settings.CELERY_WORKER_CONCURRENCY)
+    assert compose()["services"]["worker"]["environment"]["CELERY_WORKER_CONCURRENCY"] == threads
+    worker = pod_specs()["partner-worker"]["containers"][0]
+    assert {item["name"]: item["value"] for item in worker["env"]}["CELERY_WORKER_CONCURRENCY"] == threads
+    assert f"# CELERY_WORKER_CONCURRENCY={threads}\n" in ENV_EXAMPLE.read_text()
+    said = re.findall(r"CELERY_WORKER_CONCURRENCY=?`? threads \((\d+)", (ROOT / "docs" / "deployment.md").read_text())
+    assert said == [threads], said

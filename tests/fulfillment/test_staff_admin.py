@@ -234,6 +234,10 @@ def test_the_page_shows_the_request_and_what_happened(staff, taken):
     assert request.index("Street address") < request.index("City") < request.index("ZIP code")  # as one reads it
     for api_word in ("<dt>streetAddress</dt>", "<dt>loanNumber</dt>", "partnerStatus", "response data entitlement"):
         assert api_word not in shown
+    # No API words in the request or the history: request type, media type, addresses, response versions.
+    request_and_history = shown.split('id="order-request"')[1].split("</table>")[0]  # the request, then the history
+    for api_word in ("NEW_REQUEST", "application/vnd", "http://", "https://", "response version", taken.transaction_id):
+        assert api_word not in request_and_history, api_word
     assert LENDER_CREDENTIALS["password"] not in shown  # never kept
     for what in ("Order arrived from the platform", "Acknowledgement", "Order received", "Taken"):
         assert what in shown
@@ -378,7 +382,7 @@ def test_a_final_delivery_asks_first_showing_what_will_be_sent(staff, taken, tas
     fields = {
         "kind": "final",
         "partner_status": "Appraisal complete",
-        **loan_inputs(property__streetAddress="500 Howard Street", property__city="San Francisco", **APPRAISAL),
+        **loan_inputs(property__streetAddress="500 Howard Street", property__city="South San Francisco", **APPRAISAL),
     }
     asked = deliver(staff, taken, **fields)
     shown = text(asked)
@@ -395,7 +399,7 @@ def test_a_final_delivery_asks_first_showing_what_will_be_sent(staff, taken, tas
     delivery = taken.deliveries.get(kind=DeliveryKind.FINAL)
     assert delivery.state == DeliveryState.PENDING and delivery.partner_status == "Appraisal complete"
     assert delivery.loan == {
-        "property": {"streetAddress": "500 Howard Street", "city": "San Francisco"},
+        "property": {"city": "South San Francisco"},  # the street and anything else left as sent are not
         "appraisal": {
             "appraisedValue": 812000.5,
             "effectiveDate": "2026-11-20",
@@ -405,6 +409,15 @@ def test_a_final_delivery_asks_first_showing_what_will_be_sent(staff, taken, tas
     }
     assert [d.name for d in delivery.attachments.all()] == ["report.pdf"]
     assert tasks_sent == [(SEND_TASK, {"order_id": taken.pk})]
+
+
+def test_an_empty_final_delivery_is_warned_about_before_it_is_sent(staff, taken, tasks_sent):
+    empty = text(deliver(staff, taken, kind="final", partner_status=""))
+    assert 'id="confirm-empty"' in empty and "Nothing is in this final delivery" in empty
+    assert not taken.deliveries.filter(kind=DeliveryKind.FINAL).exists()
+
+    with_status = text(deliver(staff, taken, kind="final", partner_status="No access: see the note"))
+    assert "This cannot be undone" in with_status and 'id="confirm-empty"' not in with_status
 
 
 def test_a_partial_delivery_is_stored_at_once(staff, taken):

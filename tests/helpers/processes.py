@@ -17,7 +17,19 @@ def django_env(env_overrides):
         k: v
         for k, v in os.environ.items()
         if not k.startswith(
-            ("DJANGO_", "DATABASE_URL", "SVC_", "FIELD_", "SANDBOX_", "CELERY_", "CACHE_URL", "HOST_ORIGINS")
+            (
+                "DJANGO_",
+                "DATABASE_URL",
+                "SVC_",
+                "FIELD_",
+                "SANDBOX_",
+                "CELERY_",
+                "CACHE_URL",
+                "HOST_ORIGINS",
+                "PARTNER_",
+                "DOCUMENT",
+                "KUBERNETES_",  # a test run in a pod: the preflight would take it for a Kubernetes deployment
+            )
         )
         and k not in ("PUBLIC_BASE_URL", "LOG_LEVEL")
     }
@@ -56,6 +68,15 @@ PRODUCTION = {
     "SVC_BASE_URL": "https://api.service.example",
     # A broker server: one that needs none is refused in production (settings do not connect).
     "CELERY_BROKER_URL": "redis://redis.partner.example:6379/0",
+    # Our company, not the demo's (partner.E013), and documents every process reads (partner.E015).
+    "PARTNER_NAME": "Ridgeline Appraisal Co.",
+    "PARTNER_ADDRESS": "12 Harbor Road",
+    "PARTNER_CITY": "Portland",
+    "PARTNER_STATE": "OR",
+    "PARTNER_POSTAL_CODE": "97201",
+    "PARTNER_PHONE": "503-555-0100",
+    "PARTNER_EMAIL": "orders@ridgeline.example",
+    "DOCUMENTS_SINGLE_HOST": "true",
 }
 # The sandbox's demo credentials, which local runs default to and production refuses.
 DEMO_CLIENT_ID = "sandbox-partner-client"

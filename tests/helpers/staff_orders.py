@@ -80,8 +80,10 @@ class Worker:
     def attach(self, name: str = "report.pdf", content: bytes = PDF):
         return staff.document_attach(order_id=self.order.pk, upload=upload(name, content), user=self.user)
 
-    def deliver(self, text: str = "", *, final: bool = False):
-        return staff.delivery_request(order_id=self.order.pk, final=final, partner_status=text, user=self.user)
+    def deliver(self, text: str = "", *, final: bool = False, loan: dict | None = None):
+        return staff.delivery_request(
+            order_id=self.order.pk, final=final, partner_status=text, loan=loan, user=self.user
+        )
 
     def decline(self, reason: str):
         return staff.order_decline(order_id=self.order.pk, reason=reason, user=self.user)

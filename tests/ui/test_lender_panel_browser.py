@@ -153,7 +153,9 @@ def test_a_failed_order_says_what_happened_in_plain_words_and_follows_a_staff_re
     host = open_existing(page, service, transaction.id)
     ui = host.ui
     expect(ui.locator("#app")).to_have_attribute("data-step", "failed", timeout=WAIT_MS)
-    expect(ui.locator("#failure-title")).to_have_text("The partner could not complete the order")
+    # The platform's outage is said to be one, not "a problem on the partner's side".
+    expect(ui.locator("#failure-title")).to_have_text("The loan platform was unavailable")
+    expect(ui.locator("#failure")).not_to_contain_text("partner's side")
     expect(ui.locator("#failure-next")).to_contain_text("You do not need to order again")
     expect(ui.locator("#failure-next")).to_contain_text("AV-FAIL01")
     # "Contact the partner": with whom and how, the respondingParty our responses name.
@@ -172,7 +174,13 @@ def test_a_failed_order_says_what_happened_in_plain_words_and_follows_a_staff_re
     expect(ui.locator("li.step.done")).to_have_count(2)
     expect(ui.locator("#documents")).not_to_contain_text("undelivered.pdf")
     assert no_overflow(page)
-    panel_shot("03-failed-partner-side", ui.locator("#transaction"))
+    panel_shot("03-failed-platform-outage", ui.locator("#transaction"))
+    # A failed order without a reference makes no promise of one (and its sentences end once).
+    Order.objects.filter(pk=order.pk).update(reference_number="", updated_at=timezone.now())
+    expect(ui.locator("#transaction-title")).to_have_text("Your order", timeout=WAIT_MS)
+    expect(ui.locator("#order-meta")).to_contain_text("by ")
+    expect(ui.locator("#order-meta")).not_to_contain_text("reference")
+    assert ".." not in ui.locator("#order-meta").inner_text()
 
     # Staff send it through again and it completes: the open panel shows it without a reload.
     done = timezone.now()

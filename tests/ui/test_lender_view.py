@@ -103,7 +103,7 @@ def test_a_failed_delivery_offers_no_document():
     [
         (FailureCode.CREDENTIALS_INVALID, "credentials", True),
         (FailureCode.ORDER_REFUSED, "loan_data", True),
-        (FailureCode.RETRIES_EXHAUSTED, "partner", False),
+        (FailureCode.RETRIES_EXHAUSTED, "platform", False),  # the reason names the platform's outage
         (FailureCode.SERVICE_REJECTED, "partner", False),
         (FailureCode.SETUP_INCOMPLETE, "partner", False),
         (FailureCode.PRODUCT_UNKNOWN, "partner", False),
@@ -203,3 +203,18 @@ def test_the_origin_proxy_gives_fee_turnaround_and_earlier_orders(demo, client):
     body = client.get(f"/v1/origins/{origin.origin_id}", HTTP_X_PARTNER_ACCESS_TOKEN=origin.partner_access_token).json()
     assert (body["product"]["fee"], body["product"]["turnaroundHours"]) == ("45.00", 48)
     assert [o["referenceNumber"] for o in body["earlierOrders"]] == ["AV-EARLY"]
+
+
+def test_an_outage_of_the_platform_is_not_called_a_problem_on_the_partners_side():
+    outage = failure_explained(
+        code=FailureCode.RETRIES_EXHAUSTED,
+        reason="Gave up after retries: ServiceUnavailableError: GET /partner/v2/transactions/x — HTTP 500: {}",
+        reference="AV-7",
+    )
+    ours = failure_explained(
+        code=FailureCode.RETRIES_EXHAUSTED, reason="Gave up after retries: KeyError: 'x'", reference=""
+    )
+
+    assert outage["cause"] == "platform" and outage["title"] == "The loan platform was unavailable"
+    assert "partner's side" not in outage["text"]
+    assert ours["cause"] == "partner" and "partner's side" in ours["text"]

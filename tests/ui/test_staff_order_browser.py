@@ -25,7 +25,7 @@ SENT_MS = 60_000  # a delivery is stored, picked up by the worker, PATCHed and p
 KIND_LABELS = {"Partial": "Send what is ready now", "Final": "Final delivery"}  # the form's choices
 APPRAISAL = {
     "value": "812000",
-    "value_shown": "$812,000.00",
+    "value_shown": "$812,000",
     "date": "2026-11-20",
     "date_shown": "November 20, 2026",
     "condition": "C3",
@@ -97,6 +97,21 @@ def delivery_sent(transaction_id: str, kind: str):
         return delivery if delivery and delivery.state in (DeliveryState.SENT, DeliveryState.CONFIRMED) else None
 
     return wait_for(sent, timeout=SENT_MS / 1000, message=f"the {kind} delivery to be sent")
+
+
+def results_shown(ui, appraisal: dict) -> None:
+    """The lender's panel shows the appraisal's figures in the form's words, before the documents."""
+    results = ui.locator("#results-block")
+    expect(results).to_be_visible(timeout=WAIT_MS)
+    expect(results.locator("h4")).to_have_text("Appraisal")
+    for label, text in (
+        ("Appraised value", appraisal["value_shown"]),
+        ("Effective date", appraisal["date_shown"]),
+        ("Condition", "C3: well maintained, normal wear"),
+    ):
+        expect(results.locator(".results-value", has=ui.locator("dt", has_text=label)).locator("dd")).to_have_text(text)
+    first = "(node) => node.compareDocumentPosition(document.getElementById('documents-block')) & 4"
+    assert results.evaluate(first), "the results come before the documents"
 
 
 class Admin:
@@ -251,6 +266,9 @@ def test_a_staff_worked_appraisal_from_order_to_completion(demo, service, browse
             expect(ui.locator("#documents").get_by_role("button", name=f"Open {name}")).to_be_visible()
         expect(ui.locator("li.step.done")).to_have_count(4)
         expect(ui.locator("#announce")).to_contain_text("Completed")
+        # The appraisal's figures, first, as the product's response form labels and writes them.
+        results_shown(ui, APPRAISAL)
+        expect(entries.nth(0).locator(".entry-values")).to_contain_text(f"Appraised value {APPRAISAL['value_shown']}")
         panel_screenshot("07-lender-completed", page)
 
         admin.page.reload()

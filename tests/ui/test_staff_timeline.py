@@ -88,8 +88,59 @@ def test_an_acknowledged_order_shows_order_received_and_when_it_is_expected(clie
             "text": "Order received",
             "sent_at": ack.sent_at.isoformat(),
             "documents": [],
+            "values": [],
         }
     ]
+    assert body["results"] == []
+
+
+APPRAISAL = {"appraisedValue": 455000, "effectiveDate": "2026-11-27", "condition": "C3", "comments": "Quiet street."}
+
+
+def values_of(groups) -> list[tuple[str, str]]:
+    return [(value["label"], value["text"]) for group in groups for value in group["values"]]
+
+
+def test_the_appraisal_delivered_is_shown_first_in_the_forms_words(client, order, origin):
+    work = Worker(order)
+    work.deliver("Value and date", loan={"appraisal": {"appraisedValue": 450000, "effectiveDate": "2026-11-20"}})
+    assert work.send() == 1
+    waiting = work.deliver(
+        "Corrected", loan={"appraisal": {"appraisedValue": 1, "effectiveDate": "2026-11-21"}}
+    )  # stored, not sent
+
+    partial = progress(client, origin)
+
+    assert waiting.state == DeliveryState.PENDING
+    assert partial["results"] == [
+        {
+            "field": "appraisal",
+            "title": "Appraisal",
+            "values": [
+                {"name": "appraisal.appraisedValue", "label": "Appraised value", "text": "$450,000"},
+                {"name": "appraisal.effectiveDate", "label": "Effective date", "text": "November 20, 2026"},
+            ],
+        }
+    ]
+    assert partial["timeline"][-1]["values"] == partial["results"]
+
+    # The final delivery's values replace the partial's; each entry keeps what it carried.
+    waiting.delete()
+    work.deliver("Appraisal complete", final=True, loan={"appraisal": APPRAISAL})
+    assert work.send() == 1
+    body = progress(client, origin)
+
+    assert values_of(body["results"]) == [
+        ("Appraised value", "$455,000"),
+        ("Effective date", "November 27, 2026"),
+        ("Condition", "C3: well maintained, normal wear"),
+        ("Comments", "Quiet street."),
+    ]
+    assert values_of(body["timeline"][1]["values"]) == [
+        ("Appraised value", "$450,000"),
+        ("Effective date", "November 20, 2026"),
+    ]
+    assert "loan" not in body["timeline"][-1]
 
 
 def test_a_sent_status_update_is_shown_and_one_still_waiting_is_not(client, order, origin):

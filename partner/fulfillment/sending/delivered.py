@@ -49,9 +49,10 @@ class DeliveredEntry:
     partner_status: str
     sent_at: datetime
     documents: tuple[DeliveredDocument, ...]
+    loan: dict  # the loan fields it carried (the response form's values)
 
 
-_ENTRY_FIELDS = ("id", "kind", "partner_status", "sent_at", "updated_at")
+_ENTRY_FIELDS = ("id", "kind", "partner_status", "sent_at", "updated_at", "loan")
 _DOCUMENT_COLUMNS = ("id", "name", "mime_type", "size", "file", "resource_id")
 _JOINED_DOCUMENT_FIELDS = tuple(f"attachments__{name}" for name in _DOCUMENT_COLUMNS)
 
@@ -66,13 +67,13 @@ def deliveries_delivered(order: Order) -> list[DeliveredEntry]:
         .values_list(*_ENTRY_FIELDS, *_JOINED_DOCUMENT_FIELDS)
     )
     entries: dict[int, tuple[tuple, list[DeliveredDocument]]] = {}
-    for delivery_id, kind, status, sent_at, updated_at, *document in rows:
-        _, documents = entries.setdefault(delivery_id, ((kind, status, sent_at or updated_at), []))
+    for delivery_id, kind, status, sent_at, updated_at, loan, *document in rows:
+        _, documents = entries.setdefault(delivery_id, ((kind, status, sent_at or updated_at, loan), []))
         if document[0] is not None:  # a delivery with no document still has its row
             documents.append(DeliveredDocument(*document))
     return [
-        DeliveredEntry(pk, kind, status, sent_at, tuple(documents))
-        for pk, ((kind, status, sent_at), documents) in entries.items()
+        DeliveredEntry(pk, kind, status, sent_at, tuple(documents), loan or {})
+        for pk, ((kind, status, sent_at, loan), documents) in entries.items()
     ]
 
 

@@ -22,6 +22,7 @@ from django.core.exceptions import ValidationError
 from django.template.defaultfilters import filesizeformat
 
 from partner.catalog import response_forms
+from partner.catalog.form_values import date_text, money_text
 from partner.catalog.selectors import product_get
 from partner.fulfillment.models import Order
 from partner.fulfillment.staff import services as staff
@@ -264,6 +265,7 @@ class DeliveryForm(SentOnceForm):
             Undescribed(name, loan_field_label(name)) for name, schema in schemas.items() if schema is None
         ]
         self.result_offered = result_offered
+        self.request_loan = request_loan  # what the inputs start from: a value left as it was is not sent
         self.groups: list[LoanGroup] = []
         for name, schema in self.schemas.items():
             self._add_group(
@@ -342,22 +344,24 @@ class DeliveryForm(SentOnceForm):
     def _loan(self, data) -> dict:
         loan = {}
         for name, schema in self.schemas.items():
-            value = self._object(data, [name], schema)
+            value = self._object(data, [name], schema, self.request_loan.get(name))
             if value:
                 loan[name] = value
         return loan
 
-    def _object(self, data, path: list[str], schema: dict) -> dict:
-        """The values typed for one object, empty ones left out (an empty object: nothing)."""
+    def _object(self, data, path: list[str], schema: dict, sent) -> dict:
+        """The values typed for one object that differ from what the lender sent (the inputs start from
+        it: a value left as it was is not sent again), empty ones left out (an empty object: nothing)."""
+        sent = sent if isinstance(sent, dict) else {}
         value = {}
         for key, child in response_forms.ordered_properties(schema):
             if child.get("type") == "object":
-                inner = self._object(data, [*path, key], child)
+                inner = self._object(data, [*path, key], child, sent.get(key))
                 if inner:
                     value[key] = inner
                 continue
             typed = data.get(_input_name([*path, key]))
-            if typed not in (None, ""):
+            if typed not in (None, "") and _json_value(typed) != sent.get(key):
                 value[key] = _json_value(typed)
         return value
 
@@ -373,7 +377,8 @@ class DeliveryForm(SentOnceForm):
             self.add_error(None, f"The product may not send {loan_field_label(name)} ({name}): reload the page.")
 
     def summary(self) -> list[tuple[str, list[tuple[str, str]]]]:
-        """What a valid form sends, as (group legend, [(label, value as typed)]) for the confirmation."""
+        """What a valid form sends, as (group legend, [(label, value)]) for the confirmation: amounts and
+        dates written as the lender's panel writes them (`partner.catalog.form_values`)."""
         rows = []
         for group in self.loan_groups():
             shown = []
@@ -386,9 +391,9 @@ class DeliveryForm(SentOnceForm):
                         str(value).lower() if value in (True, False) else value, value
                     )
                 elif isinstance(value, Decimal) and "staff-money" in bound.field.widget.attrs.get("class", ""):
-                    value = f"${value:,.2f}"
+                    value = money_text(value)
                 elif isinstance(value, datetime.date):
-                    value = f"{value:%B} {value.day}, {value:%Y}"
+                    value = date_text(value)
                 shown.append((bound.label, str(value)))
             if shown:
                 rows.append((group.legend, shown))

@@ -10,6 +10,7 @@ entry says it with more. What happened to it afterwards (sent, confirmed, failed
 steps of their own, at their own times.
 """
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -69,7 +70,51 @@ STEP_LABELS = {
     "retry_requested": "Retry requested",
     "delivered": "Delivered",
     "product_mismatch": "Product mismatch",
+    "acknowledged": "Acknowledged to the lender",
+    "status_update_posted": "Status update posted",
+    "partial_requested": "Partial delivery made",
+    "final_requested": "Final delivery made",
+    "decline_requested": "Decline made",
+    "slot_renewed": "Document being sent again",
+    "system_acknowledged": "The partner's system acknowledged it",
 }
+
+
+def step_label(name: str) -> str:
+    """A step's name in the staff's words ("lender_told" -> "Lender told of the failure")."""
+    return STEP_LABELS.get(name, name.replace("_", " ").capitalize())
+
+
+# What a step's detail says in the staff's words. Details are recorded for the technical record (the
+# platform's addresses, event and resource ids, response versions): the history shows what a person
+# needs, never an address or an id.
+_URL = re.compile(r"https?://\S+")
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE)
+_IN_PARENTHESES = re.compile(r"\s*\([^)]*\)")
+_COUNT = re.compile(r"(\d+) (?:resource|attachment)\(s\)")
+
+
+def _documents(count: int) -> str:
+    return "1 document" if count == 1 else f"{count} documents"
+
+
+def step_detail(name: str, detail: str) -> str:
+    """A step's recorded detail as staff read it in the order's history ("" when it holds nothing for them)."""
+    detail = detail or ""
+    if name in ("opened", "reopened", "completed", "failed", "retry_requested"):
+        return ""  # an address or an event id; a failure's reason is on top of the page, in words
+    if name in ("sent", "confirmed", "delivery_retry"):
+        return _IN_PARENTHESES.sub("", detail)  # "Final delivery (response version 2)" -> "Final delivery"
+    if name == "slots_requested":
+        return _documents(len([part for part in detail.split(",") if part.strip()]))
+    if name == "slot_renewed":
+        return detail.split(";")[0]
+    if name in ("delivered", "prepared"):
+        count = _COUNT.search(detail)
+        return _documents(int(count.group(1))) if count else ""
+    if name == "event":
+        return "A delivery the platform processed, with none waiting for it" if detail.startswith("processed") else ""
+    return _UUID.sub("", _URL.sub("", detail)).strip(" :-–—,")
 
 
 _READING_ORDER = {name: n for n, name in enumerate([*LOAN_FIELD_LABELS, *PROPERTY_FIELD_LABELS])}
@@ -190,12 +235,25 @@ class OrderRequest:
     other: list[Item]
 
 
+# What of the request is the platform's own bookkeeping, not the lender's order: the loan's media type
+# and the ids of its resources. The request's type is said in words.
+_REQUEST_PLUMBING = ("loan", "options", "loanFormat", "resources", "type")
+REQUEST_TYPE_LABELS = {"NEW_REQUEST": "New order"}
+
+
+def request_type_label(request_type: str) -> str:
+    """A request type in words ("NEW_REQUEST" -> "New order"; another as words: "Cancel request")."""
+    return REQUEST_TYPE_LABELS.get(request_type, request_type.replace("_", " ").capitalize())
+
+
 def order_request(order: Order) -> OrderRequest:
     request = order.request if isinstance(order.request, dict) else {}
     loan = request.get("loan") if isinstance(request.get("loan"), dict) else {}
     options = dict(request.get("options")) if isinstance(request.get("options"), dict) else {}
     notes = options.pop("comments", "")
-    other = {key: value for key, value in request.items() if key not in ("loan", "options")}
+    other = {key: value for key, value in request.items() if key not in _REQUEST_PLUMBING}
+    if isinstance(request.get("type"), str) and request["type"] != "NEW_REQUEST":
+        other = {"kind of request": request_type_label(request["type"]), **other}  # a new order says nothing
     return OrderRequest(
         loan=value_items(loan),
         options=value_items(options) if options else [],
@@ -231,9 +289,9 @@ def order_timeline(order: Order) -> list[TimelineEntry]:
     entries = [
         TimelineEntry(
             at=step.created_at,
-            what=STEP_LABELS.get(step.name, step.name.replace("_", " ").capitalize()),
+            what=step_label(step.name),
             who=step.actor or "system",
-            detail=step.detail,
+            detail=step_detail(step.name, step.detail),
         )
         for step in order.steps.exclude(name__in=_DELIVERY_STEPS)
     ]

@@ -261,10 +261,21 @@ CONFIRMED = "confirmed"  # the button of the confirmation page that sends what i
 CHANGE = "change"  # its button back to the order page with the form as typed
 
 
-def _confirmation(model_admin, request, order: Order, form, *, action: str, title: str, rows, button: str):
+EMPTY_FINAL = (
+    "Nothing is in this final delivery: no document, no value and no status for the lender. The lender "
+    "reads only “Order completed”, and nothing more can be sent afterwards. Go back to attach the report "
+    "or enter its values, unless the order really ends with nothing to deliver."
+)
+
+
+def _confirmation(
+    model_admin, request, order: Order, form, *, action: str, title: str, rows, button: str, warning: str = ""
+):
     """The page that shows what a final action sends before it is sent: the same form, hidden,
-    with a button that sends it and one that goes back to change it (no JavaScript needed)."""
+    with a button that sends it and one that goes back to change it (no JavaScript needed);
+    `warning`, when given, said first."""
     context = {
+        "warning": warning,
         **model_admin.admin_site.each_context(request),
         "opts": model_admin.opts,
         "title": title,
@@ -314,6 +325,8 @@ def deliver_view(request, order_id: int, *, model_admin):
         return order_page(model_admin, request, order, bound=form)
     if step == "ask" and form.is_valid() and form.cleaned_data["kind"] == "final":
         documents = staff.documents_waiting(order)
+        data = form.cleaned_data
+        empty = not (documents or data["loan_data"] or data["result"] or data["partner_status"])
         rows = [
             {"label": "What the lender reads", "text": form.cleaned_data["partner_status"] or "Order completed"},
             {"label": "Documents", "text": ", ".join(d.name for d in documents) or "None"},
@@ -327,6 +340,7 @@ def deliver_view(request, order_id: int, *, model_admin):
             title=f"Send the final delivery of order {order.reference_number or order.transaction_id}?",
             rows=rows + [{"label": legend, "pairs": pairs} for legend, pairs in form.summary()],
             button="Send the final delivery",
+            warning=EMPTY_FINAL if empty else "",
         )
     return _form_post(model_admin, request, order, form, act=act, success=success)
 
