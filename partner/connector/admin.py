@@ -240,7 +240,13 @@ class ConnectionAdmin(admin.ModelAdmin):
         was = f" (from {previous}, with its open orders)" if previous else ""
         self.message_user(request, f"{product.name} is worked by {connection.name} from now on{was}.")
 
-    @admin.action(description="Rotation: add a new signing secret", permissions=["change"])
+    def has_rotate_permission(self, request):
+        """Secrets are their own permission: whoever holds one can forge the events the system accepts."""
+        return request.user.has_perm("connector.change_connection") and request.user.has_perm(
+            "connector.rotate_connection_secrets"
+        )
+
+    @admin.action(description="Rotation: add a new signing secret", permissions=["rotate"])
     def secret_add(self, request, queryset):
         for connection in queryset:
             secret = secret_new()
@@ -248,7 +254,7 @@ class ConnectionAdmin(admin.ModelAdmin):
             connection.save(update_fields=["signing_secrets", "updated_at"])
             messages.warning(request, f"{connection.name}: new signing secret (shown once): {secret}")
 
-    @admin.action(description="Rotation: drop the oldest signing secret", permissions=["change"])
+    @admin.action(description="Rotation: drop the oldest signing secret", permissions=["rotate"])
     def secret_drop_oldest(self, request, queryset):
         for connection in queryset:
             held = connection.secrets()
@@ -364,7 +370,12 @@ class ConnectedOrderAdmin(admin.ModelAdmin):
             return False
         return True
 
-    @admin.action(description="Take over by hand (staff work it; the system's answers are refused)")
+    def has_take_over_permission(self, request):
+        return request.user.has_perm("connector.take_over_connectedorder")
+
+    @admin.action(
+        description="Take over by hand (staff work it; the system's answers are refused)", permissions=["take_over"]
+    )
     def take_over(self, request, queryset):
         taken = sum(self._take_over(request, pk) for pk in queryset.values_list("pk", flat=True))
         self.message_user(request, f"{taken} order(s) are yours to work in “Orders to work”.")
@@ -372,7 +383,7 @@ class ConnectedOrderAdmin(admin.ModelAdmin):
     def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
         # The one POST of this page is the take-over: a service call, never a save of the order.
         if request.method == "POST" and object_id is not None:
-            if not self.has_view_permission(request):
+            if not self.has_take_over_permission(request):
                 raise PermissionDenied
             known = self.get_queryset(request).filter(pk=object_id).exists()
             if "_take_over" in request.POST and known:  # asked: confirm first, as the queue's take-over
@@ -380,8 +391,9 @@ class ConnectedOrderAdmin(admin.ModelAdmin):
             if "_take_over_confirmed" in request.POST and known and self._take_over(request, int(object_id)):
                 return redirect(reverse("admin:fulfillment_stafforder_change", args=[object_id]))
             return redirect(request.path)
+        extra_context = {**(extra_context or {}), "may_take_over": self.has_take_over_permission(request)}
         if request.GET.get("take_over") == "confirm":
-            extra_context = {**(extra_context or {}), "confirm_take_over": True}
+            extra_context["confirm_take_over"] = True
         return super().changeform_view(request, object_id, form_url, extra_context)
 
     def has_change_permission(self, request, obj=None):
