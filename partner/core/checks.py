@@ -16,7 +16,7 @@ local SQLite broker, a file cache, the sandbox) are untouched; registered by `Co
 - partner.E006 / E007: HOST_ORIGINS / PUBLIC_BASE_URL not https.
 - partner.E008: a setting a deployment must give is missing (the secret key, the allowed hosts, the
   field encryption keys, the client secret, the broker, an S3 bucket).
-- partner.E009: a weak secret: short, or too few distinct characters to be random (the secret key,
+- partner.E009: a weak secret: short, too few distinct characters, repeated words or a sequence (the secret key,
   the signing secrets, the metrics token, the client secret). A guessed secret key mints panel
   sessions for any lender; a guessed signing secret signs webhooks.
 - partner.E010: FIELD_ENCRYPTION_KEYS holds a value that is not a Fernet key (every webhook would
@@ -257,15 +257,38 @@ SECRET_KEY_MIN_LENGTH = 50  # Django's own rule for SECRET_KEY (security.W009)
 SECRET_MIN_BITS = 64
 
 
+REPEAT_GRAM = 4  # a character ending a run of this many seen earlier in the value adds nothing
+
+
+def _unpredictable(value: str) -> int:
+    """How many characters of `value` a guesser could not read off what comes before them: not the
+    next step of a sequence (`abc`, `123`, `zyx`: the same step of at most 1 as the two before), nor
+    the end of a run of REPEAT_GRAM characters that already occurred (`changeme-changeme-`)."""
+    count = 0
+    for i, character in enumerate(value):
+        if i >= 2:
+            step = ord(character) - ord(value[i - 1])
+            if abs(step) <= 1 and step == ord(value[i - 1]) - ord(value[i - 2]):
+                continue
+        if i >= REPEAT_GRAM - 1 and value[i - REPEAT_GRAM + 1 : i + 1] in value[:i]:
+            continue
+        count += 1
+    return count
+
+
 def secret_weakness(value: str, *, min_length: int = SECRET_MIN_LENGTH) -> str | None:
     """Why a secret is weak (never echoing it), or None. Generated values always pass; a word,
-    a repeated character or a short value never does."""
+    a repeated character, repeated words, a sequence (the alphabet, digits in order) or a short
+    value never does, whatever its length: only the characters a guesser cannot read off those
+    before them count towards SECRET_MIN_BITS."""
     if len(value) < min_length:
         return f"shorter than {min_length} characters"
     counts = Counter(value)
     per_character = -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
     if len(counts) < 8 or per_character * len(value) < SECRET_MIN_BITS:
         return "too few distinct characters to be random"
+    if per_character * _unpredictable(value) < SECRET_MIN_BITS:
+        return "repeated words or a sequence, not random"
     return None
 
 

@@ -4,6 +4,7 @@ Each case runs `manage.py check --deploy` in a subprocess with a controlled envi
 `.env` read unless the test writes one), so what is checked is what a deployment would start with.
 """
 
+import string
 import subprocess
 import sys
 
@@ -102,6 +103,16 @@ def test_a_good_production_environment_passes():
         pytest.param(
             {"SVC_CLIENT_SECRET": "aaaaaaaaaaaaaaaaaaaa"}, "partner.E009", "SVC_CLIENT_SECRET", id="weak-client"
         ),
+        # long, but repeated words or a sequence
+        pytest.param({"SVC_SIGNING_SECRETS": "changeme-" * 6}, "partner.E009", "SVC_SIGNING_SECRETS", id="repeated"),
+        pytest.param({"METRICS_TOKEN": "password1" * 6}, "partner.E009", "METRICS_TOKEN", id="repeated-password"),
+        pytest.param(
+            {"SVC_CLIENT_SECRET": string.ascii_lowercase + string.digits},
+            "partner.E009",
+            "SVC_CLIENT_SECRET",
+            id="alphabet-and-digits",
+        ),
+        pytest.param({"DJANGO_SECRET_KEY": "keystone1" * 6}, "partner.E009", "DJANGO_SECRET_KEY", id="repeated-key"),
         pytest.param(
             {"FIELD_ENCRYPTION_KEYS": "not-a-fernet-key"}, "partner.E010", "FIELD_ENCRYPTION_KEYS", id="bad-key"
         ),
@@ -237,6 +248,13 @@ def test_the_local_settings_never_run_the_preflight_at_start():
         ("a", True),
         ("x" * 60, True),
         ("abababababababababababab", True),
+        ("changeme-" * 6, True),
+        ("password1" * 6, True),
+        ("keystone1" * 3, True),
+        ("keystone1" * 6, True),
+        (string.ascii_lowercase + string.digits, True),
+        (string.digits + string.ascii_letters, True),
+        ("zyxwvutsrqponmlkjihgfedcba9876543210", True),
         ("4mX_9qLr-TzW2vKp", False),  # secrets.token_urlsafe(12)
         ("a-real-signing-secret-2b9e", False),
         ("tests-Q7vR2mXk9LpZ4sWc8NbY3hJd6FgT1aUe5oIq0rEy-secret-key", False),
