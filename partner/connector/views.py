@@ -12,7 +12,7 @@ from oauth2_provider.contrib.rest_framework import OAuth2Authentication, TokenHa
 from oauth2_provider.views import TokenView
 from rest_framework import serializers
 from rest_framework.pagination import LimitOffsetPagination
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 from partner.connector import answers
 from partner.connector.idempotency import answer_once, fingerprint
 from partner.connector.models import Connection
-from partner.connector.problems import CONTENT_TYPE, TYPE_BASE, problem_handler, too_many
+from partner.connector.problems import CONTENT_TYPE, TYPE_BASE, BoundedJSONParser, problem_handler, too_many
 from partner.connector.selectors import FEED_PAGE, connection_orders, connection_products, events_feed
 from partner.connector.serializers import (
     AcknowledgeIn,
@@ -210,7 +210,7 @@ class AnswerApi(ConnectorApi):
     """A POST that answers an order: validated, then made once per Idempotency-Key."""
 
     required_scopes = ["answer"]
-    parser_classes = [JSONParser]
+    parser_classes = [BoundedJSONParser]
     answer_in: type[serializers.Serializer]
 
     def answer(self, connection: Connection, order_id: str, data: dict) -> tuple[int, dict]:
