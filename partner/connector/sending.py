@@ -52,6 +52,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from partner.connector.models import Connection, Event, EventAttempt, EventState
+from partner.connector.services import endpoint_problem
 from partner.core.enqueue import rows_relay
 from partner.core.housekeeping import Chore
 from partner.core.leases import Lease, LeaseLost, lease_free, lease_kept, lease_until, leases_expired_free
@@ -304,7 +305,10 @@ def event_send(*, event_id: int, lease_until: datetime) -> bool | None:
         except LeaseLost:
             return None
         started_at = timezone.now()
-        status, text, duration = _post(connection, event)
+        if refused := endpoint_problem(connection.endpoint_url):  # the rule as it is now, not when it was saved
+            status, text, duration = None, f"not sent: {refused}", 0
+        else:
+            status, text, duration = _post(connection, event)
     delivered = status is not None and 200 <= status < 300
     _outcome_record(event, lease, started_at=started_at, status=status, text=text, duration=duration, ok=delivered)
     return delivered
