@@ -131,6 +131,21 @@ def test_a_good_production_environment_passes():
         pytest.param({"EMAIL_URL": ""}, "partner.E014", "EMAIL_URL", id="console-email"),
         pytest.param({"DOCUMENT_STORAGE": "filesystem"}, "partner.E015", "DOCUMENT_STORAGE", id="documents-on-disk"),
         pytest.param({"DOCUMENTS_S3_BUCKET": ""}, "partner.E008", "DOCUMENTS_S3_BUCKET", id="no-bucket"),
+        pytest.param({"TRUSTED_PROXIES": "0.0.0.0/1,128.0.0.0/1"}, "partner.E012", "TRUSTED_PROXIES", id="halves"),
+        pytest.param({"METRICS_ALLOWED_NETWORKS": "::/1"}, "partner.E012", "METRICS_ALLOWED_NETWORKS", id="v6-half"),
+        pytest.param({"DJANGO_SECURE_HSTS_SECONDS": "0"}, "partner.E016", "DJANGO_SECURE_HSTS_SECONDS", id="no-hsts"),
+        pytest.param(
+            {"DJANGO_SECURE_SSL_REDIRECT": "false"}, "partner.E016", "DJANGO_SECURE_SSL_REDIRECT", id="no-redirect"
+        ),
+        pytest.param(
+            {"DJANGO_CSRF_TRUSTED_ORIGINS": "http://partner.example.com"},
+            "partner.E016",
+            "DJANGO_CSRF_TRUSTED_ORIGINS",
+            id="http-csrf-origin",
+        ),
+        pytest.param({"CONNECTOR_TOKEN_SECONDS": "31536000"}, "partner.E016", "CONNECTOR_TOKEN_SECONDS", id="year"),
+        pytest.param({"CONNECTOR_SEND_TIMEOUT": "600"}, "partner.E016", "CONNECTOR_SEND_TIMEOUT", id="send-600s"),
+        pytest.param({"RATELIMIT_API_TOKEN": "100000/m"}, "partner.E016", "RATELIMIT_API_TOKEN", id="huge-rate"),
     ],
 )
 def test_check_deploy_fails_on(overrides, check_id, words):
@@ -168,6 +183,7 @@ EVERYTHING_WRONG = {
     "HOST_ORIGINS": "http://host.lender.example",
     "PUBLIC_BASE_URL": "http://partner.example.com",
     "SVC_CLIENT_ID": DEMO_CLIENT_ID,
+    "CONNECTOR_SEND_TIMEOUT": "600",
 }
 EVERYTHING_WRONG_NAMES = [
     "DJANGO_SECRET_KEY",
@@ -189,6 +205,7 @@ EVERYTHING_WRONG_NAMES = [
     "PARTNER_NAME",
     "EMAIL_URL",
     "DOCUMENT_STORAGE",
+    "CONNECTOR_SEND_TIMEOUT",
 ]
 
 
@@ -196,7 +213,7 @@ def test_one_check_deploy_run_reports_every_problem_of_a_configuration():
     code, output = check_deploy(EVERYTHING_WRONG)
     assert code != 0
     assert "Traceback" not in output and "ImproperlyConfigured" not in output, output
-    expected = {"partner.E001", *(f"partner.E0{n:02d}" for n in (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))}
+    expected = {"partner.E001", *(f"partner.E0{n:02d}" for n in (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16))}
     assert expected <= error_ids(output), output
     errors = "\n".join(partner_errors(output))
     for name in EVERYTHING_WRONG_NAMES:
@@ -438,6 +455,7 @@ def test_partner_checks_are_deploy_checks_only():
         checks.partner_company_check,
         checks.email_check,
         checks.document_storage_check,
+        checks.unsafe_values_check,
     ):
         assert function in deploy_only
         assert function not in registry.get_checks(include_deployment_checks=False)
