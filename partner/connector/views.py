@@ -10,7 +10,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from oauth2_provider.contrib.rest_framework import OAuth2Authentication, TokenHasScope
 from oauth2_provider.views import TokenView
-from rest_framework import serializers
+from rest_framework import exceptions, serializers
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.renderers import JSONRenderer
@@ -197,6 +197,15 @@ class ConnectorApi(APIView):
 
     def get_exception_handler(self):
         return problem_handler
+
+    def permission_denied(self, request, message=None, code=None):
+        """A request without a valid token counts per address (RATELIMIT_API_TOKEN, as the token
+        endpoint's guesses do), never against a client's own count: past it, 429 instead of 401."""
+        if request.successful_authenticator is None:
+            seconds = request_counted(request, group="connector-untokened", rate=settings.RATELIMIT_API_TOKEN)
+            if seconds is not None:
+                raise exceptions.Throttled(wait=seconds)
+        super().permission_denied(request, message=message, code=code)
 
     def connection(self) -> Connection:
         application = getattr(self.request.auth, "application", None)
