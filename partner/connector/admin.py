@@ -3,7 +3,8 @@ and the take-over of a connected order by hand.
 
 Thin: each action calls one service (`partner.connector.services`). Secrets are never shown on a
 list or a change page: a connection's client secret and first signing secret are shown once, when it
-is created, and a rotation's new secret once, when it is added.
+is created, and a rotation's new secret once, when it is added, each in that answer's page alone
+(never in a message, whose cookie would carry it).
 """
 
 from datetime import UTC
@@ -14,6 +15,7 @@ from django.contrib.admin.helpers import ActionForm
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
 from django.shortcuts import redirect
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -198,7 +200,28 @@ class ConnectionAdmin(admin.ModelAdmin):
         obj.pk, obj.user_id, obj.application_id = created.connection.pk, created.connection.user_id, None
         Connection.objects.filter(pk=obj.pk).update(event_types=obj.event_types, enabled=obj.enabled)
         obj.refresh_from_db()
-        messages.warning(request, secrets_shown_once(request, created))
+        request.connection_secrets = secrets_shown_once(request, created)  # shown by response_add
+
+    def secrets_page(self, request, *, title: str, secrets, next_url: str):
+        """The secrets shown once, in this answer only: a message would carry them in its cookie
+        (signed, not encrypted) to the browser's store and every proxy log of Cookie headers. Never
+        cached: the admin's views answer `Cache-Control: no-store`."""
+        context = {
+            **self.admin_site.each_context(request),
+            "title": title,
+            "secrets": secrets,
+            "next_url": next_url,
+            "media": self.media,
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/connector/connection/secrets_once.html", context)
+
+    def response_add(self, request, obj, post_url_continue=None):
+        secrets = getattr(request, "connection_secrets", None)
+        if secrets is None:
+            return super().response_add(request, obj, post_url_continue)
+        change = reverse("admin:connector_connection_change", args=[obj.pk])
+        return self.secrets_page(request, title=f"{obj.name}: its credentials", secrets=secrets, next_url=change)
 
     @admin.action(description="Replay the failed events", permissions=["change"])
     def replay_failed(self, request, queryset):
@@ -248,11 +271,24 @@ class ConnectionAdmin(admin.ModelAdmin):
 
     @admin.action(description="Rotation: add a new signing secret", permissions=["rotate"])
     def secret_add(self, request, queryset):
+        added = []
         for connection in queryset:
             secret = secret_new()
             connection.signing_secrets = "\n".join([*connection.secrets(), secret])
             connection.save(update_fields=["signing_secrets", "updated_at"])
-            messages.warning(request, f"{connection.name}: new signing secret (shown once): {secret}")
+            added.append((connection.name, secret))
+        rows = format_html_join(
+            "",
+            '<dt>{}</dt><dd><code class="connection-secret" data-name="{}">{}</code></dd>',
+            ((name, "SIGNING_SECRET", secret) for name, secret in added),
+        )
+        secrets = format_html(
+            "New signing secrets: give each to its system now, they are not shown again. Every event is "
+            'signed with the old and the new one until the oldest is dropped.<dl class="connection-secrets">{}</dl>',
+            rows,
+        )
+        listing = reverse("admin:connector_connection_changelist")
+        return self.secrets_page(request, title="New signing secrets", secrets=secrets, next_url=listing)
 
     @admin.action(description="Rotation: drop the oldest signing secret", permissions=["rotate"])
     def secret_drop_oldest(self, request, queryset):
