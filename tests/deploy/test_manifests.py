@@ -237,3 +237,13 @@ def test_secrets_come_from_the_secret_and_nowhere_else():
         if "partner" in service.get("image", ""):
             assert service["env_file"] == ["partner.env"], name
             assert not [key for key in service["environment"] if key.startswith(SECRET_NAMES[:3])], name
+
+
+def test_no_process_holds_a_capability_a_cluster_token_or_unfiltered_system_calls():
+    for name in ("migrate", "web", "worker", "beat"):
+        service = compose()["services"][name]
+        assert service["cap_drop"] == ["ALL"] and "no-new-privileges:true" in service["security_opt"], name
+    for name, spec in pod_specs().items():
+        assert spec["automountServiceAccountToken"] is False, name
+        assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, name
+        assert spec["containers"][0]["securityContext"]["capabilities"]["drop"] == ["ALL"], name
