@@ -28,11 +28,11 @@ local SQLite broker, a file cache, the sandbox) are untouched; registered by `Co
   METRICS_ALLOWED_NETWORKS of a /0 network or of a public one wider than /8 (IPv6: /32).
 - partner.E013: the demo company (PARTNER_* unset) on every report and response.
 - partner.E014: staff e-mail going nowhere (EMAIL_URL unset: the console backend).
+- partner.E015: documents on one machine's disk (DOCUMENT_STORAGE=filesystem) without
+  DOCUMENTS_SINGLE_HOST=true saying that every web and worker process runs on that one machine.
 - partner.E016: a protection turned off or a bound made useless: HSTS or the HTTPS redirect off, an
   http CSRF origin, API tokens living more than a day, a send timeout past 30 s, a token-endpoint
   rate past 300 a minute.
-- partner.E015: documents on one machine's disk (DOCUMENT_STORAGE=filesystem) without
-  DOCUMENTS_SINGLE_HOST=true saying that every web and worker process runs on that one machine.
 
 The production settings load whatever is missing, so that one `check --deploy` lists every problem
 with its hint. Servers still refuse to start: `config/wsgi.py`, `config/asgi.py` and the Celery
