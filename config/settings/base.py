@@ -190,6 +190,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "partner.core.middleware.TrustedProxyMiddleware",
     "partner.core.middleware.RequestIdMiddleware",
+    # Every error under /api/v1/ as application/problem+json, the 413 below and 500s included.
+    "partner.connector.problems.ProblemMiddleware",
     # A body past REQUEST_MAX_BYTES is refused from its Content-Length, before it is read.
     "partner.core.middleware.RequestSizeMiddleware",
     "django.middleware.security.SecurityMiddleware",

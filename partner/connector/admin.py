@@ -3,7 +3,8 @@ and the take-over of a connected order by hand.
 
 Thin: each action calls one service (`partner.connector.services`). Secrets are never shown on a
 list or a change page: a connection's client secret and first signing secret are shown once, when it
-is created, and a rotation's new secret once, when it is added.
+is created, and a rotation's new secret once, when it is added, each in that answer's page alone
+(never in a message, whose cookie would carry it).
 """
 
 from datetime import UTC
@@ -14,6 +15,7 @@ from django.contrib.admin.helpers import ActionForm
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
 from django.shortcuts import redirect
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -198,7 +200,28 @@ class ConnectionAdmin(admin.ModelAdmin):
         obj.pk, obj.user_id, obj.application_id = created.connection.pk, created.connection.user_id, None
         Connection.objects.filter(pk=obj.pk).update(event_types=obj.event_types, enabled=obj.enabled)
         obj.refresh_from_db()
-        messages.warning(request, secrets_shown_once(request, created))
+        request.connection_secrets = secrets_shown_once(request, created)  # shown by response_add
+
+    def secrets_page(self, request, *, title: str, secrets, next_url: str):
+        """The secrets shown once, in this answer only: a message would carry them in its cookie
+        (signed, not encrypted) to the browser's store and every proxy log of Cookie headers. Never
+        cached: the admin's views answer `Cache-Control: no-store`."""
+        context = {
+            **self.admin_site.each_context(request),
+            "title": title,
+            "secrets": secrets,
+            "next_url": next_url,
+            "media": self.media,
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/connector/connection/secrets_once.html", context)
+
+    def response_add(self, request, obj, post_url_continue=None):
+        secrets = getattr(request, "connection_secrets", None)
+        if secrets is None:
+            return super().response_add(request, obj, post_url_continue)
+        change = reverse("admin:connector_connection_change", args=[obj.pk])
+        return self.secrets_page(request, title=f"{obj.name}: its credentials", secrets=secrets, next_url=change)
 
     @admin.action(description="Replay the failed events", permissions=["change"])
     def replay_failed(self, request, queryset):
@@ -240,15 +263,34 @@ class ConnectionAdmin(admin.ModelAdmin):
         was = f" (from {previous}, with its open orders)" if previous else ""
         self.message_user(request, f"{product.name} is worked by {connection.name} from now on{was}.")
 
-    @admin.action(description="Rotation: add a new signing secret", permissions=["change"])
+    def has_rotate_permission(self, request):
+        """Secrets are their own permission: whoever holds one can forge the events the system accepts."""
+        return request.user.has_perm("connector.change_connection") and request.user.has_perm(
+            "connector.rotate_connection_secrets"
+        )
+
+    @admin.action(description="Rotation: add a new signing secret", permissions=["rotate"])
     def secret_add(self, request, queryset):
+        added = []
         for connection in queryset:
             secret = secret_new()
             connection.signing_secrets = "\n".join([*connection.secrets(), secret])
             connection.save(update_fields=["signing_secrets", "updated_at"])
-            messages.warning(request, f"{connection.name}: new signing secret (shown once): {secret}")
+            added.append((connection.name, secret))
+        rows = format_html_join(
+            "",
+            '<dt>{}</dt><dd><code class="connection-secret" data-name="{}">{}</code></dd>',
+            ((name, "SIGNING_SECRET", secret) for name, secret in added),
+        )
+        secrets = format_html(
+            "New signing secrets: give each to its system now, they are not shown again. Every event is "
+            'signed with the old and the new one until the oldest is dropped.<dl class="connection-secrets">{}</dl>',
+            rows,
+        )
+        listing = reverse("admin:connector_connection_changelist")
+        return self.secrets_page(request, title="New signing secrets", secrets=secrets, next_url=listing)
 
-    @admin.action(description="Rotation: drop the oldest signing secret", permissions=["change"])
+    @admin.action(description="Rotation: drop the oldest signing secret", permissions=["rotate"])
     def secret_drop_oldest(self, request, queryset):
         for connection in queryset:
             held = connection.secrets()
@@ -364,7 +406,12 @@ class ConnectedOrderAdmin(admin.ModelAdmin):
             return False
         return True
 
-    @admin.action(description="Take over by hand (staff work it; the system's answers are refused)")
+    def has_take_over_permission(self, request):
+        return request.user.has_perm("connector.take_over_connectedorder")
+
+    @admin.action(
+        description="Take over by hand (staff work it; the system's answers are refused)", permissions=["take_over"]
+    )
     def take_over(self, request, queryset):
         taken = sum(self._take_over(request, pk) for pk in queryset.values_list("pk", flat=True))
         self.message_user(request, f"{taken} order(s) are yours to work in “Orders to work”.")
@@ -372,7 +419,7 @@ class ConnectedOrderAdmin(admin.ModelAdmin):
     def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
         # The one POST of this page is the take-over: a service call, never a save of the order.
         if request.method == "POST" and object_id is not None:
-            if not self.has_view_permission(request):
+            if not self.has_take_over_permission(request):
                 raise PermissionDenied
             known = self.get_queryset(request).filter(pk=object_id).exists()
             if "_take_over" in request.POST and known:  # asked: confirm first, as the queue's take-over
@@ -380,8 +427,9 @@ class ConnectedOrderAdmin(admin.ModelAdmin):
             if "_take_over_confirmed" in request.POST and known and self._take_over(request, int(object_id)):
                 return redirect(reverse("admin:fulfillment_stafforder_change", args=[object_id]))
             return redirect(request.path)
+        extra_context = {**(extra_context or {}), "may_take_over": self.has_take_over_permission(request)}
         if request.GET.get("take_over") == "confirm":
-            extra_context = {**(extra_context or {}), "confirm_take_over": True}
+            extra_context["confirm_take_over"] = True
         return super().changeform_view(request, object_id, form_url, extra_context)
 
     def has_change_permission(self, request, obj=None):

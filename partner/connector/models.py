@@ -90,6 +90,7 @@ class Connection(TimeStampedModel):
 
     class Meta:
         ordering = ["name"]
+        permissions = [("rotate_connection_secrets", "Can add and drop a connection's signing secrets")]
 
     def __str__(self):
         return self.name
@@ -180,5 +181,6 @@ class ConnectedOrder(Order):
 
     class Meta:
         proxy = True
+        permissions = [("take_over_connectedorder", "Can take a connected order over by hand")]
         verbose_name = "connected order"
         verbose_name_plural = "connected orders"

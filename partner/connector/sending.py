@@ -31,21 +31,28 @@ Signatures are the Standard Webhooks ones (`standardwebhooks`, its reference Pyt
 holding either secret of a rotation verifies.
 """
 
+import contextlib
 import json
 import logging
 import socket
+import threading
 import time
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 import requests
+import urllib3
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
+from requests.adapters import HTTPAdapter
 from standardwebhooks.webhooks import Webhook
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from partner.connector.models import Connection, Event, EventAttempt, EventState
+from partner.connector.services import endpoint_problem
 from partner.core.enqueue import rows_relay
 from partner.core.housekeeping import Chore
 from partner.core.leases import Lease, LeaseLost, lease_free, lease_kept, lease_until, leases_expired_free
@@ -56,7 +63,7 @@ from partner.core.returning import update_returning
 logger = logging.getLogger(__name__)
 
 SEND_TASK = "connector.event_send"
-ANSWER_KEPT = 1000  # characters of an endpoint's answer kept per attempt
+ANSWER_KEPT = 1000  # bytes of an endpoint's answer read and kept per attempt; the rest is never read
 BATCH = 100
 
 
@@ -125,20 +132,109 @@ def events_left_hand_back() -> int:
 # The send ----------------------------------------------------------------------------------------
 
 
+class _Exchange:
+    """One send's connections, shut when its deadline passes (a timer), so that no answer, however
+    slowly it drips, holds the worker past CONNECTOR_SEND_TIMEOUT: the socket's own timeouts bound
+    each read, never the sum of them."""
+
+    current = threading.local()
+
+    def __init__(self):
+        self.connections, self.lock, self.over = [], threading.Lock(), False
+
+    def watch(self, connection) -> None:
+        with self.lock:
+            self.connections.append(connection)
+            if self.over:
+                connection.sock and _shut(connection.sock)
+
+    def shut(self) -> None:
+        with self.lock:
+            self.over = True
+            for connection in self.connections:
+                if connection.sock is not None:
+                    _shut(connection.sock)
+
+
+def _shut(sock) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)  # a blocked read returns at once; the owner closes it
+
+
+class _WatchedHTTP(HTTPConnection):
+    def connect(self):
+        super().connect()
+        if exchange := getattr(_Exchange.current, "value", None):
+            exchange.watch(self)
+
+
+class _WatchedHTTPS(HTTPSConnection):
+    def connect(self):
+        super().connect()
+        if exchange := getattr(_Exchange.current, "value", None):
+            exchange.watch(self)
+
+
+class _WatchedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTP
+
+
+class _WatchedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPS
+
+
+class _WatchedAdapter(HTTPAdapter):
+    def init_poolmanager(self, *args, **kwargs):
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
+
+
 def _post(connection: Connection, event: Event) -> tuple[int | None, str, int]:
-    """POST the event: (status or None, the answer's start or the error, milliseconds)."""
+    """POST the event: (status or None, the answer's start or the error, milliseconds).
+
+    The whole exchange (connect, send, the status and at most ANSWER_KEPT bytes of the answer) ends
+    by CONNECTOR_SEND_TIMEOUT: the answer is streamed, only its kept start is read, and the
+    connection is closed; a timer shuts the socket at the deadline whatever it is waiting on. A
+    status that arrived in time counts even if the rest of the answer did not."""
+    limit = settings.CONNECTOR_SEND_TIMEOUT
     started = time.monotonic()
+    deadline = started + limit
+    exchange = _Exchange()
+    timer = threading.Timer(limit, exchange.shut)
+    timer.daemon = True
+    status, kept = None, b""
+    _Exchange.current.value = exchange
+    timer.start()
     try:
-        answer = requests.post(
-            connection.endpoint_url,
-            data=event_body(event),
-            headers=signature_headers(event, connection.secrets()),
-            timeout=settings.CONNECTOR_SEND_TIMEOUT,
-            allow_redirects=False,
-        )
-        status, text = answer.status_code, answer.text[:ANSWER_KEPT]
-    except requests.RequestException as exc:
-        status, text = None, why_unanswered(exc)
+        with requests.Session() as session:
+            session.mount("http://", _WatchedAdapter())
+            session.mount("https://", _WatchedAdapter())
+            headers = {**signature_headers(event, connection.secrets()), "accept-encoding": "identity"}
+            with session.post(
+                connection.endpoint_url,
+                data=event_body(event),
+                headers=headers,
+                timeout=limit,
+                allow_redirects=False,
+                stream=True,
+            ) as answer:
+                status = answer.status_code
+                while len(kept) < ANSWER_KEPT and time.monotonic() < deadline:
+                    piece = answer.raw.read1(ANSWER_KEPT - len(kept))
+                    if not piece:
+                        break
+                    kept += piece
+        text = kept.decode("utf-8", "replace")
+    except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
+        if status is not None:  # the answer's status came; its body was cut at the deadline
+            text = kept.decode("utf-8", "replace")
+        elif exchange.over or time.monotonic() >= deadline:
+            text = f"Timeout: no answer within {limit:g} s"
+        else:
+            text = why_unanswered(exc) if isinstance(exc, requests.RequestException) else type(exc).__name__
+    finally:
+        timer.cancel()
+        _Exchange.current.value = None
     return status, text, int((time.monotonic() - started) * 1000)
 
 
@@ -209,7 +305,10 @@ def event_send(*, event_id: int, lease_until: datetime) -> bool | None:
         except LeaseLost:
             return None
         started_at = timezone.now()
-        status, text, duration = _post(connection, event)
+        if refused := endpoint_problem(connection.endpoint_url):  # the rule as it is now, not when it was saved
+            status, text, duration = None, f"not sent: {refused}", 0
+        else:
+            status, text, duration = _post(connection, event)
     delivered = status is not None and 200 <= status < 300
     _outcome_record(event, lease, started_at=started_at, status=status, text=text, duration=duration, ok=delivered)
     return delivered

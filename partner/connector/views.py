@@ -10,9 +10,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from oauth2_provider.contrib.rest_framework import OAuth2Authentication, TokenHasScope
 from oauth2_provider.views import TokenView
-from rest_framework import serializers
+from rest_framework import exceptions, serializers
 from rest_framework.pagination import LimitOffsetPagination
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 from partner.connector import answers
 from partner.connector.idempotency import answer_once, fingerprint
 from partner.connector.models import Connection
-from partner.connector.problems import CONTENT_TYPE, TYPE_BASE, problem_handler, too_many
+from partner.connector.problems import CONTENT_TYPE, TYPE_BASE, BoundedJSONParser, problem_handler, too_many
 from partner.connector.selectors import FEED_PAGE, connection_orders, connection_products, events_feed
 from partner.connector.serializers import (
     AcknowledgeIn,
@@ -198,6 +198,15 @@ class ConnectorApi(APIView):
     def get_exception_handler(self):
         return problem_handler
 
+    def permission_denied(self, request, message=None, code=None):
+        """A request without a valid token counts per address (RATELIMIT_API_TOKEN, as the token
+        endpoint's guesses do), never against a client's own count: past it, 429 instead of 401."""
+        if request.successful_authenticator is None:
+            seconds = request_counted(request, group="connector-untokened", rate=settings.RATELIMIT_API_TOKEN)
+            if seconds is not None:
+                raise exceptions.Throttled(wait=seconds)
+        super().permission_denied(request, message=message, code=code)
+
     def connection(self) -> Connection:
         application = getattr(self.request.auth, "application", None)
         connection = Connection.objects.select_related("user").filter(application=application).first()
@@ -210,7 +219,7 @@ class AnswerApi(ConnectorApi):
     """A POST that answers an order: validated, then made once per Idempotency-Key."""
 
     required_scopes = ["answer"]
-    parser_classes = [JSONParser]
+    parser_classes = [BoundedJSONParser]
     answer_in: type[serializers.Serializer]
 
     def answer(self, connection: Connection, order_id: str, data: dict) -> tuple[int, dict]:

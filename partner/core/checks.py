@@ -16,7 +16,7 @@ local SQLite broker, a file cache, the sandbox) are untouched; registered by `Co
 - partner.E006 / E007: HOST_ORIGINS / PUBLIC_BASE_URL not https.
 - partner.E008: a setting a deployment must give is missing (the secret key, the allowed hosts, the
   field encryption keys, the client secret, the broker, an S3 bucket).
-- partner.E009: a weak secret: short, or too few distinct characters to be random (the secret key,
+- partner.E009: a weak secret: short, too few distinct characters, repeated words or a sequence (the secret key,
   the signing secrets, the metrics token, the client secret). A guessed secret key mints panel
   sessions for any lender; a guessed signing secret signs webhooks.
 - partner.E010: FIELD_ENCRYPTION_KEYS holds a value that is not a Fernet key (every webhook would
@@ -25,13 +25,16 @@ local SQLite broker, a file cache, the sandbox) are untouched; registered by `Co
   access tokens and lenders' partner access tokens would travel in clear. Loopback only where the
   sandbox is mounted or a test's settings module runs against an emulator on this machine.
 - partner.E012: a value that opens everything: DJANGO_ALLOWED_HOSTS=*, TRUSTED_PROXIES or
-  METRICS_ALLOWED_NETWORKS of a /0 network.
+  METRICS_ALLOWED_NETWORKS of a /0 network or of a public one wider than /8 (IPv6: /32).
 - partner.E013: the demo company (PARTNER_* unset) or an empty one on every report and response, and
   its phone and e-mail in the lender's panel.
 - partner.E014: staff e-mail going nowhere (EMAIL_URL unset: the console backend).
 - partner.E015: documents other processes cannot read: on a disk (DOCUMENT_STORAGE=filesystem)
   without DOCUMENTS_SINGLE_HOST=true saying that every web and worker process reads the same
   MEDIA_ROOT, or on a disk at all on Kubernetes (each pod has its own: S3 there).
+- partner.E016: a protection turned off or a bound made useless: HSTS or the HTTPS redirect off, an
+  http CSRF origin, API tokens living more than a day, a send timeout past 30 s, a token-endpoint
+  rate past 300 a minute.
 
 The production settings load whatever is missing, so that one `check --deploy` lists every problem
 with its hint. Servers still refuse to start: `config/wsgi.py`, `config/asgi.py` and the Celery
@@ -260,15 +263,38 @@ SECRET_KEY_MIN_LENGTH = 50  # Django's own rule for SECRET_KEY (security.W009)
 SECRET_MIN_BITS = 64
 
 
+REPEAT_GRAM = 4  # a character ending a run of this many seen earlier in the value adds nothing
+
+
+def _unpredictable(value: str) -> int:
+    """How many characters of `value` a guesser could not read off what comes before them: not the
+    next step of a sequence (`abc`, `123`, `zyx`: the same step of at most 1 as the two before), nor
+    the end of a run of REPEAT_GRAM characters that already occurred (`changeme-changeme-`)."""
+    count = 0
+    for i, character in enumerate(value):
+        if i >= 2:
+            step = ord(character) - ord(value[i - 1])
+            if abs(step) <= 1 and step == ord(value[i - 1]) - ord(value[i - 2]):
+                continue
+        if i >= REPEAT_GRAM - 1 and value[i - REPEAT_GRAM + 1 : i + 1] in value[:i]:
+            continue
+        count += 1
+    return count
+
+
 def secret_weakness(value: str, *, min_length: int = SECRET_MIN_LENGTH) -> str | None:
     """Why a secret is weak (never echoing it), or None. Generated values always pass; a word,
-    a repeated character or a short value never does."""
+    a repeated character, repeated words, a sequence (the alphabet, digits in order) or a short
+    value never does, whatever its length: only the characters a guesser cannot read off those
+    before them count towards SECRET_MIN_BITS."""
     if len(value) < min_length:
         return f"shorter than {min_length} characters"
     counts = Counter(value)
     per_character = -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
     if len(counts) < 8 or per_character * len(value) < SECRET_MIN_BITS:
         return "too few distinct characters to be random"
+    if per_character * _unpredictable(value) < SECRET_MIN_BITS:
+        return "repeated words or a sequence, not random"
     return None
 
 
@@ -358,13 +384,20 @@ def service_addresses_check(app_configs=None, **kwargs):
     ]
 
 
+# A network wider than this that is not private is "everyone" in effect (`0.0.0.0/1` is half of it).
+WIDEST_PUBLIC_PREFIX = {4: 8, 6: 32}
+
+
 def _networks_everyone(values) -> bool:
     for value in values:
         try:
-            if ipaddress.ip_network(value, strict=False).prefixlen == 0:
-                return True
+            network = ipaddress.ip_network(value, strict=False)
         except ValueError:
             continue  # malformed: refused where it is read
+        if network.prefixlen == 0 or (
+            not network.is_private and network.prefixlen < WIDEST_PUBLIC_PREFIX[network.version]
+        ):
+            return True
     return False
 
 
@@ -508,3 +541,64 @@ def preflight_at_start() -> None:
             f"Refusing to start: {len(errors)} setting(s) to fix (`manage.py check --deploy` lists "
             f"every problem):\n{lines}"
         )
+
+
+# Bounds past which a value no longer protects (partner.E016).
+TOKEN_SECONDS_MAX = 86400  # an API access token: a day at most (a stolen one is good that long)
+SEND_TIMEOUT_MAX = 30.0  # an event's send: a slow endpoint holds a worker that long
+TOKEN_RATE_MAX_PER_MINUTE = 300  # the token endpoint per address: a guesser's pace
+_RATE_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _per_minute(rate: str) -> float:
+    count, _, period = rate.partition("/")
+    multiplier, unit = period[:-1] or "1", period[-1:]
+    return int(count) * 60 / (int(multiplier) * _RATE_UNIT_SECONDS[unit])
+
+
+@register(deploy=True)
+def unsafe_values_check(app_configs=None, **kwargs):
+    """partner.E016: a protection turned off, or a bound set so far it no longer bounds anything."""
+    token_seconds = settings.OAUTH2_PROVIDER.get("ACCESS_TOKEN_EXPIRE_SECONDS", 0)
+    found = [
+        (
+            "DJANGO_SECURE_HSTS_SECONDS",
+            settings.SECURE_HSTS_SECONDS <= 0,
+            "HSTS is off: a browser may be sent to plain http and have the admin's session taken",
+            "Leave it unset (a year), or at least a day while trying HTTPS out.",
+        ),
+        (
+            "DJANGO_SECURE_SSL_REDIRECT",
+            not settings.SECURE_SSL_REDIRECT,
+            "plain http is answered, not redirected to https",
+            "Leave it unset (true); the health endpoints stay reachable over http.",
+        ),
+        (
+            "DJANGO_CSRF_TRUSTED_ORIGINS",
+            any(urlsplit(origin).scheme != "https" for origin in settings.CSRF_TRUSTED_ORIGINS),
+            "an origin that is not https is trusted with the admin's forms",
+            "Name https origins only.",
+        ),
+        (
+            "CONNECTOR_TOKEN_SECONDS",
+            token_seconds > TOKEN_SECONDS_MAX,
+            f"an API access token lives more than {TOKEN_SECONDS_MAX} s (a stolen one is good that long)",
+            "Leave it unset (an hour); systems ask for a new token when theirs runs out.",
+        ),
+        (
+            "CONNECTOR_SEND_TIMEOUT",
+            settings.CONNECTOR_SEND_TIMEOUT > SEND_TIMEOUT_MAX,
+            f"an event's send may hold a worker more than {SEND_TIMEOUT_MAX:g} s",
+            "Leave it unset (5 s).",
+        ),
+        (
+            "RATELIMIT_API_TOKEN",
+            _per_minute(settings.RATELIMIT_API_TOKEN) > TOKEN_RATE_MAX_PER_MINUTE,
+            f"the token endpoint takes more than {TOKEN_RATE_MAX_PER_MINUTE} tries a minute per address "
+            "(client secrets guessed that fast)",
+            "Leave it unset (30/m).",
+        ),
+    ]
+    return [
+        Error(f"{name} is unsafe: {why}.", hint=hint, id="partner.E016") for name, unsafe, why, hint in found if unsafe
+    ]

@@ -25,10 +25,15 @@ from partner.core.errors import ApplicationError
 logger = logging.getLogger(__name__)
 
 ORDER_STAFF_GROUP = "Order staff"
-# app label -> what order staff may do with each of its models. The connector's pages are read (a
-# connection's health, its events, a connected order, and its take-over by hand); changing a
-# connection (its endpoint, products, secrets, replays) stays with those given more.
-ORDER_STAFF_ACTIONS = {"fulfillment": ("view", "change"), "inbox": ("view", "change"), "connector": ("view",)}
+# app label -> what order staff may do with each of its models (an action such as "view", or a
+# permission's whole codename). The connector's pages are read (a connection's health, its events, a
+# connected order) and a connected order is taken over by hand; changing a connection (its endpoint,
+# products, replays) and rotating its secrets stay with those given more.
+ORDER_STAFF_ACTIONS = {
+    "fulfillment": ("view", "change"),
+    "inbox": ("view", "change"),
+    "connector": ("view", "take_over_connectedorder"),
+}
 
 
 def order_staff_permissions():
@@ -36,7 +41,11 @@ def order_staff_permissions():
     permissions = Permission.objects.filter(content_type__app_label__in=ORDER_STAFF_ACTIONS).select_related(
         "content_type"
     )
-    return [p for p in permissions if p.codename.split("_", 1)[0] in ORDER_STAFF_ACTIONS[p.content_type.app_label]]
+    return [
+        p
+        for p in permissions
+        if {p.codename, p.codename.split("_", 1)[0]} & set(ORDER_STAFF_ACTIONS[p.content_type.app_label])
+    ]
 
 
 def order_staff_group_ensure() -> Group:

@@ -32,6 +32,9 @@ def test_a_connection_is_made_with_its_user_client_and_secret_shown_once(staff, 
     # labelled fields, and an environment snippet to paste
     assert f'<code class="connection-secret" data-name="SIGNING_SECRET">{secret}</code>' in page
     assert f"SIGNING_SECRET={secret}" in page and f"CLIENT_ID={connection.application.client_id}" in page
+    # in that answer alone: never in the messages cookie (signed, not encrypted), never cached
+    assert answer.redirect_chain == [] and "no-store" in answer["Cache-Control"]
+    assert all(secret not in cookie.value for cookie in staff.cookies.values())
     change = staff.get(reverse("admin:connector_connection_change", args=[connection.pk])).content.decode()
     assert secret not in change and "1 held" in change
     assert connection.application.client_id in change
@@ -160,3 +163,16 @@ def test_staff_replay_everything_since_a_time(staff, order, connection):
     )
     assert "1 event(s) will be sent again, oldest first." in answer.content.decode()
     assert Event.objects.get(order=order).state == EventState.PENDING
+
+
+def test_a_rotation_s_new_secret_is_shown_in_its_answer_alone(staff, connection):
+    answer = staff.post(
+        reverse("admin:connector_connection_changelist"),
+        {"action": "secret_add", "_selected_action": [connection.pk]},
+    )
+    old, new = Connection.objects.get(pk=connection.pk).secrets()
+    page = answer.content.decode()
+    assert answer.status_code == 200 and new in page and old not in page
+    assert "no-store" in answer["Cache-Control"]
+    assert all(new not in cookie.value for cookie in staff.cookies.values())
+    assert new not in staff.get(reverse("admin:connector_connection_changelist")).content.decode()

@@ -63,3 +63,12 @@ def test_token_requests_are_limited_per_address_whatever_the_secret(live_server,
     assert requests.post(url, data=data, auth=(created.client_id, created.client_secret), timeout=10).ok
     # Past the limit even the right secret waits: a guesser gets nothing more for trying.
     assert_throttled(requests.post(url, data=data, auth=(created.client_id, created.client_secret), timeout=10))
+
+
+def test_requests_with_a_wrong_token_are_limited_per_address(live_server, connection, order, settings):
+    settings.RATELIMIT_API_TOKEN = "2/m"
+    url = f"{live_server.url}/api/v1/orders/{order.pk}"
+    for _ in range(2):
+        assert requests.get(url, headers={"Authorization": "Bearer a-guess"}, timeout=10).status_code == 401
+    assert_throttled(requests.get(url, headers={"Authorization": "Bearer another-guess"}, timeout=10))
+    assert_throttled(requests.get(url, timeout=10))  # no token at all: the same count

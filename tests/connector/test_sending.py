@@ -235,3 +235,13 @@ def test_why_unanswered_in_an_operator_s_words():
     unknown = requests.ConnectionError(socket.gaierror(-2, "Name or service not known"))
     assert sending.why_unanswered(unknown) == "host name not found (DNS)"
     assert sending.endpoint_shown("https://u:p@x.example:8443/hooks?token=s3cret") == "https://x.example:8443/hooks"
+
+
+def test_an_endpoint_the_rules_now_refuse_is_never_sent_to(order, system, settings, tasks_sent):
+    # Saved beside the sandbox (http on the loopback); the same database in production refuses it.
+    settings.SANDBOX_ENABLED = False
+    [task] = relayed(tasks_sent)
+    assert send(task) is False
+    assert system.posts == 0
+    [attempt] = EventAttempt.objects.all()
+    assert attempt.status_code is None and attempt.answer.startswith("not sent: The endpoint must be an https")

@@ -4,6 +4,7 @@ Each case runs `manage.py check --deploy` in a subprocess with a controlled envi
 `.env` read unless the test writes one), so what is checked is what a deployment would start with.
 """
 
+import string
 import subprocess
 import sys
 
@@ -102,6 +103,16 @@ def test_a_good_production_environment_passes():
         pytest.param(
             {"SVC_CLIENT_SECRET": "aaaaaaaaaaaaaaaaaaaa"}, "partner.E009", "SVC_CLIENT_SECRET", id="weak-client"
         ),
+        # long, but repeated words or a sequence
+        pytest.param({"SVC_SIGNING_SECRETS": "changeme-" * 6}, "partner.E009", "SVC_SIGNING_SECRETS", id="repeated"),
+        pytest.param({"METRICS_TOKEN": "password1" * 6}, "partner.E009", "METRICS_TOKEN", id="repeated-password"),
+        pytest.param(
+            {"SVC_CLIENT_SECRET": string.ascii_lowercase + string.digits},
+            "partner.E009",
+            "SVC_CLIENT_SECRET",
+            id="alphabet-and-digits",
+        ),
+        pytest.param({"DJANGO_SECRET_KEY": "keystone1" * 6}, "partner.E009", "DJANGO_SECRET_KEY", id="repeated-key"),
         pytest.param(
             {"FIELD_ENCRYPTION_KEYS": "not-a-fernet-key"}, "partner.E010", "FIELD_ENCRYPTION_KEYS", id="bad-key"
         ),
@@ -132,6 +143,21 @@ def test_a_good_production_environment_passes():
             id="documents-on-a-pods-disk",
         ),
         pytest.param({"DOCUMENTS_S3_BUCKET": ""}, "partner.E008", "DOCUMENTS_S3_BUCKET", id="no-bucket"),
+        pytest.param({"TRUSTED_PROXIES": "0.0.0.0/1,128.0.0.0/1"}, "partner.E012", "TRUSTED_PROXIES", id="halves"),
+        pytest.param({"METRICS_ALLOWED_NETWORKS": "::/1"}, "partner.E012", "METRICS_ALLOWED_NETWORKS", id="v6-half"),
+        pytest.param({"DJANGO_SECURE_HSTS_SECONDS": "0"}, "partner.E016", "DJANGO_SECURE_HSTS_SECONDS", id="no-hsts"),
+        pytest.param(
+            {"DJANGO_SECURE_SSL_REDIRECT": "false"}, "partner.E016", "DJANGO_SECURE_SSL_REDIRECT", id="no-redirect"
+        ),
+        pytest.param(
+            {"DJANGO_CSRF_TRUSTED_ORIGINS": "http://partner.example.com"},
+            "partner.E016",
+            "DJANGO_CSRF_TRUSTED_ORIGINS",
+            id="http-csrf-origin",
+        ),
+        pytest.param({"CONNECTOR_TOKEN_SECONDS": "31536000"}, "partner.E016", "CONNECTOR_TOKEN_SECONDS", id="year"),
+        pytest.param({"CONNECTOR_SEND_TIMEOUT": "600"}, "partner.E016", "CONNECTOR_SEND_TIMEOUT", id="send-600s"),
+        pytest.param({"RATELIMIT_API_TOKEN": "100000/m"}, "partner.E016", "RATELIMIT_API_TOKEN", id="huge-rate"),
     ],
 )
 def test_check_deploy_fails_on(overrides, check_id, words):
@@ -176,6 +202,7 @@ EVERYTHING_WRONG = {
     "HOST_ORIGINS": "http://host.lender.example",
     "PUBLIC_BASE_URL": "http://partner.example.com",
     "SVC_CLIENT_ID": DEMO_CLIENT_ID,
+    "CONNECTOR_SEND_TIMEOUT": "600",
 }
 EVERYTHING_WRONG_NAMES = [
     "DJANGO_SECRET_KEY",
@@ -197,6 +224,7 @@ EVERYTHING_WRONG_NAMES = [
     "PARTNER_NAME",
     "EMAIL_URL",
     "DOCUMENT_STORAGE",
+    "CONNECTOR_SEND_TIMEOUT",
 ]
 
 
@@ -204,7 +232,7 @@ def test_one_check_deploy_run_reports_every_problem_of_a_configuration():
     code, output = check_deploy(EVERYTHING_WRONG)
     assert code != 0
     assert "Traceback" not in output and "ImproperlyConfigured" not in output, output
-    expected = {"partner.E001", *(f"partner.E0{n:02d}" for n in (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))}
+    expected = {"partner.E001", *(f"partner.E0{n:02d}" for n in (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16))}
     assert expected <= error_ids(output), output
     errors = "\n".join(partner_errors(output))
     for name in EVERYTHING_WRONG_NAMES:
@@ -287,6 +315,13 @@ def test_the_local_settings_never_run_the_preflight_at_start():
         ("a", True),
         ("x" * 60, True),
         ("abababababababababababab", True),
+        ("changeme-" * 6, True),
+        ("password1" * 6, True),
+        ("keystone1" * 3, True),
+        ("keystone1" * 6, True),
+        (string.ascii_lowercase + string.digits, True),
+        (string.digits + string.ascii_letters, True),
+        ("zyxwvutsrqponmlkjihgfedcba9876543210", True),
         ("4mX_9qLr-TzW2vKp", False),  # secrets.token_urlsafe(12)
         ("a-real-signing-secret-2b9e", False),
         ("tests-Q7vR2mXk9LpZ4sWc8NbY3hJd6FgT1aUe5oIq0rEy-secret-key", False),
@@ -470,6 +505,7 @@ def test_partner_checks_are_deploy_checks_only():
         checks.partner_company_check,
         checks.email_check,
         checks.document_storage_check,
+        checks.unsafe_values_check,
     ):
         assert function in deploy_only
         assert function not in registry.get_checks(include_deployment_checks=False)

@@ -44,6 +44,7 @@ def test_staff_account_creates_an_order_staff_login_not_a_superuser(db, client, 
         "connector.view_eventattempt",
         "connector.view_idempotentanswer",
         "connector.view_connectedorder",
+        "connector.take_over_connectedorder",
     }
 
     assert client.login(username="staff.demo", password=DEMO_STAFF_PASSWORD)

@@ -399,3 +399,13 @@ def test_one_figure_for_the_worker_threads():
     assert f"# CELERY_WORKER_CONCURRENCY={threads}\n" in ENV_EXAMPLE.read_text()
     said = re.findall(r"CELERY_WORKER_CONCURRENCY=?`? threads \((\d+)", (ROOT / "docs" / "deployment.md").read_text())
     assert said == [threads], said
+
+
+def test_no_process_holds_a_capability_a_cluster_token_or_unfiltered_system_calls():
+    for name in ("migrate", "web", "worker", "beat"):
+        service = compose()["services"][name]
+        assert service["cap_drop"] == ["ALL"] and "no-new-privileges:true" in service["security_opt"], name
+    for name, spec in pod_specs().items():
+        assert spec["automountServiceAccountToken"] is False, name
+        assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, name
+        assert spec["containers"][0]["securityContext"]["capabilities"]["drop"] == ["ALL"], name
