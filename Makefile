@@ -63,18 +63,27 @@ run: demo
 	@rm -rf var/metrics  # the figures of this run's processes only (Prometheus multiprocess mode)
 	@$(PY) bin/run $(VENV)/bin/honcho Procfile http://127.0.0.1:8000
 
+# The suite in parallel (pytest-xdist): PYTEST_WORKERS processes, each with its own database, queue,
+# cache keys and folders (config/settings/test.py); the tests that do not share the machine (the
+# image, the drills) one after another on one worker (tests/conftest.py, --dist loadgroup).
+# Two cores: 3 workers finish first, as much of the suite waits on sockets and subprocesses
+# (docs/testing.md); 0 runs serially in this process.
+PYTEST_WORKERS ?= 3
+PYTEST_XDIST = -n $(PYTEST_WORKERS) --dist loadgroup
+
 # The tests whose behaviour is about the queue: run again on RabbitMQ when it answers.
 QUEUE_TESTS = tests/fulfillment/test_pipeline.py tests/fulfillment/test_worker_killed.py \
 	tests/fulfillment/test_task_retries.py tests/inbox/test_relay.py tests/inbox/test_receive.py \
 	tests/core/test_healthz.py
 
+# Everything, as CI runs it; the 30 slowest tests are listed at the end (docs/testing.md).
 test: setup
 	@eval "$$(bin/test-services)"; \
-	  echo "make test: database $${DATABASE_URL:-sqlite (default)}, broker $${CELERY_BROKER_URL:-SQLite (default)}"; \
-	  $(VENV)/bin/pytest $(PYTEST_ARGS) || exit 1; \
+	  echo "make test: database $${DATABASE_URL:-sqlite (default)}, broker $${CELERY_BROKER_URL:-SQLite (default)}, $(PYTEST_WORKERS) workers"; \
+	  $(VENV)/bin/pytest $(PYTEST_XDIST) --durations=30 $(PYTEST_ARGS) || exit 1; \
 	  if [ -n "$${RABBITMQ_URL:-}" ] && [ -z "$(PYTEST_ARGS)" ]; then \
 	    echo "make test: the queue tests again on RabbitMQ ($${RABBITMQ_URL%%@*}@...)"; \
-	    CELERY_BROKER_URL="$$RABBITMQ_URL" $(VENV)/bin/pytest $(QUEUE_TESTS) || exit 1; \
+	    CELERY_BROKER_URL="$$RABBITMQ_URL" $(VENV)/bin/pytest $(PYTEST_XDIST) $(QUEUE_TESTS) || exit 1; \
 	  else echo "make test: RabbitMQ not answering on 127.0.0.1:5672, its run skipped"; fi
 
 lint: $(VENV)/.installed

@@ -36,6 +36,37 @@ def pytest_configure(config):
     os.environ["TEST_RUN_ID"] = settings.RUN_ID
 
 
+# The tests that do not share the machine with one another: under pytest-xdist (`make test`, with
+# --dist loadgroup) they run one after another on one worker. The image test builds and runs a
+# whole stack; the drills stop and start servers of their own and watch what waits meanwhile.
+SERIAL_GROUP = "serial"
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    """Mark what a marker cannot say from one module: the drills (tests/drills/) as `drill`; the
+    tests that use a live server (the `service` fixture and those built on it) as `live`, and those
+    with an embedded worker (`celery_worker_live`) as `worker`; and the drills and the image test in
+    the serial group."""
+    for item in items:
+        path = item.path.as_posix()
+        if "/tests/drills/" in path:
+            item.add_marker(pytest.mark.drill)
+        fixtures = getattr(item, "fixturenames", ())
+        if "live_server" in fixtures:
+            item.add_marker(pytest.mark.live)
+        if "celery_worker_live" in fixtures:
+            item.add_marker(pytest.mark.worker)
+        if item.get_closest_marker("drill") or item.get_closest_marker("image"):
+            item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings_xdist_suffix():
+    """pytest-django's suffix for pytest-xdist's workers, not added: the test settings name each
+    worker's database (and queue, cache keys and folders) after its run id, which says the worker."""
+
+
 @pytest.fixture
 def redis_url():
     if not port_answers(6379):

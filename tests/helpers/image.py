@@ -77,6 +77,13 @@ def image_build(tag: str = IMAGE_TAG) -> str:
     return tag
 
 
+def image_untag(tag: str) -> None:
+    """The tag removed, the image kept (its layers are the next build's cache)."""
+    image_id = _image_id(tag)
+    if image_id:
+        subprocess.run(["podman", "image", "untag", image_id, tag], capture_output=True, check=False)
+
+
 def _image_id(tag: str) -> str | None:
     done = subprocess.run(["podman", "image", "inspect", "--format", "{{.Id}}", tag], capture_output=True, text=True)
     return (done.stdout.strip() or None) if done.returncode == 0 else None
