@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PYTHON ?= python3
 
-.PHONY: setup run demo test lint audit bench drill migrate static clean browser image
+.PHONY: setup run demo test flake lint audit bench drill migrate static clean browser image
 
 setup: $(VENV)/.installed .env node_modules/.installed browser migrate static
 
@@ -85,6 +85,20 @@ test: setup
 	    echo "make test: the queue tests again on RabbitMQ ($${RABBITMQ_URL%%@*}@...)"; \
 	    CELERY_BROKER_URL="$$RABBITMQ_URL" $(VENV)/bin/pytest $(PYTEST_XDIST) $(QUEUE_TESTS) || exit 1; \
 	  else echo "make test: RabbitMQ not answering on 127.0.0.1:5672, its run skipped"; fi
+
+# The tests with live workers, browsers and drills, FLAKE_ROUNDS times over (each round a fresh run,
+# its results in var/flake/): how often each test failed, and a failure if any did.
+FLAKE_ROUNDS ?= 20
+FLAKE_MARKERS ?= worker or browser or drill
+flake: setup
+	@rm -rf var/flake && mkdir -p var/flake
+	@eval "$$(bin/test-services)"; \
+	  for round in $$(seq 1 $(FLAKE_ROUNDS)); do \
+	    $(VENV)/bin/pytest $(PYTEST_XDIST) -q -m "$(FLAKE_MARKERS)" --junitxml=var/flake/round-$$round.xml \
+	      $(PYTEST_ARGS) >var/flake/round-$$round.log 2>&1; \
+	    echo "make flake: round $$round of $(FLAKE_ROUNDS): $$(tail -1 var/flake/round-$$round.log)"; \
+	  done
+	@$(PY) bin/flake-count var/flake/round-*.xml
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

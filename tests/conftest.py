@@ -140,6 +140,23 @@ def _catalog_cache_dropped():
 
 
 @pytest.fixture(autouse=True)
+def _no_lease_renewal_inside_the_test_transaction(request):
+    """A test inside one rolled-back transaction (`django_db` without `transaction=True`) holds its
+    rows where no other connection sees them, the lease-renewal thread's included: a renewal would
+    find no row and mark the lease lost, stopping the run at its next call. Renewals come every third
+    of LEASE_SECONDS, so a run slower than 5 s (a busy machine) failed. Such a test gets a lease no
+    run outlives; the tests about renewal set LEASE_SECONDS themselves, and the tests with real
+    commits and the worker processes keep the settings' 15 s."""
+    marker = request.node.get_closest_marker("django_db")
+    fixtures = request.fixturenames
+    marked = marker is not None and not (marker.kwargs.get("transaction") or (marker.args and marker.args[0]))
+    in_transaction = (marked or "db" in fixtures) and not {"transactional_db", "live_server"} & set(fixtures)
+    if in_transaction:
+        request.getfixturevalue("settings").LEASE_SECONDS = 3600
+    yield
+
+
+@pytest.fixture(autouse=True)
 def _runtime_secrets_forgotten():
     """A value one test registered as secret (a fuzzed token, say) must not mask another test's text."""
     yield
