@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PYTHON ?= python3
 
-.PHONY: setup run demo test flake lint audit bench drill migrate static clean browser image
+.PHONY: setup run demo test test-quick flake lint audit bench drill migrate static clean browser image
 
 setup: $(VENV)/.installed .env node_modules/.installed browser migrate static
 
@@ -85,6 +85,14 @@ test: setup
 	    echo "make test: the queue tests again on RabbitMQ ($${RABBITMQ_URL%%@*}@...)"; \
 	    CELERY_BROKER_URL="$$RABBITMQ_URL" $(VENV)/bin/pytest $(PYTEST_XDIST) $(QUEUE_TESTS) || exit 1; \
 	  else echo "make test: RabbitMQ not answering on 127.0.0.1:5672, its run skipped"; fi
+
+# The quick loop while working: the unit tests and those on the fake platform, without a live server,
+# a worker, a browser, the image, a drill or Django started cold in another process (the settings and
+# preflight tests). `make test` runs everything.
+QUICK_MARKERS = not live and not worker and not browser and not image and not drill and not cold_start
+test-quick: setup
+	@eval "$$(bin/test-services)"; \
+	  $(VENV)/bin/pytest $(PYTEST_XDIST) -m "$(QUICK_MARKERS)" $(PYTEST_ARGS)
 
 # The tests with live workers, browsers and drills, FLAKE_ROUNDS times over (each round a fresh run,
 # its results in var/flake/): how often each test failed, and a failure if any did.
