@@ -102,3 +102,6 @@ CONNECTOR_RETRY_BACKOFF_MAX = process_env.float("CONNECTOR_RETRY_BACKOFF_MAX", d
 CONNECTOR_RETRY_PATIENCE = process_env.float("CONNECTOR_RETRY_PATIENCE", default=30.0)
 CONNECTOR_SEND_TIMEOUT = process_env.float("CONNECTOR_SEND_TIMEOUT", default=2.0)
 CONNECTOR_RELAY_INTERVAL = process_env.float("CONNECTOR_RELAY_INTERVAL", default=0.2)
+# A worker process a test starts runs 4 threads, not production's 64: the suite's tasks are a few at
+# a time, and its workers share two cores with the rest of the run. The tests about the pool set theirs.
+CELERY_WORKER_CONCURRENCY = process_env.int("CELERY_WORKER_CONCURRENCY", default=4)
