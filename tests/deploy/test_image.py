@@ -29,9 +29,9 @@ from tests.helpers.image import (
     ImageRoot,
     image_build,
     image_config,
+    image_keep,
     image_mount,
     image_unmount,
-    image_untag,
     podman_missing_reason,
     process_group_stop,
     process_tree_uids,
@@ -64,7 +64,7 @@ def image():
     try:
         yield image_config(tag), tag
     finally:
-        image_untag(tag)  # the image stays, as the next build's cache; the run's name goes
+        image_keep(tag)
 
 
 @pytest.fixture
