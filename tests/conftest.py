@@ -61,6 +61,16 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config, specs):
+    """Before pytest-xdist starts its workers, which inherit this process's environment: the metrics
+    folder that Django's start named there (partner/core/apps.py) is this process's run's, so each
+    worker counts in its own run's folder instead of all in one (a test then saw another's counts)."""
+    import os
+
+    os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+
+
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings_xdist_suffix():
     """pytest-django's suffix for pytest-xdist's workers, not added: the test settings name each
