@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PYTHON ?= python3
 
-.PHONY: setup run demo test lint audit bench drill migrate static clean browser image
+.PHONY: setup run demo test test-quick flake lint audit bench drill migrate static clean browser image
 
 setup: $(VENV)/.installed .env node_modules/.installed browser migrate static
 
@@ -64,19 +64,57 @@ run: demo
 	@rm -rf var/metrics  # the figures of this run's processes only (Prometheus multiprocess mode)
 	@$(PY) bin/run $(VENV)/bin/honcho Procfile http://127.0.0.1:8000
 
-# The tests whose behaviour is about the queue: run again on RabbitMQ when it answers.
-QUEUE_TESTS = tests/fulfillment/test_pipeline.py tests/fulfillment/test_worker_killed.py \
-	tests/fulfillment/test_task_retries.py tests/inbox/test_relay.py tests/inbox/test_receive.py \
-	tests/core/test_healthz.py
+# The suite in parallel (pytest-xdist): PYTEST_WORKERS processes, each with its own database, queue,
+# cache keys and folders (config/settings/test.py); the tests that do not share the machine (the
+# image, the drills) one after another on one worker (tests/conftest.py, --dist loadgroup).
+# Two cores, 3 workers: much of the suite waits on sockets and subprocesses, and the three kept
+# busy 2.84 of 3 on average (docs/testing.md); 0 runs serially in this process.
+PYTEST_WORKERS ?= 3
+PYTEST_XDIST = -n $(PYTEST_WORKERS) --dist loadgroup
 
+# The tests whose behaviour depends on the broker, run again on RabbitMQ when it answers: a killed
+# worker's unacknowledged message, retries published with a countdown, the relay's batches and a
+# broker failing midway, the whole pipeline with a worker, a broker down at receipt, and /healthz's
+# broker check. The rest publish nothing, or record what they publish (tasks_sent), or run the same
+# code whatever carries the message: a second run on RabbitMQ would check nothing new.
+QUEUE_TESTS = tests/fulfillment/test_worker_killed.py tests/fulfillment/test_task_retries.py \
+	tests/inbox/test_relay.py \
+	tests/fulfillment/test_pipeline.py::test_typical_sequence_from_webhook_to_request_completed \
+	tests/fulfillment/test_pipeline.py::test_injected_503_and_429_then_success \
+	tests/fulfillment/test_pipeline.py::test_broker_down_at_receipt_then_handed_over_by_the_relay \
+	tests/core/test_healthz.py::test_healthz_up
+
+# Everything, as CI runs it; the 30 slowest tests are listed at the end (docs/testing.md).
 test: setup
 	@eval "$$(bin/test-services)"; \
-	  echo "make test: database $${DATABASE_URL:-sqlite (default)}, broker $${CELERY_BROKER_URL:-SQLite (default)}"; \
-	  $(VENV)/bin/pytest $(PYTEST_ARGS) || exit 1; \
+	  echo "make test: database $${DATABASE_URL:-sqlite (default)}, broker $${CELERY_BROKER_URL:-SQLite (default)}, $(PYTEST_WORKERS) workers"; \
+	  $(VENV)/bin/pytest $(PYTEST_XDIST) --durations=30 $(PYTEST_ARGS) || exit 1; \
 	  if [ -n "$${RABBITMQ_URL:-}" ] && [ -z "$(PYTEST_ARGS)" ]; then \
 	    echo "make test: the queue tests again on RabbitMQ ($${RABBITMQ_URL%%@*}@...)"; \
-	    CELERY_BROKER_URL="$$RABBITMQ_URL" $(VENV)/bin/pytest $(QUEUE_TESTS) || exit 1; \
+	    CELERY_BROKER_URL="$$RABBITMQ_URL" $(VENV)/bin/pytest $(PYTEST_XDIST) $(QUEUE_TESTS) || exit 1; \
 	  else echo "make test: RabbitMQ not answering on 127.0.0.1:5672, its run skipped"; fi
+
+# The quick loop while working: the unit tests and those on the fake platform, without a live server,
+# a worker, a browser, the image, a drill or Django started cold in another process (the settings and
+# preflight tests). `make test` runs everything.
+QUICK_MARKERS = not live and not worker and not browser and not image and not drill and not cold_start
+test-quick: setup
+	@eval "$$(bin/test-services)"; \
+	  $(VENV)/bin/pytest $(PYTEST_XDIST) -m "$(QUICK_MARKERS)" $(PYTEST_ARGS)
+
+# The tests with live workers, browsers and drills, FLAKE_ROUNDS times over (each round a fresh run,
+# its results in var/flake/): how often each test failed, and a failure if any did.
+FLAKE_ROUNDS ?= 20
+FLAKE_MARKERS ?= worker or browser or drill
+flake: setup
+	@rm -rf var/flake && mkdir -p var/flake
+	@eval "$$(bin/test-services)"; \
+	  for round in $$(seq 1 $(FLAKE_ROUNDS)); do \
+	    $(VENV)/bin/pytest $(PYTEST_XDIST) -q -m "$(FLAKE_MARKERS)" --junitxml=var/flake/round-$$round.xml \
+	      $(PYTEST_ARGS) >var/flake/round-$$round.log 2>&1; \
+	    echo "make flake: round $$round of $(FLAKE_ROUNDS): $$(tail -1 var/flake/round-$$round.log)"; \
+	  done
+	@$(PY) bin/flake-count var/flake/round-*.xml
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

@@ -36,6 +36,47 @@ def pytest_configure(config):
     os.environ["TEST_RUN_ID"] = settings.RUN_ID
 
 
+# The tests that do not share the machine with one another: under pytest-xdist (`make test`, with
+# --dist loadgroup) they run one after another on one worker. The image test builds and runs a
+# whole stack; the drills stop and start servers of their own and watch what waits meanwhile.
+SERIAL_GROUP = "serial"
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    """Mark what a marker cannot say from one module: the drills (tests/drills/) as `drill`; the
+    tests that use a live server (the `service` fixture and those built on it) as `live`, and those
+    with an embedded worker (`celery_worker_live`) as `worker`; and the drills and the image test in
+    the serial group."""
+    for item in items:
+        path = item.path.as_posix()
+        if "/tests/drills/" in path:
+            item.add_marker(pytest.mark.drill)
+        fixtures = getattr(item, "fixturenames", ())
+        if "live_server" in fixtures:
+            item.add_marker(pytest.mark.live)
+        if "celery_worker_live" in fixtures:
+            item.add_marker(pytest.mark.worker)
+        if item.get_closest_marker("drill") or item.get_closest_marker("image"):
+            item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config, specs):
+    """Before pytest-xdist starts its workers, which inherit this process's environment: the metrics
+    folder that Django's start named there (partner/core/apps.py) is this process's run's, so each
+    worker counts in its own run's folder instead of all in one (a test then saw another's counts)."""
+    import os
+
+    os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings_xdist_suffix():
+    """pytest-django's suffix for pytest-xdist's workers, not added: the test settings name each
+    worker's database (and queue, cache keys and folders) after its run id, which says the worker."""
+
+
 @pytest.fixture
 def redis_url():
     if not port_answers(6379):
@@ -106,6 +147,23 @@ def _catalog_cache_dropped():
     cache.delete(CATALOG_CACHE_KEY)
     yield
     cache.delete(CATALOG_CACHE_KEY)
+
+
+@pytest.fixture(autouse=True)
+def _no_lease_renewal_inside_the_test_transaction(request):
+    """A test inside one rolled-back transaction (`django_db` without `transaction=True`) holds its
+    rows where no other connection sees them, the lease-renewal thread's included: a renewal would
+    find no row and mark the lease lost, stopping the run at its next call. Renewals come every third
+    of LEASE_SECONDS, so a run slower than 5 s (a busy machine) failed. Such a test gets a lease no
+    run outlives; the tests about renewal set LEASE_SECONDS themselves, and the tests with real
+    commits and the worker processes keep the settings' 15 s."""
+    marker = request.node.get_closest_marker("django_db")
+    fixtures = request.fixturenames
+    marked = marker is not None and not (marker.kwargs.get("transaction") or (marker.args and marker.args[0]))
+    in_transaction = (marked or "db" in fixtures) and not {"transactional_db", "live_server"} & set(fixtures)
+    if in_transaction:
+        request.getfixturevalue("settings").LEASE_SECONDS = 3600
+    yield
 
 
 @pytest.fixture(autouse=True)

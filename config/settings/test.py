@@ -4,8 +4,10 @@ The suite's services are the ones the process environment names (`make test` exp
 Redis when they answer on 127.0.0.1: bin/test-services), never a local run's `.env` ones; otherwise
 SQLite, the SQLite broker and a file cache, each a file of the run's own under var/test-runs/<id>/.
 The run's id is TEST_RUN_ID when the process environment has it (the workers a test starts inherit
-the suite's, tests/conftest.py), else this process's id: runs side by side on one machine never
-share a database, queue or cache. Nothing is made here: tests/conftest.py makes the run's folder.
+the suite's, tests/conftest.py), else this process's id, and under pytest-xdist the worker's name
+after it (PYTEST_XDIST_WORKER, gw0, gw1...): runs side by side on one machine, and the workers of
+one run, never share a database, queue, cache keys or folder. Nothing is made here:
+tests/conftest.py makes the run's folder.
 """
 
 import os
@@ -16,6 +18,10 @@ from .local import *  # noqa: F403
 # GENERAL
 # ------------------------------------------------------------------------------
 RUN_ID = process_env.str("TEST_RUN_ID", default=str(os.getpid()))
+_XDIST_WORKER = process_env.str("PYTEST_XDIST_WORKER", default="")
+if _XDIST_WORKER and not RUN_ID.endswith(f"_{_XDIST_WORKER}"):
+    # The processes a worker's tests start inherit its environment, with the id already derived.
+    RUN_ID = f"{RUN_ID}_{_XDIST_WORKER}"
 RUN_DIR = VAR_DIR / "test-runs" / RUN_ID
 # https://docs.djangoproject.com/en/5.2/ref/settings/#password-hashers
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -39,6 +45,14 @@ if "CACHE_URL" not in process_env:
             "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
             "LOCATION": str(RUN_DIR / "cache"),
         }
+    }
+elif CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache":  # noqa: F405
+    # One Redis database shared by the runs and the workers of a run: each its own keys, and a
+    # clear() that deletes only those (Redis's FLUSHDB would empty the others' too).
+    CACHES["default"] = {  # noqa: F405
+        **CACHES["default"],  # noqa: F405
+        "BACKEND": "partner.core.cache.PrefixedRedisCache",
+        "KEY_PREFIX": f"partner-test-{RUN_ID}",
     }
 
 # STORAGES
@@ -88,3 +102,6 @@ CONNECTOR_RETRY_BACKOFF_MAX = process_env.float("CONNECTOR_RETRY_BACKOFF_MAX", d
 CONNECTOR_RETRY_PATIENCE = process_env.float("CONNECTOR_RETRY_PATIENCE", default=30.0)
 CONNECTOR_SEND_TIMEOUT = process_env.float("CONNECTOR_SEND_TIMEOUT", default=2.0)
 CONNECTOR_RELAY_INTERVAL = process_env.float("CONNECTOR_RELAY_INTERVAL", default=0.2)
+# A worker process a test starts runs 4 threads, not production's 64: the suite's tasks are a few at
+# a time, and its workers share two cores with the rest of the run. The tests about the pool set theirs.
+CELERY_WORKER_CONCURRENCY = process_env.int("CELERY_WORKER_CONCURRENCY", default=4)

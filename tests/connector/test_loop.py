@@ -84,7 +84,15 @@ def test_the_whole_loop_with_a_real_worker(demo, service, celery_worker_live):
         wait_for(answering.answered.is_set, timeout=90, message="the system to answer the order")
         assert answering.errors == []
         order = order_of(txn.id, OrderStatus.REQUEST_COMPLETED, timeout=90)
-        wait_for(lambda: "order.completed" in system.types(order.pk), timeout=60, message="order.completed")
+        # The confirmations of the four deliveries may reach the system after order.completed: wait for all.
+        wait_for(
+            lambda: (
+                "order.completed" in system.types(order.pk)
+                and system.types(order.pk).count("order.delivery.confirmed") == 4
+            ),
+            timeout=60,
+            message=lambda: f"order.completed and four confirmations; the system got {system.types(order.pk)}",
+        )
     finally:
         system.close()
 

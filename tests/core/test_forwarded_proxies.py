@@ -6,14 +6,14 @@ and decided the scheme before our middleware could)."""
 import http.client
 import subprocess
 import sys
-import time
 
 import pytest
 
-from tests.helpers.ports import port_answers
+from tests.helpers.ports import free_port, port_answers
 from tests.helpers.processes import PRODUCTION, ROOT, django_env
+from tests.helpers.waiting import wait_for
 
-PORT = 8180
+PORT = free_port()  # this process's own: runs and their workers side by side never share it
 
 
 def get_login(forwarded_proto: str):
@@ -46,11 +46,12 @@ def gunicorn(tmp_path):
             stderr=subprocess.PIPE,
         )
         servers.append(process)
-        deadline = time.monotonic() + 60
-        while not port_answers(PORT):
+
+        def answers():
             assert process.poll() is None, process.stderr.read().decode()
-            assert time.monotonic() < deadline, "gunicorn did not start"
-            time.sleep(0.2)
+            return port_answers(PORT)
+
+        wait_for(answers, timeout=60, message="gunicorn to start")
         return process
 
     yield start
@@ -65,8 +66,7 @@ def test_forwarded_proto_from_loopback_is_not_believed_unless_trusted(gunicorn):
     assert status == 301 and location.startswith("https://"), (status, location)  # still plain http to us
     server.terminate()
     server.wait(timeout=30)
-    while port_answers(PORT):
-        time.sleep(0.1)
+    wait_for(lambda: not port_answers(PORT), timeout=30, message="the first gunicorn's port to close")
 
     gunicorn(TRUSTED_PROXIES="127.0.0.1")
     status, _ = get_login("https")

@@ -3,13 +3,13 @@
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import requests
 
 from tests.helpers.ports import free_port
+from tests.helpers.waiting import answered, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,17 +41,10 @@ def test_partner_access_token_in_the_query_is_not_logged(tmp_path):
         stderr=subprocess.DEVNULL,
     )
     try:
-        for _ in range(100):
-            try:
-                response = requests.get(f"http://127.0.0.1:{port}/v1/origins/o-1?partnerAccessToken={token}", timeout=2)
-                break
-            except requests.ConnectionError:
-                time.sleep(0.1)
+        url = f"http://127.0.0.1:{port}/v1/origins/o-1?partnerAccessToken={token}"
+        response = answered(lambda: requests.get(url, timeout=2), message="gunicorn to answer")
         assert response.status_code == 200
-        for _ in range(50):
-            if log.exists() and log.read_text():
-                break
-            time.sleep(0.1)
+        wait_for(lambda: log.exists() and log.read_text(), timeout=30, message="the access log's line")
     finally:
         server.terminate()
         server.wait(10)

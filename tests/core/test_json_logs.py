@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,9 @@ from partner.core.logging import (
     secrets_registered_clear,
 )
 from partner.core.middleware import RequestIdMiddleware
+from tests.helpers.ports import free_port
 from tests.helpers.processes import run_django
+from tests.helpers.waiting import answered, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 # Every control character: C0, DEL, C1 and the Unicode line and paragraph separators.
@@ -275,14 +276,6 @@ def test_an_unknown_log_format_stops_startup_naming_the_variable(tmp_path):
 # gunicorn's own lines, with the project's gunicorn.conf.py.
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.skipif(shutil.which("gunicorn", path=str(Path(sys.executable).parent)) is None, reason="needs gunicorn")
 def test_gunicorn_error_and_access_lines_are_json_with_log_format_json(tmp_path):
     token = "query-token-never-logged-json-5555"  # noqa: S105
@@ -292,7 +285,7 @@ def test_gunicorn_error_and_access_lines_are_json_with_log_format_json(tmp_path)
         "def application(environ, start):\n    start('200 OK', [('X-Request-ID', 'req-gunicorn-1')])\n"
         "    return [b'ok']\n"
     )
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [
             str(Path(sys.executable).parent / "gunicorn"),
@@ -307,17 +300,10 @@ def test_gunicorn_error_and_access_lines_are_json_with_log_format_json(tmp_path)
         stderr=subprocess.DEVNULL,
     )
     try:
-        for _ in range(100):
-            try:
-                response = requests.get(f"http://127.0.0.1:{port}/v1/origins/o-1?partnerAccessToken={token}", timeout=2)
-                break
-            except requests.ConnectionError:
-                time.sleep(0.1)
+        url = f"http://127.0.0.1:{port}/v1/origins/o-1?partnerAccessToken={token}"
+        response = answered(lambda: requests.get(url, timeout=2), message="gunicorn to answer")
         assert response.status_code == 200
-        for _ in range(50):
-            if access.exists() and access.read_text():
-                break
-            time.sleep(0.1)
+        wait_for(lambda: access.exists() and access.read_text(), timeout=30, message="the access log's line")
     finally:
         server.terminate()
         server.wait(10)

@@ -24,6 +24,9 @@ from tests.helpers.processes import (
 )
 from tests.helpers.products import product_create
 
+# Django started cold in another process (`make test` runs them, `make test-quick` leaves them out).
+pytestmark = pytest.mark.cold_start
+
 # Everything a real deployment sets: PostgreSQL, a Redis broker and cache, HTTPS addresses, its own
 # client and signing secret.
 GOOD = {

@@ -19,6 +19,9 @@ from tests.helpers.processes import (
     run_django,
 )
 
+# Django started cold in another process (`make test` runs them, `make test-quick` leaves them out).
+pytestmark = pytest.mark.cold_start
+
 
 def test_production_settings_start():
     result = run_django(PRODUCTION)

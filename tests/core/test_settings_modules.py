@@ -7,7 +7,12 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.processes import PRODUCTION, ROOT, django_env, run_django
+
+# Django started cold in another process (`make test` runs them, `make test-quick` leaves them out).
+pytestmark = pytest.mark.cold_start
 
 SANDBOX_ABSENT = (
     "import django; django.setup(); from django.apps import apps; from django.conf import settings; "

@@ -15,7 +15,6 @@ One test, because building and starting the stack is most of its time (about a m
 base is cached; the first run also makes the base, about a minute more).
 """
 
-import os
 import secrets
 import shutil
 import subprocess
@@ -26,21 +25,25 @@ import pytest
 import requests
 
 from tests.helpers.image import (
+    IMAGE_TAG,
     ImageRoot,
     image_build,
     image_config,
+    image_keep,
     image_mount,
     image_unmount,
     podman_missing_reason,
     process_group_stop,
     process_tree_uids,
 )
-from tests.helpers.ports import port_answers
+from tests.helpers.ports import free_port, port_answers
 from tests.helpers.products import DEMO_PASSWORD
 from tests.helpers.waiting import wait_for
 
-WEB_PORT = 8120
-REDIS_PORT = 8121
+# Ports, the image's tag and the database of this run's own: runs (and a run's workers) side by side
+# never share them.
+WEB_PORT = free_port()
+REDIS_PORT = free_port()
 PG_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 SIGNING_SECRET = "image-test-signing-secret"  # noqa: S105 - this test's own, not a real secret
 DOCUMENTS = "/app/documents"  # the folder web and worker share (Containerfile, compose.yaml)
@@ -56,8 +59,13 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def image():
-    tag = image_build()
-    yield image_config(tag), tag
+    from django.conf import settings
+
+    tag = image_build(f"{IMAGE_TAG}-{settings.RUN_ID}")
+    try:
+        yield image_config(tag), tag
+    finally:
+        image_keep(tag)
 
 
 @pytest.fixture
@@ -65,7 +73,9 @@ def database():
     """A PostgreSQL database of this test's own, dropped after."""
     if not port_answers(5432):
         pytest.skip("PostgreSQL does not answer on 127.0.0.1:5432")
-    name = f"partner_image_{os.environ.get('TEST_RUN_ID', os.getpid())}"
+    from django.conf import settings
+
+    name = f"partner_image_{settings.RUN_ID}"
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')

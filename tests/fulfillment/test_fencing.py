@@ -70,11 +70,16 @@ def test_a_worker_whose_lease_renewal_failed_stops_before_its_patch(fake_platfor
     """The database away from the worker's renewal while an upload runs: the lease cannot be proved
     any more, so the worker stops at its next call instead of sending it."""
     settings.LEASE_SECONDS = 0.3  # renewed every 0.1 s
-    renewal_failed = threading.Event()
+    uploading, renewal_failed = threading.Event(), threading.Event()
     renew = Lease.renew
 
     def renew_failing_in_the_renewal_thread(lease, **updates):
         if threading.current_thread().name == "lease-renewal":
+            if not uploading.is_set():
+                # Renewed, until the upload runs (this test's rows are in its own transaction, out of
+                # the thread's sight): a renewal failing earlier, on a slow machine, would stop the
+                # worker at another call than the one this test is about.
+                return True
             lease.lost = True  # as `Lease.renew` leaves it when its UPDATE raises
             renewal_failed.set()
             raise OperationalError("the database is away")
@@ -84,6 +89,7 @@ def test_a_worker_whose_lease_renewal_failed_stops_before_its_patch(fake_platfor
     upload = fake_platform.upload_resource
 
     def upload_during_the_failure(slot, handle):
+        uploading.set()
         assert renewal_failed.wait(timeout=10), "the renewal never ran"
         return upload(slot, handle)
 

@@ -77,6 +77,18 @@ def image_build(tag: str = IMAGE_TAG) -> str:
     return tag
 
 
+def image_keep(tag: str) -> None:
+    """After a run's test: its image (built as the run's own `tag`) is kept as IMAGE_TAG, the next
+    build's cache, and the one IMAGE_TAG named before is removed, so that runs do not pile up images
+    (one still used under another run's tag is not removed: podman refuses an image with two names)."""
+    built, previous = _image_id(tag), _image_id(IMAGE_TAG)
+    if built:
+        subprocess.run(["podman", "tag", built, IMAGE_TAG], capture_output=True, check=False)
+        subprocess.run(["podman", "untag", built, tag], capture_output=True, check=False)
+    if previous and previous != built:
+        subprocess.run(["podman", "image", "rm", previous], capture_output=True, check=False)
+
+
 def _image_id(tag: str) -> str | None:
     done = subprocess.run(["podman", "image", "inspect", "--format", "{{.Id}}", tag], capture_output=True, text=True)
     return (done.stdout.strip() or None) if done.returncode == 0 else None

@@ -18,3 +18,17 @@ def wait_for(predicate, *, timeout=60.0, interval=0.2, message="condition"):
             return value
         time.sleep(interval)
     pytest.fail(f"timed out after {timeout:g}s waiting for {message() if callable(message) else message}")
+
+
+def answered(request, *, timeout=60.0, message="the server to answer"):
+    """`request()`'s response once the server it calls accepts connections (a `requests`
+    ConnectionError means not yet); fail the test after `timeout` seconds."""
+    import requests
+
+    def attempt():
+        try:
+            return request()
+        except requests.ConnectionError:
+            return None
+
+    return wait_for(attempt, timeout=timeout, interval=0.1, message=message)

@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 from django.db import connection
@@ -34,13 +35,22 @@ def worker_start(service, log_path: Path, **environ) -> subprocess.Popen:
     }
     log = log_path.open("ab")
     return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-l", "INFO"],
+        # A node name of its own: on RabbitMQ a worker's remote-control queue (<name>.celery.pidbox)
+        # is exclusive, and the workers of other runs, or of this run's other xdist workers, share the host.
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-l", "INFO", "-n", f"{node_name()}@%h"],
         cwd=ROOT,
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+
+
+def node_name() -> str:
+    """A Celery node name no other worker process on this machine has (the run's id and a random part)."""
+    from django.conf import settings
+
+    return f"partner-test-{settings.RUN_ID}-{uuid.uuid4().hex[:8]}"
 
 
 def worker_kill(process: subprocess.Popen) -> None:
