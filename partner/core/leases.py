@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, models
-from django.db.models import Case, Exists, F, Q, Value, When
+from django.db.models import Exists, Q
 from django.utils import timezone
 
 from partner.core.returning import update_returning
@@ -116,20 +116,6 @@ class Lease:
             if self.lost or not rows.filter(Exists(self._mine())).update(**updates):
                 self.lost = True
                 raise LeaseLost(f"the lease of {self.label} is no longer this worker's")
-
-    def released(self) -> dict:
-        """The lease's release as a field of an UPDATE of the leased row that the caller writes anyway
-        (`claimed_until=…`): the row is freed where this worker still holds it, and left as it is
-        otherwise. The lease counts as released from here on."""
-        with self._lock:
-            held, self.lost = not self.lost, True
-            until = self.until
-        if not held:
-            return {}
-        free = Case(
-            When(claimed_until=until, then=Value(None)), default=F("claimed_until"), output_field=models.DateTimeField()
-        )
-        return {"claimed_until": free}
 
     def release(self, **updates) -> bool:
         """Give the row back, applying `updates` in the same UPDATE; False when it was no longer ours

@@ -249,8 +249,9 @@ class Delivery(TimeStampedModel):
     the lender can act on. Sent in creation order, each step recorded (slots requested, each
     document uploaded, the PATCH), so a worker that dies resumes where it stopped and nothing is
     sent twice. `sequence` is the
-    number of our PATCHes of the transaction up to this one: a "processed" callback that names the
-    response version confirms that delivery, one that does not confirms the latest sent.
+    number of our PATCHes of the transaction up to this one (the response version it makes), written
+    before the PATCH: a "processed" callback that names the response version confirms that delivery,
+    one that does not confirms the oldest the service accepted and has not confirmed.
     """
 
     order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="deliveries")
