@@ -117,6 +117,22 @@ class Lease:
                 self.lost = True
                 raise LeaseLost(f"the lease of {self.label} is no longer this worker's")
 
+    def release_unless(self, busy: Q, **updates) -> bool:
+        """Give the row back unless `busy` (a condition on the row: work waits for it) holds, with
+        `updates`, in one UPDATE: True when released; False when `busy` held (the lease is kept and
+        renewed: the caller does the work that waits, then tries again). Raises LeaseLost when the row
+        is no longer this worker's. Because the condition is checked in the statement that frees the
+        row, nothing committed before the release is left behind by it: whoever stores work later
+        finds the row free and takes it."""
+        with self._lock:
+            if self.lost:
+                raise LeaseLost(f"the lease of {self.label} is no longer this worker's")
+            if self._mine().filter(~busy).update(claimed_until=None, **updates):
+                self.lost = True  # from here on, nothing renews it
+                return True
+        self.confirm()
+        return False
+
     def release(self, **updates) -> bool:
         """Give the row back, applying `updates` in the same UPDATE; False when it was no longer ours
         (nothing written)."""

@@ -39,7 +39,7 @@ LOAN = {
 # order prepared (3), the lease confirmed before the slot request, the slots kept, the upload's
 # fence with its start and its end (2), the PATCH's fence with its attempt and response version,
 # the order locked for the record, the delivery recorded as sent, the order's delivery time and
-# resource, the order settled (delivered), the steps, the order released, and
+# resource, the order settled (delivered), the steps, the order released where nothing waits, and
 # the notification finished. "process (processed)": the notification taken, the order found and
 # locked, the delivery confirmed, the order settled (completed), the step, the notification finished.
 # The same order cost 39 before the work on performance (2026-11-24 morning) and 19 after it; every
