@@ -265,6 +265,7 @@ class Delivery(TimeStampedModel):
     sequence = models.PositiveIntegerField(null=True, blank=True)
     sent_at = models.DateTimeField(null=True, blank=True)
     confirmed_at = models.DateTimeField(null=True, blank=True)
+    confirmed_by = models.CharField(max_length=200, blank=True, help_text="The processed callback event.")
     failed_at = models.DateTimeField(null=True, blank=True)
     failure_reason = models.TextField(blank=True)
     attempts = models.PositiveIntegerField(default=0)

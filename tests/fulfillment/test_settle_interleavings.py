@@ -100,7 +100,8 @@ def test_each_callback_confirms_its_own_delivery_before_or_after_the_senders_rec
     """An order whose last delivery of `kind` is being sent; for a staff member's answer, the
     acknowledgement before it was sent and awaits its callback. The callbacks come while the sender
     is held between the accepted PATCH and its record, or after the record: in the service's order
-    without a version, the newer first with one (webhooks may arrive in any order)."""
+    without a version, the newer first with one (webhooks may arrive in any order; the newer's
+    confirms the older with it, whose own callback then changes nothing)."""
     order = _opened(fake_platform, staff_worked=kind != DeliveryKind.RESULT)
     if kind not in (DeliveryKind.RESULT, DeliveryKind.ACKNOWLEDGEMENT):
         order_run(order_id=order.pk)  # the acknowledgement, sent
@@ -121,14 +122,15 @@ def test_each_callback_confirms_its_own_delivery_before_or_after_the_senders_rec
         assert run.outcome().sent == 1
     if callbacks == "after-record":
         for number, delivery in enumerate(arriving):
-            assert _state(delivery) != DeliveryState.CONFIRMED
             _callback(f"ev-{number}", delivery, versioned=versioned)
             assert _state(delivery) == DeliveryState.CONFIRMED, f"callback {number} confirmed another delivery"
 
     order.refresh_from_db()
     assert len(fake_platform.called("patch_response")) == len(deliveries)
     assert set(order.deliveries.values_list("state", flat=True)) == {DeliveryState.CONFIRMED}
-    assert sorted(confirmations) == sorted(d.pk for d in deliveries)  # one announcement each
+    # One announcement each, in the order of the PATCHes (a later version's callback that came
+    # first confirms the earlier ones with it: the service processed them before).
+    assert confirmations == [d.pk for d in deliveries]
     assert order.status == SETTLED[kind]
     assert order.claimed_until is None
 
@@ -156,3 +158,22 @@ def test_two_callbacks_at_once_confirm_two_deliveries(fake_platform, tasks_sent,
 
     assert [_state(d) for d in deliveries] == [DeliveryState.CONFIRMED, DeliveryState.CONFIRMED]
     assert sorted(confirmations) == sorted(d.pk for d in deliveries)
+
+
+def test_a_callback_applied_twice_confirms_one_delivery(fake_platform, tasks_sent, confirmations):
+    """The same "processed" event handled a second time (its task run again after a worker died
+    before marking it done, or replayed by staff), with no version: the second changes nothing,
+    and the next delivery waits for its own callback."""
+    order = _opened(fake_platform, staff_worked=True)
+    order_run(order_id=order.pk)  # the acknowledgement
+    _stored(order, DeliveryKind.PARTIAL)
+    order_run(order_id=order.pk)  # the partial delivery
+    ack, sent = order.deliveries.order_by("created_at", "id")
+
+    delivery_confirm(transaction_id=TXN, event_id="ev-1")
+    delivery_confirm(transaction_id=TXN, event_id="ev-1")
+
+    assert (_state(ack), _state(sent)) == (DeliveryState.CONFIRMED, DeliveryState.SENT)
+    assert confirmations == [ack.pk]
+    delivery_confirm(transaction_id=TXN, event_id="ev-2")
+    assert _state(sent) == DeliveryState.CONFIRMED and confirmations == [ack.pk, sent.pk]

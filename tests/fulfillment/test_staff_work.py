@@ -282,13 +282,13 @@ def test_a_partial_then_a_final_delivery_each_with_its_documents(fake_platform, 
     assert order.status == OrderStatus.RESPONSE_DELIVERED and order.delivered_at is not None
 
     # The callbacks confirm each delivery; the final one completes the order.
+    processed(fake_platform, "ev-1")  # names no version: the oldest not confirmed, the acknowledgement
+    order.refresh_from_db()
+    assert order.status == OrderStatus.RESPONSE_DELIVERED
     processed(fake_platform, "ev-2", version=2)
     order.refresh_from_db()
     assert order.status == OrderStatus.RESPONSE_DELIVERED
     assert Delivery.objects.get(pk=partial.pk).state == DeliveryState.CONFIRMED
-    processed(fake_platform, "ev-1")  # names no version: the oldest not confirmed, the acknowledgement
-    order.refresh_from_db()
-    assert order.status == OrderStatus.RESPONSE_DELIVERED
     processed(fake_platform, "ev-3")  # then the final delivery
     order.refresh_from_db()
     assert order.status == OrderStatus.REQUEST_COMPLETED

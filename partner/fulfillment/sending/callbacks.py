@@ -7,14 +7,16 @@ read.
 
 Which delivery a "processed" event confirms: the one whose response version it names (the sender
 writes a delivery's `sequence` before its PATCH, so a version always finds its delivery, even when
-the callback comes before the sender recorded the PATCH); without a version (the spec's event shows
-none), the oldest delivery the service accepted and has not confirmed, since the service processes
-our responses in the order it received them. Each callback takes the order's lock first
+the callback comes before the sender recorded the PATCH), and the earlier ones not yet confirmed
+with it; without a version (the spec's event shows none), the oldest delivery the service accepted
+and has not confirmed. Both rest on the service processing our responses in the order it received
+them. Each callback takes the order's lock first
 (`order_lock`), so two callbacks of one order and the sender's record follow one another: N
 accepted PATCHes, N callbacks, N confirmations, however they interleave.
 """
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from partner.core.checkpoints import checkpoint
@@ -41,11 +43,19 @@ def _response_version(raw: dict):
     return None
 
 
-def _confirm(rows, *, now) -> Delivery | None:
+def _confirm(rows, *, now, event_id: str) -> Delivery | None:
     """Confirm the first delivery of `rows` (one UPDATE … RETURNING); None when none may be."""
-    first = rows.filter(state__in=DELIVERY_MOVES[DeliveryState.CONFIRMED]).values("pk")[:1]
+    # Never twice for one event (its task run again, a replay): it names the delivery it confirmed.
+    rows = rows.filter(state__in=DELIVERY_MOVES[DeliveryState.CONFIRMED])
+    if event_id:
+        rows = rows.filter(~Exists(Delivery.objects.filter(order=OuterRef("order"), confirmed_by=event_id)))
+    first = rows.values("pk")[:1]
     confirmed = delivery_move_returning(
-        Delivery.objects.filter(pk__in=first), DeliveryState.CONFIRMED, confirmed_at=now, updated_at=now
+        Delivery.objects.filter(pk__in=first),
+        DeliveryState.CONFIRMED,
+        confirmed_at=now,
+        confirmed_by=event_id,
+        updated_at=now,
     )
     return confirmed[0] if confirmed else None
 
@@ -54,7 +64,8 @@ def delivery_confirm(*, transaction_id: str, event_id: str, version=None) -> Del
     """A "processed" callback confirms the delivery of the response version it names; one that names
     none (or a version we have no record of) confirms the oldest delivery the service accepted and
     has not confirmed (sent, or PATCHed and not yet recorded). The order is then settled
-    (`order_settle`). A callback that finds nothing to confirm (a replay) changes nothing."""
+    (`order_settle`). An event applied once (its delivery records it, `confirmed_by`) changes
+    nothing when it comes again, nor does a callback that finds nothing to confirm."""
     with transaction.atomic():  # the confirmation, the order's move and what they announce, together
         order_id = order_lock(Order.objects.filter(transaction_id=transaction_id))
         if order_id is None:
@@ -67,24 +78,33 @@ def delivery_confirm(*, transaction_id: str, event_id: str, version=None) -> Del
 def _delivery_confirm(*, order_id: int, event_id: str, version) -> Delivery | None:
     now = timezone.now()
     deliveries = Delivery.objects.filter(order=order_id)
+    delivery = None
     if version is not None:
-        if deliveries.filter(sequence=version, state=DeliveryState.CONFIRMED).exists():
+        delivery = _confirm(deliveries.filter(sequence=version), now=now, event_id=event_id)
+        if delivery is None and deliveries.filter(sequence=version, state=DeliveryState.CONFIRMED).exists():
             return None  # a replay: its delivery is confirmed
-        delivery = _confirm(deliveries.filter(sequence=version), now=now)
-    else:
-        delivery = None
     if delivery is None:
         # The oldest the service accepted: its PATCH's version written (before the PATCH), and tried.
         accepted = deliveries.filter(sequence__isnull=False, attempts__gt=0).order_by("sequence", "id")
-        delivery = _confirm(accepted, now=now)
+        delivery = _confirm(accepted, now=now, event_id=event_id)
     if delivery is None:
         if not deliveries.filter(state=DeliveryState.CONFIRMED).exists():
             step_record(Order(pk=order_id), "event", f"processed ({event_id}), no delivery waiting for it")
         return None
-    if delivery.kind not in SILENT_KINDS:
-        step_record(Order(pk=order_id), "confirmed", f"{delivery.get_kind_display()} ({event_id})")
-    announcements.order_announce(order_id=order_id, what=announcements.DELIVERY_CONFIRMED, delivery_id=delivery.pk)
-    order_settle(order_id=order_id, delivery=delivery, event_id=event_id)
+    earlier = []
+    if version is not None:
+        # The service processes our responses in order: the one it processed before this version
+        # were processed too, even if their callbacks come later (they then change nothing). So
+        # every confirmation is announced, and in the order of the PATCHes, before the completion.
+        accepted = deliveries.filter(sequence__lt=delivery.sequence, attempts__gt=0)
+        earlier = delivery_move_returning(
+            accepted, DeliveryState.CONFIRMED, confirmed_at=now, confirmed_by=event_id, updated_at=now
+        )
+    for confirmed in [*sorted(earlier, key=lambda d: d.sequence), delivery]:
+        if confirmed.kind not in SILENT_KINDS:
+            step_record(Order(pk=order_id), "confirmed", f"{confirmed.get_kind_display()} ({event_id})")
+        announcements.order_announce(order_id=order_id, what=announcements.DELIVERY_CONFIRMED, delivery_id=confirmed.pk)
+        order_settle(order_id=order_id, delivery=confirmed, event_id=event_id)
     return delivery
 
 
