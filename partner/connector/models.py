@@ -127,6 +127,10 @@ class Event(TimeStampedModel, LeasedModel):
     )
     delivered_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
+    # Where it stands in the events feed: stamped once it is committed, in the order events became
+    # visible, by one writer at a time (`selectors.events_positions_stamp`), so that a cursor never
+    # passes an event committed later with a smaller id. Empty until the feed first looks.
+    position = models.PositiveBigIntegerField(null=True, blank=True, unique=True, editable=False)
 
     class Meta:
         ordering = ["id"]
@@ -134,7 +138,9 @@ class Event(TimeStampedModel, LeasedModel):
             # The relay's round: the pending events, oldest first.
             models.Index(fields=["connection", "order", "id"], condition=Q(state="pending"), name="event_pending"),
             models.Index(fields=["claimed_until"], condition=Q(claimed_until__isnull=False), name="event_held"),
-            models.Index(fields=["connection", "id"], name="event_feed"),
+            # The feed: a connection's events by position, and those not yet stamped.
+            models.Index(fields=["connection", "position"], name="event_feed_position"),
+            models.Index(fields=["connection", "id"], condition=Q(position__isnull=True), name="event_unstamped"),
         ]
 
     def __str__(self):

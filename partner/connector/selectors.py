@@ -40,9 +40,10 @@ def connection_health(connection: Connection) -> Health:
     )
 
 
-def events_feed(*, connection: Connection, after: int = 0, limit: int = FEED_PAGE) -> list[Event]:
-    """The connection's events after the cursor `after` (an event id), oldest first."""
-    events = Event.objects.filter(connection=connection, pk__gt=after).order_by("pk")
+def events_after(*, connection: Connection, after: int = 0, limit: int = FEED_PAGE) -> list[Event]:
+    """The connection's events whose feed position is after the cursor `after`, in position order
+    (stamped by `services.events_positions_stamp`; an event not yet stamped is not in the feed)."""
+    events = Event.objects.filter(connection=connection, position__gt=after).order_by("position")
     return list(events[: max(1, min(limit, FEED_PAGE))])
 
 

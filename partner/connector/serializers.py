@@ -108,7 +108,9 @@ class DocumentIn(serializers.Serializer):
 
 
 class EventOut(serializers.Serializer):
-    id = serializers.IntegerField(help_text="The cursor: ask for the events after it.")
+    id = serializers.IntegerField(
+        source="position", help_text="Its place in the feed, the cursor: ask for the events after it."
+    )
     webhook_id = serializers.CharField(source="message_id", help_text="The webhook-id of its pushes.")
     type = serializers.CharField()
     created_at = serializers.DateTimeField()

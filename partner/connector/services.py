@@ -1,4 +1,5 @@
-"""The rules of a connection and of its events: create one, replay events, take an order over.
+"""The rules of a connection and of its events: create one, replay events, take an order over, give
+events their place in the feed.
 
 A connection is created with its user (who the system acts as) and its OAuth client (client
 credentials, confidential): the client secret is shown once, to the person who created it.
@@ -10,6 +11,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import connection as db_connection
 from django.db import transaction
 from django.utils import timezone
 from oauth2_provider.generators import generate_client_secret
@@ -18,6 +20,7 @@ from oauth2_provider.models import get_application_model
 from partner.catalog.models import Product
 from partner.connector.events import connection_order_hand
 from partner.connector.models import EVENT_TYPES, Connection, Event, EventState, secret_new
+from partner.connector.selectors import FEED_PAGE, events_after
 from partner.core.checks import url_on_loopback
 from partner.core.errors import ApplicationError
 from partner.fulfillment.staff.services import order_take
@@ -206,3 +209,37 @@ def connection_demo(*, product_name: str) -> Connection:
             return Connection.objects.get(name=claimed[product.name])
         connection.products.add(product)
     return connection
+
+
+# The advisory lock (PostgreSQL) held by the one writer of feed positions at a time.
+_POSITIONS_LOCK = 0x70A51710
+
+
+def events_positions_stamp(*, connection: Connection) -> int:
+    """Give the connection's committed events that have no feed position one, each after every
+    position given so far, in the order of their ids; how many. One writer at a time (an advisory
+    lock on PostgreSQL; SQLite has one writer), and an event is stamped only once it is committed,
+    so positions are given in the order events became visible: a cursor that passed a position
+    never misses an event stamped later, whatever order transactions committed in."""
+    if not Event.objects.filter(connection=connection, position__isnull=True).exists():
+        return 0
+    table = db_connection.ops.quote_name(Event._meta.db_table)
+    with transaction.atomic(), db_connection.cursor() as cursor:
+        if db_connection.vendor == "postgresql":
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_POSITIONS_LOCK])
+        cursor.execute(
+            f"UPDATE {table} SET position = base.highest + unstamped.number"  # noqa: S608 (names, not input)
+            f" FROM (SELECT COALESCE(MAX(position), 0) AS highest FROM {table}) AS base,"
+            f" (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS number FROM {table}"
+            "   WHERE connection_id = %s AND position IS NULL) AS unstamped"
+            f" WHERE {table}.id = unstamped.id",
+            [connection.pk],
+        )
+        return cursor.rowcount
+
+
+def events_feed(*, connection: Connection, after: int = 0, limit: int = FEED_PAGE) -> list[Event]:
+    """The connection's events after the cursor `after` (a feed position), in the order of their
+    positions, the new ones stamped first (`events_positions_stamp`): every event once, none skipped."""
+    events_positions_stamp(connection=connection)
+    return events_after(connection=connection, after=after, limit=limit)

@@ -22,7 +22,7 @@ from partner.connector import answers
 from partner.connector.idempotency import answer_once, fingerprint
 from partner.connector.models import Connection
 from partner.connector.problems import CONTENT_TYPE, TYPE_BASE, BoundedJSONParser, problem_handler, too_many
-from partner.connector.selectors import FEED_PAGE, connection_orders, connection_products, events_feed
+from partner.connector.selectors import FEED_PAGE, connection_orders, connection_products
 from partner.connector.serializers import (
     AcknowledgeIn,
     DeclineIn,
@@ -39,6 +39,7 @@ from partner.connector.serializers import (
     StrictInteger,
     StrictQuery,
 )
+from partner.connector.services import events_feed
 from partner.core.errors import ApplicationError
 from partner.core.ratelimits import address_rate_limited, request_counted
 from partner.fulfillment.models import OrderStatus
@@ -408,4 +409,5 @@ class EventListApi(ConnectorApi):
         cursor.is_valid(raise_exception=True)
         after = cursor.validated_data["after"]
         events = events_feed(connection=self.connection(), after=after, limit=cursor.validated_data["limit"])
-        return Response({"events": EventOut(events, many=True).data, "next_after": events[-1].pk if events else after})
+        next_after = events[-1].position if events else after
+        return Response({"events": EventOut(events, many=True).data, "next_after": next_after})

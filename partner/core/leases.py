@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, models
-from django.db.models import Case, Exists, F, Q, Value, When
+from django.db.models import Exists, Q
 from django.utils import timezone
 
 from partner.core.returning import update_returning
@@ -117,19 +117,21 @@ class Lease:
                 self.lost = True
                 raise LeaseLost(f"the lease of {self.label} is no longer this worker's")
 
-    def released(self) -> dict:
-        """The lease's release as a field of an UPDATE of the leased row that the caller writes anyway
-        (`claimed_until=…`): the row is freed where this worker still holds it, and left as it is
-        otherwise. The lease counts as released from here on."""
+    def release_unless(self, busy: Q, **updates) -> bool:
+        """Give the row back unless `busy` (a condition on the row: work waits for it) holds, with
+        `updates`, in one UPDATE: True when released; False when `busy` held (the lease is kept and
+        renewed: the caller does the work that waits, then tries again). Raises LeaseLost when the row
+        is no longer this worker's. Because the condition is checked in the statement that frees the
+        row, nothing committed before the release is left behind by it: whoever stores work later
+        finds the row free and takes it."""
         with self._lock:
-            held, self.lost = not self.lost, True
-            until = self.until
-        if not held:
-            return {}
-        free = Case(
-            When(claimed_until=until, then=Value(None)), default=F("claimed_until"), output_field=models.DateTimeField()
-        )
-        return {"claimed_until": free}
+            if self.lost:
+                raise LeaseLost(f"the lease of {self.label} is no longer this worker's")
+            if self._mine().filter(~busy).update(claimed_until=None, **updates):
+                self.lost = True  # from here on, nothing renews it
+                return True
+        self.confirm()
+        return False
 
     def release(self, **updates) -> bool:
         """Give the row back, applying `updates` in the same UPDATE; False when it was no longer ours

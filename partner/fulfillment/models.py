@@ -251,8 +251,9 @@ class Delivery(TimeStampedModel):
     the lender can act on. Sent in creation order, each step recorded (slots requested, each
     document uploaded, the PATCH), so a worker that dies resumes where it stopped and nothing is
     sent twice. `sequence` is the
-    number of our PATCHes of the transaction up to this one: a "processed" callback that names the
-    response version confirms that delivery, one that does not confirms the latest sent.
+    number of our PATCHes of the transaction up to this one (the response version it makes), written
+    before the PATCH: a "processed" callback that names the response version confirms that delivery,
+    one that does not confirms the oldest the service accepted and has not confirmed.
     """
 
     order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="deliveries")
@@ -266,6 +267,7 @@ class Delivery(TimeStampedModel):
     sequence = models.PositiveIntegerField(null=True, blank=True)
     sent_at = models.DateTimeField(null=True, blank=True)
     confirmed_at = models.DateTimeField(null=True, blank=True)
+    confirmed_by = models.CharField(max_length=200, blank=True, help_text="The processed callback event.")
     failed_at = models.DateTimeField(null=True, blank=True)
     failure_reason = models.TextField(blank=True)
     attempts = models.PositiveIntegerField(default=0)

@@ -10,7 +10,11 @@ what is not yet done, in this order:
    the response and the delivery that sends it; a permanent refusal fails the order, with a notice
    for the lender where they can act on it;
 2. send every delivery that waits (`sending.sender.deliveries_send`): the result, the acknowledgement,
-   the staff's deliveries, the failure notice.
+   the staff's deliveries, the failure notice; then release the order only where nothing waits, in
+   one statement (`Lease.release_unless`), and otherwise send what was stored meanwhile and try
+   again. Whoever stores work for an order hands it to its run after commit (`order_run_enqueue`);
+   a task that finds the order held ends, because the holder cannot release the order while work
+   stored before the release waits (docs/architecture.md, "Who wakes whom").
 
 When a run stops on an error, one function decides what comes next (`_stopped`): a transient
 service error is run again later (the rule of `partner.core.retries`: the wait the service asked
@@ -27,6 +31,7 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
+from partner.core.checkpoints import checkpoint
 from partner.core.leases import Lease, LeaseLost, lease_kept, lease_remaining, lease_take_one
 from partner.core.logging import log_context
 from partner.core.retries import RetryPlan, retry_plan
@@ -43,7 +48,7 @@ from partner.fulfillment.orders.history import step_record, steps_batched
 from partner.fulfillment.orders.selectors import work_left
 from partner.fulfillment.orders.services import OrderFailed, order_fail
 from partner.fulfillment.orders.states import delivery_move
-from partner.fulfillment.sending.sender import deliveries_send, deliveries_waiting
+from partner.fulfillment.sending.sender import deliveries_send
 from partner.platform.errors import RequestRefused, ServiceError
 
 logger = logging.getLogger(__name__)
@@ -82,7 +87,7 @@ def order_work(order: Order, lease: Lease, *, retries: int = 0, rate_limited_sin
         except Exception as exc:
             return _stopped(order, lease, exc, retries=retries, rate_limited_since=rate_limited_since)
         finally:
-            lease.release()  # unless the UPDATE that recorded the last delivery released it
+            lease.release()  # unless the run released it already (where nothing waits)
     return RunOutcome(sent=sent)
 
 
@@ -107,7 +112,14 @@ def _steps(order: Order, lease: Lease) -> int:
             Order.objects.filter(pk=order.pk).update(last_error=str(exc)[:2000])
             order_fail(order=order, code=FailureCode.SERVICE_REJECTED, reason=f"The request was not sent: {exc}")
             return 0
-    return deliveries_send(order, lease, waiting=waiting if waiting is not None else deliveries_waiting(order))
+    sent = 0
+    while True:
+        sent += deliveries_send(order, lease, waiting=waiting)
+        waiting = None
+        checkpoint("run.looked")
+        # Released only where nothing waits, in one statement; else what was stored meanwhile is sent.
+        if lease.release_unless(work_left()):
+            return sent
 
 
 def _path(url: str) -> str:

@@ -166,7 +166,7 @@ def test_the_events_feed_pages_with_a_cursor(api, order, fake_platform, connecte
     assert event["type"] == "order.created" and event["webhook_id"].startswith("msg_")
     assert event["payload"]["data"]["order"]["id"] == order.pk
     rest = api.get("/events", after=first["next_after"]).json()
-    assert [e["id"] for e in rest["events"]] == [Event.objects.order_by("pk").last().pk]
+    assert [e["id"] for e in rest["events"]] == [Event.objects.order_by("pk").last().position]
     assert api.get("/events", after=rest["next_after"]).json() == {"events": [], "next_after": rest["next_after"]}
 
 

@@ -127,11 +127,12 @@ def test_the_lifecycle_makes_one_event_per_moment_with_growing_versions(order, c
     kinds = [(e.type, e.payload["data"]["order"]["version"]) for e in events(order)]
     assert kinds == [
         ("order.created", 1),
-        ("order.delivery.confirmed", 2),
+        ("order.delivery.confirmed", 2),  # the acknowledgement: processed before the status update
         ("order.delivery.confirmed", 3),
-        ("order.completed", 4),
+        ("order.delivery.confirmed", 4),
+        ("order.completed", 5),
     ]
-    confirmed = events(order)[2].payload["data"]["delivery"]
+    confirmed = events(order)[3].payload["data"]["delivery"]
     assert confirmed["id"] == final.pk and confirmed["kind"] == DeliveryKind.FINAL
     assert events(order)[-1].payload["data"]["order"]["status"] == OrderStatus.REQUEST_COMPLETED
 

@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 import pytest
+from django.db.models import Q
 from django.utils import timezone
 
 from partner.core.leases import LeaseLost, lease_kept, lease_seconds, lease_take
@@ -59,19 +60,24 @@ def test_a_lease_another_worker_took_after_it_ran_out_writes_nothing_more():
 
 
 @pytest.mark.django_db
-def test_a_lease_released_in_an_update_of_the_row_frees_it_only_while_held():
-    order = Order.objects.create(transaction_id="t-released-in")
+def test_a_lease_is_released_only_where_no_work_waits_and_only_while_held():
+    order = Order.objects.create(transaction_id="t-release-unless", last_error="work waits")
     rows = Order.objects.filter(pk=order.pk)
     lease = lease_take(rows)
-    rows.update(last_error="recorded", **lease.released())
+    waits = Q(last_error="work waits")
+    assert lease.release_unless(waits) is False  # kept: the holder does the work first
     order.refresh_from_db()
-    assert (order.claimed_until, order.last_error) == (None, "recorded")
-    assert lease.released() == {} and lease.release() is False  # released once
+    assert order.claimed_until == lease.until
+    rows.update(last_error="")
+    assert lease.release_unless(waits, attempts=7) is True
+    order.refresh_from_db()
+    assert (order.claimed_until, order.attempts) == (None, 7)
 
     stale = lease_take(rows)
     rows.update(claimed_until=timezone.now() - timedelta(seconds=1))
     taken = lease_take(rows)
-    rows.update(last_error="recorded again", **stale.released())
+    with pytest.raises(LeaseLost):
+        stale.release_unless(waits)
     order.refresh_from_db()
     assert order.claimed_until == taken.until  # not freed: another worker holds it
 

@@ -15,6 +15,7 @@ One test, because building and starting the stack is most of its time (about a m
 base is cached; the first run also makes the base, about a minute more).
 """
 
+import os
 import secrets
 import shutil
 import subprocess

@@ -216,8 +216,10 @@ def test_the_final_delivery_is_polled_until_the_service_confirms_it(client, fake
     assert (body["step"], body["finished"]) == ("delivered", False)  # awaiting the service's confirmation
     assert body["partner_status"] == "Appraisal complete"
 
-    fake.events[(TXN, "ev-1")] = {"id": "ev-1", "type": "urn:svc:platform:transaction:response:processed"}
-    order_event_handle(resource_ref=f"{settings.SVC_BASE_URL}/partner/v2/transactions/{TXN}/events/ev-1")
+    # The service processes our responses in order: the acknowledgement's callback, then the final's.
+    for event_id in ("ev-0", "ev-1"):
+        fake.events[(TXN, event_id)] = {"id": event_id, "type": "urn:svc:platform:transaction:response:processed"}
+        order_event_handle(resource_ref=f"{settings.SVC_BASE_URL}/partner/v2/transactions/{TXN}/events/{event_id}")
     body = progress(client, origin)
     assert (body["step"], body["finished"]) == ("completed", True)
     assert [label for label, _ in labels(body)] == ["Order received", "Final delivery"]

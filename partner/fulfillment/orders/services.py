@@ -28,8 +28,14 @@ from partner.fulfillment.models import (
 )
 from partner.fulfillment.orders import announcements
 from partner.fulfillment.orders.history import first_time, step_record
-from partner.fulfillment.orders.metrics import order_completed, order_failed
-from partner.fulfillment.orders.states import delivery_move, order_move, order_move_check, order_move_returning
+from partner.fulfillment.orders.metrics import order_completed, order_declined, order_failed
+from partner.fulfillment.orders.states import (
+    SETTLED_BY,
+    delivery_move,
+    order_move,
+    order_move_check,
+    order_move_returning,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -168,14 +174,61 @@ def order_complete(*, transaction_id: str, event_id: str = "", because: str = ""
             updated_at=now,
         )
         if completed:
-            announcements.order_announce(order_id=completed[0].pk, what=announcements.COMPLETED)
+            _completed(completed[0], now, because=because or f"event {event_id}")
     if not completed:
         return Order.objects.filter(transaction_id=transaction_id).first()
-    order = completed[0]
+    return completed[0]
+
+
+def _completed(order: Order, now, *, because: str) -> None:
+    """What a completion writes beside the order's move: its announcement, figure, step and line."""
+    announcements.order_announce(order_id=order.pk, what=announcements.COMPLETED)
     order_completed(order, now)
-    step_record(order, "completed", because or f"event {event_id}")
-    logger.info("transaction %s: request completed (%s)", transaction_id, because or f"event {event_id}")
-    return order
+    step_record(order, "completed", because)
+    logger.info("transaction %s: request completed (%s)", order.transaction_id, because)
+
+
+def order_lock(rows) -> int | None:
+    """Lock the row of the order of `rows` (a queryset of orders) until the caller's transaction
+    ends, and return its id (None: no such order). Whoever changes the state of an order's
+    deliveries (the sender's record of a PATCH, a callback's confirmation) takes it first, so that
+    they follow one another on one order, and always in this order (the order, then its
+    deliveries), so that two of them never wait for each other."""
+    return rows.select_for_update().values_list("pk", flat=True).first()
+
+
+def order_settle(*, order_id: int, delivery: Delivery, event_id: str = "") -> str | None:
+    """Move the order to what its deliveries say now that `delivery` changed state (sent or
+    confirmed), by `states.SETTLED_BY`: delivered once its result or final delivery is sent,
+    completed once that is confirmed, declined once its decline is sent. The one rule by which
+    deliveries move their order, called in the transaction that changed the delivery, after
+    `order_lock`, by the sender's record of a PATCH and by the "processed" callback, whichever comes
+    first; a move already made is not made again and an order never moves back (the table's guard
+    in the UPDATE). Only a change of the order's ending delivery can move it, so the others cost no
+    statement. `event_id`: the callback's. Returns the status moved to (None: no move)."""
+    to = SETTLED_BY.get((delivery.kind, delivery.state))
+    if to is None:
+        return None
+    now = timezone.now()
+    rows = Order.objects.filter(pk=order_id)
+    if to == OrderStatus.REQUEST_COMPLETED:
+        because = "" if event_id else "processed before our record of the send"
+        completed = order_move_returning(
+            rows, to, completed_at=now, delivered_at=first_time("delivered_at", now), event_id=event_id, updated_at=now
+        )
+        if not completed:
+            return None
+        _completed(completed[0], now, because=because or f"event {event_id}")
+    elif to == OrderStatus.RESPONSE_DELIVERED:
+        if not order_move(rows, to, delivered_at=first_time("delivered_at", now), updated_at=now):
+            return None
+    else:
+        declined = order_move_returning(rows, to, updated_at=now)
+        if not declined:
+            return None
+        order_declined(declined[0])
+        announcements.order_announce(order_id=order_id, what=announcements.DECLINED, delivery_id=delivery.pk)
+    return to
 
 
 def order_retry(*, order_id: int) -> bool:

@@ -33,7 +33,7 @@ from django.db.models import Case, F, QuerySet, Value, When
 
 from partner.core.errors import ApplicationError
 from partner.core.returning import update_returning
-from partner.fulfillment.models import DeliveryState, OrderStatus
+from partner.fulfillment.models import DeliveryKind, DeliveryState, OrderStatus
 
 _OPEN = (
     OrderStatus.VALIDATION_REQUESTED,
@@ -63,6 +63,21 @@ DELIVERY_MOVES: dict[str, frozenset[str]] = {
     DeliveryState.SENT: frozenset({DeliveryState.PENDING}),
     DeliveryState.CONFIRMED: frozenset({DeliveryState.PENDING, DeliveryState.SENT}),
     DeliveryState.FAILED: frozenset({DeliveryState.PENDING}),
+}
+
+# What an order's ending delivery (its result, its final delivery or its decline) says the order
+# is, by the delivery's kind and state: the one rule that moves an order from its deliveries
+# (`services.order_settle`, called by the sender's record and by the callback, whichever comes
+# first). A result or final delivery sent delivers the order, confirmed completes it; a decline
+# sent (or confirmed) declines it. Apart from this rule only staff's confirm and the
+# reconciliation complete an order (`services.order_complete`).
+SETTLED_BY: dict[tuple[str, str], str] = {
+    (DeliveryKind.RESULT, DeliveryState.SENT): OrderStatus.RESPONSE_DELIVERED,
+    (DeliveryKind.RESULT, DeliveryState.CONFIRMED): OrderStatus.REQUEST_COMPLETED,
+    (DeliveryKind.FINAL, DeliveryState.SENT): OrderStatus.RESPONSE_DELIVERED,
+    (DeliveryKind.FINAL, DeliveryState.CONFIRMED): OrderStatus.REQUEST_COMPLETED,
+    (DeliveryKind.DECLINE, DeliveryState.SENT): OrderStatus.DECLINED,
+    (DeliveryKind.DECLINE, DeliveryState.CONFIRMED): OrderStatus.DECLINED,
 }
 
 

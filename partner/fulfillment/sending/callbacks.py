@@ -1,24 +1,33 @@
 """The service's callbacks: a transaction event, read and applied to its order.
 
 A "processed" event confirms the delivery it belongs to (`delivery_confirm`), whatever kind of order
-it is; the order completes when that delivery is its last word (an automated result, a final
-delivery). Any other event is recorded for staff to read.
+it is, and the order is settled by the one rule of `orders.services.order_settle` (completed when
+the confirmed delivery is its result or final delivery). Any other event is recorded for staff to
+read.
+
+Which delivery a "processed" event confirms: the one whose response version it names (the sender
+writes a delivery's `sequence` before its PATCH, so a version always finds its delivery, even when
+the callback comes before the sender recorded the PATCH), and the earlier ones not yet confirmed
+with it; without a version (the spec's event shows none), the oldest delivery the service accepted
+and has not confirmed. Both rest on the service processing our responses in the order it received
+them. Each callback takes the order's lock first
+(`order_lock`), so two callbacks of one order and the sender's record follow one another: N
+accepted PATCHes, N callbacks, N confirmations, however they interleave.
 """
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from partner.core.checkpoints import checkpoint
 from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order
 from partner.fulfillment.orders import announcements
 from partner.fulfillment.orders.history import step_record
-from partner.fulfillment.orders.services import order_complete
+from partner.fulfillment.orders.services import order_lock, order_settle
 from partner.fulfillment.orders.states import DELIVERY_MOVES, delivery_move_returning
 from partner.platform import client
 from partner.platform.urns import response_processed_event_type
 
-# The deliveries whose confirmation completes the order (a decline ends it when it is sent).
-COMPLETING_KINDS = (DeliveryKind.RESULT, DeliveryKind.FINAL)
 # Confirmed without a line in the order's history: an automated order's says "completed" (its
 # result's confirmation), a failed order's "lender_told" (its notice's sending).
 SILENT_KINDS = (DeliveryKind.RESULT, DeliveryKind.FAILURE_NOTICE)
@@ -34,53 +43,68 @@ def _response_version(raw: dict):
     return None
 
 
-def _confirm(rows, *, now) -> Delivery | None:
+def _confirm(rows, *, now, event_id: str) -> Delivery | None:
     """Confirm the first delivery of `rows` (one UPDATE … RETURNING); None when none may be."""
-    first = rows.filter(state__in=DELIVERY_MOVES[DeliveryState.CONFIRMED]).values("pk")[:1]
+    # Never twice for one event (its task run again, a replay): it names the delivery it confirmed.
+    rows = rows.filter(state__in=DELIVERY_MOVES[DeliveryState.CONFIRMED])
+    if event_id:
+        rows = rows.filter(~Exists(Delivery.objects.filter(order=OuterRef("order"), confirmed_by=event_id)))
+    first = rows.values("pk")[:1]
     confirmed = delivery_move_returning(
-        Delivery.objects.filter(pk__in=first), DeliveryState.CONFIRMED, confirmed_at=now, updated_at=now
+        Delivery.objects.filter(pk__in=first),
+        DeliveryState.CONFIRMED,
+        confirmed_at=now,
+        confirmed_by=event_id,
+        updated_at=now,
     )
     return confirmed[0] if confirmed else None
 
 
 def delivery_confirm(*, transaction_id: str, event_id: str, version=None) -> Delivery | None:
     """A "processed" callback confirms the delivery of the response version it names; one that names
-    none (or a version we have no record of) confirms the latest sent, or else the one being sent
-    now (the service may call back before our PATCH returns). The order completes when the confirmed
-    delivery ends it. A callback that finds nothing to confirm (a replay) changes nothing."""
-    with transaction.atomic():  # the confirmation and what it announces, together
-        return _delivery_confirm(transaction_id=transaction_id, event_id=event_id, version=version)
+    none (or a version we have no record of) confirms the oldest delivery the service accepted and
+    has not confirmed (sent, or PATCHed and not yet recorded). The order is then settled
+    (`order_settle`). An event applied once (its delivery records it, `confirmed_by`) changes
+    nothing when it comes again, nor does a callback that finds nothing to confirm."""
+    with transaction.atomic():  # the confirmation, the order's move and what they announce, together
+        order_id = order_lock(Order.objects.filter(transaction_id=transaction_id))
+        if order_id is None:
+            return None
+        delivery = _delivery_confirm(order_id=order_id, event_id=event_id, version=version)
+        checkpoint("callback.confirmed")
+        return delivery
 
 
-def _delivery_confirm(*, transaction_id: str, event_id: str, version) -> Delivery | None:
+def _delivery_confirm(*, order_id: int, event_id: str, version) -> Delivery | None:
     now = timezone.now()
-    deliveries = Delivery.objects.filter(order__transaction_id=transaction_id)
+    deliveries = Delivery.objects.filter(order=order_id)
     delivery = None
     if version is not None:
-        delivery = _confirm(deliveries.filter(sequence=version), now=now)
+        delivery = _confirm(deliveries.filter(sequence=version), now=now, event_id=event_id)
+        if delivery is None and deliveries.filter(sequence=version, state=DeliveryState.CONFIRMED).exists():
+            return None  # a replay: its delivery is confirmed
     if delivery is None:
-        delivery = _confirm(deliveries.filter(state=DeliveryState.SENT).order_by("-sequence"), now=now)
+        # The oldest the service accepted: its PATCH's version written (before the PATCH), and tried.
+        accepted = deliveries.filter(sequence__isnull=False, attempts__gt=0).order_by("sequence", "id")
+        delivery = _confirm(accepted, now=now, event_id=event_id)
     if delivery is None:
-        # In flight: the first waiting one that was tried (the sender sends them in order).
-        delivery = _confirm(
-            deliveries.filter(~Q(attempts=0), state=DeliveryState.PENDING).order_by("created_at", "id"), now=now
-        )
-    if delivery is None:
-        replayed = deliveries.filter(state=DeliveryState.CONFIRMED)
-        if version is not None:
-            replayed = replayed.filter(sequence=version)
-        if not replayed.exists():
-            order = Order.objects.filter(transaction_id=transaction_id).first()
-            if order is not None:
-                step_record(order, "event", f"processed ({event_id}), no delivery waiting for it")
+        if not deliveries.filter(state=DeliveryState.CONFIRMED).exists():
+            step_record(Order(pk=order_id), "event", f"processed ({event_id}), no delivery waiting for it")
         return None
-    if delivery.kind not in SILENT_KINDS:
-        step_record(Order(pk=delivery.order_id), "confirmed", f"{delivery.get_kind_display()} ({event_id})")
-    announcements.order_announce(
-        order_id=delivery.order_id, what=announcements.DELIVERY_CONFIRMED, delivery_id=delivery.pk
-    )
-    if delivery.kind in COMPLETING_KINDS:
-        order_complete(transaction_id=transaction_id, event_id=event_id)
+    earlier = []
+    if version is not None:
+        # The service processes our responses in order: the one it processed before this version
+        # were processed too, even if their callbacks come later (they then change nothing). So
+        # every confirmation is announced, and in the order of the PATCHes, before the completion.
+        accepted = deliveries.filter(sequence__lt=delivery.sequence, attempts__gt=0)
+        earlier = delivery_move_returning(
+            accepted, DeliveryState.CONFIRMED, confirmed_at=now, confirmed_by=event_id, updated_at=now
+        )
+    for confirmed in [*sorted(earlier, key=lambda d: d.sequence), delivery]:
+        if confirmed.kind not in SILENT_KINDS:
+            step_record(Order(pk=order_id), "confirmed", f"{confirmed.get_kind_display()} ({event_id})")
+        announcements.order_announce(order_id=order_id, what=announcements.DELIVERY_CONFIRMED, delivery_id=confirmed.pk)
+        order_settle(order_id=order_id, delivery=confirmed, event_id=event_id)
     return delivery
 
 

@@ -25,6 +25,7 @@ from django.db.models import F, Max, Prefetch, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from partner.core.checkpoints import checkpoint
 from partner.core.leases import Lease
 from partner.fulfillment.models import (
     PIPELINE_KINDS,
@@ -38,16 +39,10 @@ from partner.fulfillment.models import (
 )
 from partner.fulfillment.orders import announcements
 from partner.fulfillment.orders.history import first_time, step_record
-from partner.fulfillment.orders.metrics import order_declined, order_delivered
-from partner.fulfillment.orders.services import OrderFailed, order_complete, order_fail
-from partner.fulfillment.orders.states import (
-    delivery_move,
-    delivery_move_where_allowed_returning,
-    order_move,
-    order_move_where_allowed,
-)
+from partner.fulfillment.orders.metrics import order_delivered
+from partner.fulfillment.orders.services import OrderFailed, order_fail, order_lock, order_settle
+from partner.fulfillment.orders.states import delivery_move, delivery_move_where_allowed_returning, order_move
 from partner.fulfillment.sending import uploads
-from partner.fulfillment.sending.callbacks import COMPLETING_KINDS
 from partner.fulfillment.staff.notices import NEW_ORDER, staff_notice_request
 from partner.platform import client
 from partner.platform.errors import RequestRefused, ServiceError
@@ -83,72 +78,44 @@ def delivery_payload(order: Order, delivery: Delivery, documents: list[OrderDocu
 
 
 def _response_version_next(order: Order):
-    """The number of our PATCH of the transaction just sent (the first is 1), as an expression of
-    the UPDATE that records it: the highest so far, plus one."""
-    highest = Delivery.objects.filter(order=order.pk).exclude(sequence=None).values("order")
-    highest = highest.annotate(highest=Max("sequence")).values("highest")
+    """The number of our PATCH of the transaction about to be sent (the first is 1), as an expression
+    of the UPDATE that writes it before the PATCH: the highest the service accepted so far (sent or
+    confirmed), plus one. A PATCH tried again after a transient error gets the same number again."""
+    accepted = Delivery.objects.filter(order=order.pk, state__in=(DeliveryState.SENT, DeliveryState.CONFIRMED))
+    highest = accepted.exclude(sequence=None).values("order").annotate(highest=Max("sequence")).values("highest")
     return Coalesce(Subquery(highest), 0) + 1
 
 
-# What a sent delivery means for its order, by kind. One that writes the order writes the lease's
-# release with it (`release`, when the run has nothing more to send) and says so by returning True;
-# for the others `_sent` writes the release alone.
+# What a sent delivery means beyond its order's status (which `order_settle` moves), by kind.
 
 
-def _acknowledged(order: Order, delivery: Delivery, now, release: dict) -> bool:
-    order_move_where_allowed(Order.objects.filter(pk=order.pk), OrderStatus.WITH_STAFF, updated_at=now, **release)
+def _acknowledged(order: Order, delivery: Delivery, now) -> None:
+    order_move(Order.objects.filter(pk=order.pk), OrderStatus.WITH_STAFF, updated_at=now)
     step_record(order, "acknowledged", delivery.partner_status)
     announcements.order_announce(order_id=order.pk, what=announcements.ACKNOWLEDGED, delivery_id=delivery.pk)
     staff_notice_request(order, NEW_ORDER)  # sent by a task after this commits
-    return True
 
 
-def _result_delivered(order: Order, delivery: Delivery, now, release: dict) -> bool:
+def _result_delivered(order: Order, delivery: Delivery, now) -> None:
     documents = delivery.documents
     resource_id = documents[0].resource_id if documents else ""
-    # The processed callback may have completed the order already (and set delivered_at): never
-    # move it back, and keep the first delivery time.
-    order_move_where_allowed(
-        Order.objects.filter(pk=order.pk),
-        OrderStatus.RESPONSE_DELIVERED,
-        delivered_at=first_time("delivered_at", now),
-        resource_id=resource_id,
-        updated_at=now,
-        **release,
+    # The processed callback may have completed the order already (and set delivered_at): keep the
+    # first delivery time.
+    Order.objects.filter(pk=order.pk).update(
+        delivered_at=first_time("delivered_at", now), resource_id=resource_id, updated_at=now
     )
     order.delivered_at = order.delivered_at or now
     order.resource_id, order.updated_at = resource_id, now
     order_delivered(order, now)
     step_record(order, "delivered", f"{len(documents)} resource(s)")
-    return True
 
 
-def _final_delivered(order: Order, delivery: Delivery, now, release: dict) -> bool:
-    order_move_where_allowed(
-        Order.objects.filter(pk=order.pk),
-        OrderStatus.RESPONSE_DELIVERED,
-        delivered_at=first_time("delivered_at", now),
-        updated_at=now,
-        **release,
-    )
-    return True
-
-
-def _declined(order: Order, delivery: Delivery, now, release: dict) -> bool:
-    declined = order_move(Order.objects.filter(pk=order.pk), OrderStatus.DECLINED, updated_at=now, **release)
-    if declined:
-        order_declined(order)
-        announcements.order_announce(order_id=order.pk, what=announcements.DECLINED, delivery_id=delivery.pk)
-    return bool(declined)
-
-
-def _lender_told(order: Order, delivery: Delivery, now, release: dict) -> bool:
+def _lender_told(order: Order, delivery: Delivery, now) -> None:
     step_record(order, "lender_told", delivery.partner_status)
-    return False
 
 
-def _nothing_more(order: Order, delivery: Delivery, now, release: dict) -> bool:
-    return False
+def _nothing_more(order: Order, delivery: Delivery, now) -> None:
+    pass
 
 
 SENT_EFFECTS: dict[str, Callable] = {
@@ -156,38 +123,30 @@ SENT_EFFECTS: dict[str, Callable] = {
     DeliveryKind.ACKNOWLEDGEMENT: _acknowledged,
     DeliveryKind.STATUS_UPDATE: _nothing_more,
     DeliveryKind.PARTIAL: _nothing_more,
-    DeliveryKind.FINAL: _final_delivered,
-    DeliveryKind.DECLINE: _declined,
+    DeliveryKind.FINAL: _nothing_more,
+    DeliveryKind.DECLINE: _nothing_more,
     DeliveryKind.FAILURE_NOTICE: _lender_told,
 }
 
 
-def _sent(order: Order, delivery: Delivery, *, release: dict) -> None:
-    """Record the PATCH as sent, and what it means for the order, in one transaction. A confirmation
-    that came first (the service's callback beat this record) stays: its delivery keeps CONFIRMED."""
+def _sent(order: Order, delivery: Delivery) -> None:
+    """Record the PATCH as sent, what it means for the order, and settle the order (`order_settle`),
+    in one transaction, under the order's lock. A confirmation that came first (the service's
+    callback beat this record) stays: its delivery keeps CONFIRMED, and the order settles from it."""
     now = timezone.now()
     with transaction.atomic():
+        order_lock(Order.objects.filter(pk=order.pk))
         [recorded] = delivery_move_where_allowed_returning(
-            Delivery.objects.filter(pk=delivery.pk),
-            DeliveryState.SENT,
-            sent_at=now,
-            sequence=_response_version_next(order),
-            updated_at=now,
+            Delivery.objects.filter(pk=delivery.pk), DeliveryState.SENT, sent_at=now, updated_at=now
         )
-        sequence = recorded.sequence
-        wrote_order = SENT_EFFECTS[delivery.kind](order, delivery, now, release)
-        if release and not wrote_order:
-            Order.objects.filter(pk=order.pk).update(**release)
+        SENT_EFFECTS[delivery.kind](order, delivery, now)
+        order_settle(order_id=order.pk, delivery=recorded)
         if delivery.kind not in (DeliveryKind.RESULT, DeliveryKind.ACKNOWLEDGEMENT, DeliveryKind.FAILURE_NOTICE):
-            step_record(order, "sent", f"{delivery.get_kind_display()} (response version {sequence})")
-        if recorded.state == DeliveryState.CONFIRMED and delivery.kind in COMPLETING_KINDS:
-            # The service's callback confirmed it before this record, while the order had not yet
-            # reached RESPONSE_DELIVERED, so the completion it asked for could not be made then.
-            order_complete(transaction_id=order.transaction_id, because="processed before our record of the send")
+            step_record(order, "sent", f"{delivery.get_kind_display()} (response version {recorded.sequence})")
     logger.info("transaction %s: %s sent", order.transaction_id, delivery.get_kind_display().lower())
 
 
-def _send(order: Order, delivery: Delivery, documents: list[OrderDocument], lease: Lease, *, last: bool) -> None:
+def _send(order: Order, delivery: Delivery, documents: list[OrderDocument], lease: Lease) -> None:
     unslotted = [document for document in documents if not document.resource_id]
     if unslotted:
         uploads.slots_request(order, unslotted, lease=lease)
@@ -195,12 +154,15 @@ def _send(order: Order, delivery: Delivery, documents: list[OrderDocument], leas
         if document.uploaded_at is None:
             uploads.attachment_upload(order, document, lease=lease)
     payload = delivery_payload(order, delivery, documents)
-    # The fence and the attempt's record, in one statement.
-    lease.confirm_with(Delivery.objects.filter(pk=delivery.pk), attempts=F("attempts") + 1)
+    # The fence, the attempt's record and the response version this PATCH makes, in one statement:
+    # a callback that names the version finds its delivery even before the PATCH returns.
+    lease.confirm_with(
+        Delivery.objects.filter(pk=delivery.pk), attempts=F("attempts") + 1, sequence=_response_version_next(order)
+    )
     client.patch_response(order.transaction_id, payload)
+    checkpoint("sender.patched")
     delivery.documents = documents
-    # The last delivery of the run frees the order in the UPDATE that records it.
-    _sent(order, delivery, release=lease.released() if last else {})
+    _sent(order, delivery)
 
 
 def _path(url: str) -> str:
@@ -215,6 +177,7 @@ def _refused(order: Order, delivery: Delivery, reason: str, *, code: str = Failu
             DeliveryState.FAILED,
             failed_at=timezone.now(),
             failure_reason=reason[:2000],
+            sequence=None,  # the service took no version of it
         )
         step_record(order, "delivery_failed", f"{delivery.get_kind_display()}: {reason}")
         if failed:
@@ -237,14 +200,14 @@ def deliveries_waiting(order: Order) -> list[Waiting]:
 
 def deliveries_send(order: Order, lease: Lease, *, waiting: list[Waiting] | None = None) -> int:
     """Send the order's waiting deliveries in the order they were made, under `lease` (the caller's
-    hold on the order); how many were sent. The lease is released by the UPDATE that records the
-    last one. Raises a transient ServiceError (the run is retried; what was sent stays sent) and
+    hold on the order); how many were sent. The caller's run releases the lease (`runs.order_work`).
+    Raises a transient ServiceError (the run is retried; what was sent stays sent) and
     LeaseLost (another worker has the order)."""
     waiting = deliveries_waiting(order) if waiting is None else waiting
     sent = 0
-    for number, (delivery, documents) in enumerate(waiting, start=1):
+    for delivery, documents in waiting:
         try:
-            _send(order, delivery, documents, lease, last=number == len(waiting) or delivery.final)
+            _send(order, delivery, documents, lease)
             sent += 1
         except OrderFailed as failure:
             _refused(order, delivery, failure.message, code=failure.code)

@@ -1,0 +1,34 @@
+"""Named points in the code where a test may pause one actor while another acts.
+
+Where several actors meet on one order (the sender, the service's callbacks, staff and API answers,
+the connector's feed), the code marks the moments between which another actor may slip in with
+`checkpoint("sender.patched")`. In production a checkpoint does nothing (one dictionary look-up);
+a test installs a hook at a name (`checkpoint_install`) to hold the thread that reaches it until the
+test has made the other actor act, so a race is reproduced every time, in the order the test names
+(the shape of PostgreSQL's isolation tester), instead of one run in twenty.
+
+The names, and where they are:
+- `sender.patched`: the service accepted a delivery's PATCH; the sender has not recorded it yet.
+- `run.looked`: an order's run sent everything it found waiting; it has not released the order yet.
+- `callback.confirmed`: a "processed" callback confirmed a delivery; its transaction has not committed.
+"""
+
+from collections.abc import Callable
+
+_hooks: dict[str, Callable[[], None]] = {}
+
+
+def checkpoint(name: str) -> None:
+    """Run the hook a test installed at `name`, if any (nothing otherwise)."""
+    hook = _hooks.get(name)
+    if hook is not None:
+        hook()
+
+
+def checkpoint_install(name: str, hook: Callable[[], None]) -> None:
+    """Have every thread that reaches checkpoint `name` call `hook` there (a test's)."""
+    _hooks[name] = hook
+
+
+def checkpoint_remove(name: str) -> None:
+    _hooks.pop(name, None)

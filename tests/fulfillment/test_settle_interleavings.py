@@ -1,0 +1,179 @@
+"""One settle rule, whatever the order of the sender's record and the service's callbacks.
+
+Deterministic interleavings (`tests/helpers/interleaving.py`): the sender is held after the service
+accepted a PATCH and before it recorded it (`sender.patched`), and the "processed" callbacks come
+then (before the record) or after it, for each kind of delivery, with and without a response
+version. Then two callbacks of one order at once, one held inside its transaction while the other
+waits for it. Each ends with N accepted PATCHes, N confirmations (each of the delivery the callback
+belongs to) and N `delivery_confirmed` announcements, and the order where its deliveries put it.
+"""
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order, OrderStatus
+from partner.fulfillment.orders import announcements
+from partner.fulfillment.orders.services import order_open
+from partner.fulfillment.runs import order_run
+from partner.fulfillment.sending.callbacks import delivery_confirm
+from partner.fulfillment.staff import services as staff
+from tests.helpers.interleaving import Actor, Pause, until_waiting_on_a_lock
+from tests.helpers.products import LENDER_CREDENTIALS, product_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TXN = "txn-settle-1"
+LOAN = {
+    "property": {"streetAddress": "500 Howard Street", "city": "San Francisco", "state": "CA", "postalCode": "94105"}
+}
+ENTITLEMENTS = {
+    "data": {"transaction": [{"requestTypes": ["NEW_REQUEST"], "response": {"fields": ["property", "appraisal"]}}]}
+}
+# Where the order stands once every delivery of it is confirmed, by the kind of its last one.
+SETTLED = {
+    DeliveryKind.RESULT: OrderStatus.REQUEST_COMPLETED,
+    DeliveryKind.ACKNOWLEDGEMENT: OrderStatus.WITH_STAFF,
+    DeliveryKind.STATUS_UPDATE: OrderStatus.WITH_STAFF,
+    DeliveryKind.PARTIAL: OrderStatus.WITH_STAFF,
+    DeliveryKind.FINAL: OrderStatus.REQUEST_COMPLETED,
+    DeliveryKind.DECLINE: OrderStatus.DECLINED,
+}
+
+
+@pytest.fixture
+def confirmations():
+    """Every `delivery_confirmed` announcement, as the delivery's id (what the connector turns into
+    `order.delivery.confirmed` events)."""
+    seen = []
+
+    def receive(sender, *, what, delivery_id=None, **kwargs):
+        if what == announcements.DELIVERY_CONFIRMED:
+            seen.append(delivery_id)
+
+    announcements.order_announced.connect(receive, dispatch_uid="test-confirmations")
+    yield seen
+    announcements.order_announced.disconnect(dispatch_uid="test-confirmations")
+
+
+def _opened(fake_platform, *, staff_worked: bool) -> Order:
+    if staff_worked:
+        product_create(name="appraisal", fulfiller="staff_worked", raw={"entitlements": ENTITLEMENTS})
+    else:
+        product_create()
+    name = "appraisal" if staff_worked else "address-verification"
+    fake_platform.transaction_add(
+        TXN, request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": LENDER_CREDENTIALS}, product_name=name
+    )
+    order, _, _ = order_open(transaction_id=TXN, product_name=name)
+    return order
+
+
+def _stored(order: Order, kind: str) -> None:
+    """A staff member's answer of `kind`, stored (sent by the order's next run)."""
+    user = get_user_model().objects.create_user("appraiser.ann", "ann@partner.example", "pw-ann-12345")
+    staff.order_take(order_id=order.pk, user=user)
+    if kind == DeliveryKind.STATUS_UPDATE:
+        staff.status_update_post(order_id=order.pk, text="Inspection booked", user=user)
+    elif kind == DeliveryKind.DECLINE:
+        staff.order_decline(order_id=order.pk, reason="Outside our area", user=user)
+    else:
+        final = kind == DeliveryKind.FINAL
+        staff.delivery_request(order_id=order.pk, final=final, partner_status="Half way", user=user)
+
+
+def _callback(event_id: str, delivery: Delivery, *, versioned: bool) -> None:
+    """The "processed" callback of `delivery`'s PATCH (naming its response version, or not)."""
+    version = delivery.sequence if versioned else None
+    delivery_confirm(transaction_id=TXN, event_id=event_id, version=version)
+
+
+def _state(delivery: Delivery) -> str:
+    return Delivery.objects.get(pk=delivery.pk).state
+
+
+@pytest.mark.parametrize("versioned", [True, False], ids=["versioned", "no-version"])
+@pytest.mark.parametrize("callbacks", ["before-record", "after-record"])
+@pytest.mark.parametrize("kind", list(SETTLED))
+def test_each_callback_confirms_its_own_delivery_before_or_after_the_senders_record(
+    fake_platform, tasks_sent, confirmations, kind, callbacks, versioned
+):
+    """An order whose last delivery of `kind` is being sent; for a staff member's answer, the
+    acknowledgement before it was sent and awaits its callback. The callbacks come while the sender
+    is held between the accepted PATCH and its record, or after the record: in the service's order
+    without a version, the newer first with one (webhooks may arrive in any order; the newer's
+    confirms the older with it, whose own callback then changes nothing)."""
+    order = _opened(fake_platform, staff_worked=kind != DeliveryKind.RESULT)
+    if kind not in (DeliveryKind.RESULT, DeliveryKind.ACKNOWLEDGEMENT):
+        order_run(order_id=order.pk)  # the acknowledgement, sent
+        _stored(order, kind)
+    with Pause("sender.patched") as patched:
+        run = Actor(lambda: order_run(order_id=order.pk), name="run")
+        patched.reached()
+        deliveries = list(Order.objects.get(pk=order.pk).deliveries.order_by("created_at", "id"))
+        last = deliveries[-1]
+        assert last.kind == kind and last.state == DeliveryState.PENDING  # accepted, not yet recorded
+        # In the service's order without a version; the newest first with one.
+        arriving = list(reversed(deliveries)) if versioned else deliveries
+        if callbacks == "before-record":
+            for number, delivery in enumerate(arriving):
+                _callback(f"ev-{number}", delivery, versioned=versioned)
+                assert _state(delivery) == DeliveryState.CONFIRMED, f"callback {number} confirmed another delivery"
+        patched.resume()
+        assert run.outcome().sent == 1
+    if callbacks == "after-record":
+        for number, delivery in enumerate(arriving):
+            _callback(f"ev-{number}", delivery, versioned=versioned)
+            assert _state(delivery) == DeliveryState.CONFIRMED, f"callback {number} confirmed another delivery"
+
+    order.refresh_from_db()
+    assert len(fake_platform.called("patch_response")) == len(deliveries)
+    assert set(order.deliveries.values_list("state", flat=True)) == {DeliveryState.CONFIRMED}
+    # One announcement each, in the order of the PATCHes (a later version's callback that came
+    # first confirms the earlier ones with it: the service processed them before).
+    assert confirmations == [d.pk for d in deliveries]
+    assert order.status == SETTLED[kind]
+    assert order.claimed_until is None
+
+
+def test_two_callbacks_at_once_confirm_two_deliveries(fake_platform, tasks_sent, confirmations):
+    """Two "processed" callbacks without a version for an order with two deliveries sent: the first
+    is held inside its transaction, after its confirmation, while the second waits for it. Both
+    deliveries are confirmed, each once (the second callback must not find the first's delivery
+    taken and give up)."""
+    order = _opened(fake_platform, staff_worked=True)
+    order_run(order_id=order.pk)  # the acknowledgement
+    _stored(order, DeliveryKind.PARTIAL)
+    order_run(order_id=order.pk)  # the partial delivery
+    deliveries = list(order.deliveries.order_by("created_at", "id"))
+    assert [d.state for d in deliveries] == [DeliveryState.SENT, DeliveryState.SENT]
+
+    with Pause("callback.confirmed") as confirmed:
+        first = Actor(lambda: delivery_confirm(transaction_id=TXN, event_id="ev-1"), name="first callback")
+        confirmed.reached()
+        second = Actor(lambda: delivery_confirm(transaction_id=TXN, event_id="ev-2"), name="second callback")
+        until_waiting_on_a_lock()  # the second waits for the first's transaction
+        confirmed.resume()
+        assert first.outcome() is not None
+        assert second.outcome() is not None, "the second callback found no delivery to confirm"
+
+    assert [_state(d) for d in deliveries] == [DeliveryState.CONFIRMED, DeliveryState.CONFIRMED]
+    assert sorted(confirmations) == sorted(d.pk for d in deliveries)
+
+
+def test_a_callback_applied_twice_confirms_one_delivery(fake_platform, tasks_sent, confirmations):
+    """The same "processed" event handled a second time (its task run again after a worker died
+    before marking it done, or replayed by staff), with no version: the second changes nothing,
+    and the next delivery waits for its own callback."""
+    order = _opened(fake_platform, staff_worked=True)
+    order_run(order_id=order.pk)  # the acknowledgement
+    _stored(order, DeliveryKind.PARTIAL)
+    order_run(order_id=order.pk)  # the partial delivery
+    ack, sent = order.deliveries.order_by("created_at", "id")
+
+    delivery_confirm(transaction_id=TXN, event_id="ev-1")
+    delivery_confirm(transaction_id=TXN, event_id="ev-1")
+
+    assert (_state(ack), _state(sent)) == (DeliveryState.CONFIRMED, DeliveryState.SENT)
+    assert confirmations == [ack.pk]
+    delivery_confirm(transaction_id=TXN, event_id="ev-2")
+    assert _state(sent) == DeliveryState.CONFIRMED and confirmations == [ack.pk, sent.pk]
