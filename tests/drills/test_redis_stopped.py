@@ -8,6 +8,7 @@ broker), and every order is fulfilled in the end (the worker's relay hands over
 what was stored while the broker was away).
 """
 
+import logging
 import shutil
 import signal
 import socket
@@ -95,13 +96,36 @@ def own_redis(tmp_path, settings):
     broker_point(settings.CELERY_BROKER_URL)
 
 
-def test_every_order_accepted_while_redis_was_stopped_is_fulfilled_after_it_returns(demo, own_redis, settings, caplog):
+class Recorded(logging.Handler):
+    """The records of one logger, whatever the root logger's handlers are: an embedded Celery worker's
+    first start in a process hijacks the root logger, and with it pytest's `caplog` handler."""
+
+    def __init__(self, name: str):
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+        self.logger = logging.getLogger(name)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def __enter__(self):
+        self.logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc):
+        self.logger.removeHandler(self)
+
+
+def test_every_order_accepted_while_redis_was_stopped_is_fulfilled_after_it_returns(demo, own_redis, settings):
     from celery.contrib.testing.worker import start_worker
 
     from config.celery import app
 
-    with start_worker(
-        app, pool="threads", concurrency=4, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30
+    with (
+        start_worker(
+            app, pool="threads", concurrency=4, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30
+        ),
+        Recorded("partner.core.enqueue") as relay_log,
     ):
         before = orders_placed(demo, 3)  # Redis up, the worker and its relay running
         wait_for(lambda: completed(before), timeout=60, message="the first orders completed")
@@ -114,7 +138,7 @@ def test_every_order_accepted_while_redis_was_stopped_is_fulfilled_after_it_retu
         assert set(delivered.values_list("last_status_code", flat=True)) == {202}
         # The relay tries, and fails, with the three stored (partner/core/enqueue.py logs each such round).
         wait_for(
-            lambda: any(f"{len(during)} notification(s) left waiting" in r.getMessage() for r in caplog.records),
+            lambda: any(f"{len(during)} notification(s) left waiting" in r.getMessage() for r in relay_log.records),
             timeout=60,
             message="the relay's round that the stopped broker refused",
         )
