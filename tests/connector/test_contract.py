@@ -3,10 +3,12 @@
 gets a token and reads an order, and `schemathesis` calls every /api/v1/ operation with a real token,
 valid and invalid requests alike, none answering anything the document does not say.
 
-Bounded in time: a few examples per operation and mode (about 20 s on a quiet machine)."""
+Bounded in time: a few examples per operation and mode (about 20 s on a quiet machine), and schemathesis's
+coverage phase, deterministic, through its own runner (about 30 s)."""
 
 import importlib
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -143,3 +145,40 @@ def run_operation(operation, mode, base_url, headers, seen, *, order_id):
         case.validate_response(response, checks=CHECKS)
 
     check()
+
+
+def test_schemathesis_coverage_phase_finds_nothing(live_server, settings_rates, token, order):
+    """Schemathesis's own runner, its coverage phase: for each operation the boundary values the document
+    allows and the nearest it refuses (empty, too long, out of range, wrong type, missing), deterministic."""
+    venv_bin = Path(sys.executable).parent
+    run = subprocess.run(
+        [
+            f"{venv_bin}/schemathesis",
+            "run",
+            f"{live_server.url}/api/schema/?format=json",
+            "--include-path-regex",
+            "^/api/v1/",
+            "--exclude-path",
+            "/api/v1/oauth/token",  # its own credentials, not the bearer token (the tests above cover it)
+            "--phases",
+            "coverage",
+            "--checks",
+            ",".join(check.__name__ for check in CHECKS),
+            "--header",
+            f"Authorization: Bearer {token}",
+            "--max-examples",
+            str(EXAMPLES),
+            "--generation-deterministic",
+            "--workers",
+            "1",
+            "--no-color",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output[-6000:]
+    cases = re.search(r"(\d+) generated, (\d+) passed", output)  # about 320, 10 operations
+    assert cases and cases.group(1) == cases.group(2) and int(cases.group(1)) >= 100, output[-3000:]
