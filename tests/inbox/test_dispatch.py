@@ -141,6 +141,37 @@ def test_a_transient_error_in_the_first_run_goes_to_the_fulfillment_task_and_the
     assert kwargs["rate_limited_since"] > 0  # the service asked for the wait: the task's patience starts now
 
 
+def test_our_cache_away_in_the_first_run_makes_the_order_wait_in_its_task(
+    fake_platform, tasks_sent, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    """The cache away at the first run's PATCH (in the notification's task): the notification is
+    done, the order waits (not failed, nothing counted) and goes to its task with the outage's start."""
+    from django.core.cache.backends.redis import RedisCache
+
+    from partner.platform import client
+
+    product_create()
+    fake_platform.transaction_add(
+        TXN,
+        request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": LENDER_CREDENTIALS},
+        product_name="address-verification",
+    )
+    away = RedisCache(f"redis://127.0.0.1:{free_port()}/0", {})
+    monkeypatch.setattr(client, "patch_response", lambda transaction_id, payload: away.get("svc:token"))
+    notification = transaction_created()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert notification_process(notification_id=notification.pk) == NotificationState.PROCESSED
+
+    order = Order.objects.get(transaction_id=TXN)
+    assert order.status == OrderStatus.IN_PROGRESS and order.failure_reason == ""
+    assert order.claimed_until is None and order.next_attempt_at is not None
+    assert order.last_error.startswith("Waiting for the cache (ours) to come back: ConnectionError")
+    [(name, kwargs)] = tasks_sent
+    assert (name, kwargs["order_id"]) == (ORDER_RUN_TASK, order.pk)
+    assert kwargs["outage_since"] > 0 and "rate_limited_since" not in kwargs
+
+
 def test_an_unexpected_error_in_the_first_run_fails_the_order_not_the_notification(fake_platform, monkeypatch):
     from partner.fulfillment import runs
 
