@@ -30,6 +30,7 @@ from django.db import connection, models
 from django.db.models import Exists, Q
 from django.utils import timezone
 
+from partner.core.retries import outage_of
 from partner.core.returning import update_returning
 
 logger = logging.getLogger(__name__)
@@ -141,6 +142,20 @@ class Lease:
                 return False
             self.lost = True  # from here on, nothing renews it
             return self._mine().update(claimed_until=None, **updates) > 0
+
+
+def lease_give_back(lease: Lease, **updates) -> bool:
+    """`lease.release(**updates)`, except when the database (or another service of ours) is away:
+    then nothing is written and the lease runs out instead, and the row is handed back as a dead
+    worker's is (`leases_expired_hand_back`). False when nothing was written."""
+    try:
+        return lease.release(**updates)
+    except Exception as exc:
+        away = outage_of(exc)
+        if away is None:
+            raise
+        logger.warning("%s: not given back, %s is away; its lease runs out instead (%s)", lease.label, away, exc)
+        return False
 
 
 def lease_take(queryset: models.QuerySet, **updates) -> Lease | None:

@@ -27,6 +27,13 @@ def purge() -> list[dict]:
 
 
 @shared_task(bind=True, name=mail.MAIL_TASK, max_retries=settings.CELERY_TASK_MAX_RETRIES)
-def mail_send(self, subject: str, body: str, to: list[str], rate_limited_since: float | None = None):
+def mail_send(
+    self,
+    subject: str,
+    body: str,
+    to: list[str],
+    rate_limited_since: float | None = None,
+    outage_since: float | None = None,
+):
     """Send one e-mail (`partner.core.mail.mail_send_enqueue`); a mail server's error is retried."""
     return mail.mail_task_run(self, lambda: mail.mail_send(subject=subject, body=body, to=to))

@@ -25,7 +25,10 @@ def transaction_created(*, resource_id: str, resource_ref: str, product_name: st
             outcome = order_work(order, lease)
             if outcome.retry is not None:
                 order_run_enqueue(
-                    order.pk, countdown=outcome.retry.countdown, rate_limited_since=outcome.retry.rate_limited_since
+                    order.pk,
+                    countdown=outcome.retry.countdown,
+                    rate_limited_since=outcome.retry.rate_limited_since,
+                    outage_since=outcome.retry.outage_since,
                 )
 
 

@@ -18,9 +18,11 @@ what is not yet done, in this order:
 
 When a run stops on an error, one function decides what comes next (`_stopped`): a transient
 service error is run again later (the rule of `partner.core.retries`: the wait the service asked
-for, or a counted backoff), until the retries are spent; then, or on an unexpected error, the run
-gives up: the order fails ("gave up after retries"), or, when the order is with staff, the delivery
-it stopped at fails and staff may send it again.
+for, or a counted backoff), until the retries are spent; one of our own services away (the
+database, the cache, the broker) is waited for, uncounted, for as long as it lasts, the order's
+`last_error` saying which; when the retries are spent, or on an unexpected error, the run gives
+up: the order fails ("gave up after retries"), or, when the order is with staff, the delivery it
+stopped at fails and staff may send it again.
 """
 
 import logging
@@ -32,9 +34,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from partner.core.checkpoints import checkpoint
-from partner.core.leases import Lease, LeaseLost, lease_kept, lease_remaining, lease_take_one
+from partner.core.leases import Lease, LeaseLost, lease_give_back, lease_kept, lease_remaining, lease_take_one
 from partner.core.logging import log_context
-from partner.core.retries import RetryPlan, retry_plan
+from partner.core.retries import RetryPlan, outage_of, retry_plan
 from partner.fulfillment.automated.pipeline import order_prepare
 from partner.fulfillment.models import (
     ACTIVE_STATUSES,
@@ -65,7 +67,9 @@ class RunOutcome:
     held_for: float = 0.0
 
 
-def order_run(*, order_id: int, retries: int = 0, rate_limited_since: float | None = None) -> RunOutcome:
+def order_run(
+    *, order_id: int, retries: int = 0, rate_limited_since: float | None = None, outage_since: float | None = None
+) -> RunOutcome:
     """Take the order and do what is left of its work (the order's task). Another worker holding it
     is told by `held_for`; an order with nothing left is left alone."""
     taken = lease_take_one(
@@ -74,20 +78,30 @@ def order_run(*, order_id: int, retries: int = 0, rate_limited_since: float | No
     if taken is None:
         return RunOutcome(held_for=lease_remaining(Order.objects.filter(pk=order_id)))
     order, lease = taken
-    return order_work(order, lease, retries=retries, rate_limited_since=rate_limited_since)
+    return order_work(order, lease, retries=retries, rate_limited_since=rate_limited_since, outage_since=outage_since)
 
 
-def order_work(order: Order, lease: Lease, *, retries: int = 0, rate_limited_since: float | None = None) -> RunOutcome:
+def order_work(
+    order: Order,
+    lease: Lease,
+    *,
+    retries: int = 0,
+    rate_limited_since: float | None = None,
+    outage_since: float | None = None,
+) -> RunOutcome:
     """Do what is left of the work of an order this worker holds (`lease`); the lease is released
-    when the run ends. `retries`: the runs before this one that counted against the retry budget."""
+    when the run ends. `retries`: the runs before this one that counted against the retry budget;
+    `rate_limited_since`, `outage_since`: the retry rule's, carried from run to run."""
     with log_context(order_id=order.pk, transaction_id=order.transaction_id):  # its failure's lines too
         try:
             with steps_batched(), lease_kept(lease):
                 sent = _steps(order, lease)
         except Exception as exc:
-            return _stopped(order, lease, exc, retries=retries, rate_limited_since=rate_limited_since)
+            return _stopped(
+                order, lease, exc, retries=retries, rate_limited_since=rate_limited_since, outage_since=outage_since
+            )
         finally:
-            lease.release()  # unless the run released it already (where nothing waits)
+            lease_give_back(lease)  # unless the run released it already (where nothing waits)
     return RunOutcome(sent=sent)
 
 
@@ -127,18 +141,30 @@ def _path(url: str) -> str:
 
 
 def _stopped(
-    order: Order, lease: Lease, exc: Exception, *, retries: int, rate_limited_since: float | None
+    order: Order,
+    lease: Lease,
+    exc: Exception,
+    *,
+    retries: int,
+    rate_limited_since: float | None,
+    outage_since: float | None = None,
 ) -> RunOutcome:
     """The one rule of what follows a run that stopped on `exc`: run again later, or give up."""
     if isinstance(exc, LeaseLost):
         logger.warning("transaction %s: the run stopped, its lease lost (%s)", order.transaction_id, exc)
         return RunOutcome()
-    if isinstance(exc, ServiceError) and exc.transient:
-        plan = retry_plan(exc, retries=retries, rate_limited_since=rate_limited_since)
+    waits_for_us = outage_of(exc) is not None  # one of our own services is away: wait, never fail
+    if waits_for_us or (isinstance(exc, ServiceError) and exc.transient):
+        plan = retry_plan(exc, retries=retries, rate_limited_since=rate_limited_since, outage_since=outage_since)
         if not plan.counted or retries < settings.CELERY_TASK_MAX_RETRIES:
-            # The lease given back with the error and the time of the next run, in one UPDATE.
-            lease.release(
-                last_error=str(exc)[:2000], next_attempt_at=timezone.now() + timedelta(seconds=plan.countdown)
+            if plan.waiting_for:
+                logger.warning("transaction %s: %s", order.transaction_id, plan.reason(exc))
+            # The lease given back with the error and the time of the next run, in one UPDATE (when
+            # the database is what is away, the lease runs out instead and the order is handed back).
+            lease_give_back(
+                lease,
+                last_error=plan.reason(exc)[:2000],
+                next_attempt_at=timezone.now() + timedelta(seconds=plan.countdown),
             )
             return RunOutcome(retry=plan, error=exc)
     else:

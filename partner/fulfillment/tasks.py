@@ -23,10 +23,15 @@ from partner.fulfillment.staff import notices
 
 
 @shared_task(bind=True, name=ORDER_RUN_TASK, max_retries=settings.CELERY_TASK_MAX_RETRIES)
-def order_run(self, order_id: int, rate_limited_since: float | None = None):
+def order_run(self, order_id: int, rate_limited_since: float | None = None, outage_since: float | None = None):
     """Run the order: what is left of its work (`partner.fulfillment.runs`). `rate_limited_since`
-    is the retry rule's, carried from run to run (partner.core.retries)."""
-    outcome = runs.order_run(order_id=order_id, retries=self.request.retries, rate_limited_since=rate_limited_since)
+    and `outage_since` are the retry rule's, carried from run to run (partner.core.retries)."""
+    outcome = runs.order_run(
+        order_id=order_id,
+        retries=self.request.retries,
+        rate_limited_since=rate_limited_since,
+        outage_since=outage_since,
+    )
     if outcome.retry is not None:
         raise task_retry(self, outcome.error, outcome.retry)
     if outcome.held_for:
@@ -59,7 +64,9 @@ def overdue():
 
 
 @shared_task(bind=True, name=STAFF_NOTICE_TASK, max_retries=settings.CELERY_TASK_MAX_RETRIES)
-def staff_notice(self, order_id: int, notice: str, rate_limited_since: float | None = None):
+def staff_notice(
+    self, order_id: int, notice: str, rate_limited_since: float | None = None, outage_since: float | None = None
+):
     """E-mail staff one notice of an order; a mail server's error is retried (partner.core.retries),
     and a notice whose retries are spent is enqueued again by `overdue` (it is marked only once sent)."""
     return mail_task_run(self, lambda: notices.staff_notice_send(order_id=order_id, notice=notice))

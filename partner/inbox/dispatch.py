@@ -16,8 +16,9 @@ from collections.abc import Callable
 from django.db.models import F
 from django.utils import timezone
 
-from partner.core.leases import Lease, lease_kept, lease_take_one
+from partner.core.leases import Lease, lease_give_back, lease_kept, lease_take_one
 from partner.core.logging import log_context
+from partner.core.retries import outage_of, outage_reason
 from partner.fulfillment import handlers
 from partner.inbox.models import Notification, NotificationState
 from partner.platform.errors import RequestRefused, ServiceError
@@ -70,8 +71,9 @@ def _finish(lease: Lease, state: str, error: str = "") -> None:
 def notification_process(*, notification_id: int) -> str | None:
     """Handle one notification; its final state, or None when another worker has it or it is done.
 
-    Transient service errors propagate so that the task retries them; the notification waits
-    `queued` meanwhile.
+    Transient service errors, and one of our own services away (`outage_of`: the database, the
+    cache, the broker), propagate so that the task retries them; the notification waits `queued`
+    meanwhile (or, when the database is away, its lease runs out and it is handed back).
     """
     taken = _take(notification_id)
     if taken is None:
@@ -106,6 +108,15 @@ def notification_process(*, notification_id: int) -> str | None:
         _finish(lease, NotificationState.FAILED, str(exc))
         return NotificationState.FAILED
     except Exception as exc:
+        away = outage_of(exc)
+        if away is not None:  # not the notification's fault: it waits for our service to come back
+            lease_give_back(
+                lease,
+                state=NotificationState.QUEUED,
+                last_error=outage_reason(away, exc)[:2000],
+                updated_at=timezone.now(),
+            )
+            raise
         _finish(lease, NotificationState.FAILED, f"{type(exc).__name__}: {exc}")
         raise
     _finish(lease, NotificationState.PROCESSED)

@@ -158,3 +158,41 @@ def test_a_lease_renewed_meanwhile_is_not_freed():
     assert leases_expired_free(rows) == []
     order.refresh_from_db()
     assert order.claimed_until > timezone.now()
+
+
+@pytest.mark.django_db
+def test_a_lease_not_given_back_while_the_database_is_away_runs_out_instead():
+    """`lease_give_back` in a worker that cannot reach the database: nothing written, nothing raised
+    (the lease runs out and the row is handed back as a dead worker's); any other error still raises."""
+    import threading
+
+    from django.db import connections
+
+    from partner.core.leases import lease_give_back
+    from tests.helpers.ports import free_port
+
+    order = Order.objects.create(transaction_id="t-database-away")
+    lease = lease_take(Order.objects.filter(pk=order.pk))
+    outcome = {}
+
+    def worker_cut_off():  # its own connection, to a PostgreSQL nobody listens for
+        away = connections["default"]
+        away.settings_dict = {**away.settings_dict, "PORT": free_port()}
+        try:
+            outcome["given back"] = lease_give_back(lease, last_error="done")
+        except Exception as exc:  # noqa: BLE001 - the test reports it
+            outcome["raised"] = exc
+        finally:
+            away.close()
+
+    thread = threading.Thread(target=worker_cut_off)
+    thread.start()
+    thread.join(timeout=30)
+
+    assert outcome == {"given back": False}
+    order.refresh_from_db()
+    assert order.claimed_until == lease.until and order.last_error == ""  # still held: it will run out
+
+    bug = lease_take(Order.objects.filter(pk=Order.objects.create(transaction_id="t-bug").pk))
+    with pytest.raises(Exception, match="no_such_field"):
+        lease_give_back(bug, no_such_field=1)

@@ -5,11 +5,22 @@ import random
 import time
 from contextlib import contextmanager
 
+import psycopg
 import pytest
+import redis
 from celery.exceptions import Retry
 
-from partner.core.retries import RATE_LIMITED_SINCE, RetryPlan, retry_countdown, retry_plan, task_retry
+from partner.core.retries import (
+    OUTAGE_SINCE,
+    RATE_LIMITED_SINCE,
+    RetryPlan,
+    outage_of,
+    retry_countdown,
+    retry_plan,
+    task_retry,
+)
 from partner.platform.errors import ServiceRateLimitError, ServiceUnavailableError
+from tests.helpers.ports import free_port
 
 
 def test_full_jitter_draws_from_zero_to_the_exponential_ceiling(settings):
@@ -103,6 +114,141 @@ def test_without_a_wait_asked_for_every_transient_error_counts_with_backoff(sett
     floor = error.retry_after or 0
     assert all(floor <= plan.countdown <= 16 for plan in plans)  # full jitter below the ceiling 2 * 2**3
     assert min(plan.countdown for plan in plans) < floor + 1
+
+
+# --- One of our own services away: waited for, never counted; a bug is never an outage ----------------------
+
+
+def raised(action) -> BaseException:
+    """The error `action` raises, with its traceback (where it was raised is part of what it says)."""
+    try:
+        action()
+    except BaseException as exc:  # noqa: BLE001 - any error is the test's subject
+        return exc
+    raise AssertionError("no error raised")
+
+
+def django_wrapped(driver_error: Exception) -> Exception:
+    """`driver_error` as Django raises it: wrapped in django.db.utils' error of the same name."""
+    from django.db import connection
+
+    def wrap():
+        with connection.wrap_database_errors:
+            raise driver_error
+
+    return raised(wrap)
+
+
+def cache_away():
+    from django.core.cache.backends.redis import RedisCache
+
+    RedisCache(f"redis://127.0.0.1:{free_port()}/0", {}).get("svc:token")
+
+
+def redis_away():
+    redis.Redis(port=free_port(), socket_connect_timeout=1).ping()
+
+
+def kombu_away(scheme: str):
+    import kombu
+
+    def connect():
+        with kombu.Connection(f"{scheme}://guest:guest@127.0.0.1:{free_port()}//", connect_timeout=1) as connection:
+            connection.ensure_connection(max_retries=1, interval_start=0, interval_step=0)
+
+    return connect
+
+
+def amqp_socket_away():
+    import amqp
+
+    amqp.Connection(host=f"127.0.0.1:{free_port()}", connect_timeout=1).connect()
+
+
+def database_refused() -> Exception:
+    return raised(lambda: psycopg.connect(host="127.0.0.1", port=free_port(), user="x", connect_timeout=1))
+
+
+def our_own_socket():
+    import socket
+
+    socket.create_connection(("127.0.0.1", free_port()), timeout=1)  # a fulfiller's call of its own
+
+
+@pytest.mark.parametrize(
+    ("make", "service"),
+    [
+        (lambda: raised(cache_away), "the cache"),  # the issue's: ConnectionError: Error 111 connecting to ...
+        (lambda: raised(redis_away), "Redis"),
+        (lambda: redis.exceptions.TimeoutError("Timeout reading from socket"), "Redis"),
+        (lambda: raised(kombu_away("redis")), "the broker"),
+        (lambda: raised(kombu_away("amqp")), "the broker"),
+        (lambda: raised(amqp_socket_away), "the broker"),  # an OSError inside the broker's client
+        (lambda: django_wrapped(database_refused()), "the database"),
+        (lambda: django_wrapped(psycopg.InterfaceError("the connection is closed")), "the database"),
+        (lambda: django_wrapped(psycopg.errors.AdminShutdown("terminating connection")), "the database"),
+        (
+            lambda: django_wrapped(psycopg.errors.CannotConnectNow("the system is starting up")),
+            "the database",
+        ),
+    ],
+    ids=[
+        "cache",
+        "redis",
+        "redis-timeout",
+        "broker-redis",
+        "broker-rabbitmq",
+        "amqp-socket",
+        "database-refused",
+        "database-closed",
+        "database-shutdown",
+        "database-starting",
+    ],
+)
+def test_an_outage_of_ours_is_waited_for_without_counting(settings, make, service):
+    settings.CELERY_TASK_RETRY_BACKOFF, settings.CELERY_TASK_RETRY_BACKOFF_MAX = 2, 300
+    settings.CELERY_TASK_RETRY_JITTER = False
+    error = make()
+    assert outage_of(error) == service
+    # Past the last counted retry, still waited for: the first wait at least the backoff's base...
+    first = retry_plan(error, retries=settings.CELERY_TASK_MAX_RETRIES + 3, now=1000.0)
+    assert first == RetryPlan(
+        countdown=2.0, counted=False, rate_limited_since=None, waiting_for=service, outage_since=1000.0
+    )
+    assert first.reason(error).startswith(f"Waiting for {service} (ours) to come back: {type(error).__name__}: ")
+    # ... then up to as long as the outage has lasted so far, at most the maximum.
+    assert retry_plan(error, retries=0, outage_since=1000.0, now=1040.0).countdown == 40.0
+    assert retry_plan(error, retries=0, outage_since=1000.0, now=9000.0).countdown == 300.0
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: KeyError("partnerStatus"),  # a bug
+        lambda: raised(our_own_socket),  # a socket of no service of ours
+        lambda: FileNotFoundError(2, "No such file or directory"),
+        lambda: django_wrapped(psycopg.errors.DeadlockDetected("deadlock detected")),
+        lambda: django_wrapped(psycopg.errors.QueryCanceled("canceling statement due to timeout")),
+        lambda: django_wrapped(psycopg.errors.UniqueViolation("duplicate key")),
+    ],
+    ids=["bug", "other-socket", "file", "deadlock", "statement-timeout", "constraint"],
+)
+def test_a_bug_or_an_answer_of_the_database_is_no_outage(settings, make):
+    settings.CELERY_TASK_RETRY_JITTER = False
+    error = make()
+    assert outage_of(error) is None
+    plan = retry_plan(error, retries=1, now=1000.0)
+    assert plan.counted and plan.waiting_for is None and plan.outage_since is None
+
+
+def test_sqlites_operational_error_is_no_outage():
+    import sqlite3
+
+    from django.db import utils
+
+    error = utils.OperationalError("no such table: fulfillment_order")
+    error.__cause__ = sqlite3.OperationalError("no such table: fulfillment_order")
+    assert outage_of(error) is None
 
 
 # --- task_retry: what a task run publishes ------------------------------------------------------------------
@@ -211,3 +357,24 @@ def test_the_project_has_one_backoff_formula():
             if doubling or drawn:
                 found.append(f"{path.relative_to(package)}:{node.lineno}")
     assert found == []
+
+
+def test_an_outage_publishes_the_task_again_uncounted_and_carries_its_start(settings, published):
+    from partner.fulfillment.tasks import order_run
+
+    settings.CELERY_TASK_RETRY_BACKOFF, settings.CELERY_TASK_RETRY_JITTER = 2, False
+    before = time.time()
+    with running(order_run, retries=order_run.max_retries, order_id=7) as task:
+        outcome = task_retry(task, raised(cache_away))
+    assert isinstance(outcome, Retry)
+    [message] = published
+    assert message["retries"] == order_run.max_retries  # no retry spent, even the last one
+    assert before <= message["kwargs"][OUTAGE_SINCE] <= time.time()
+
+    # The next run carries the outage's start on; once the outage is over, a counted error drops it.
+    with running(order_run, retries=2, **message["kwargs"]) as task:
+        task_retry(task, raised(cache_away))
+    assert published[1]["kwargs"] == message["kwargs"] and published[1]["retries"] == 2
+    with running(order_run, retries=2, **message["kwargs"]) as task, pytest.raises(Retry):
+        raise task_retry(task, ServiceUnavailableError("server error", status=500))
+    assert published[2]["kwargs"] == {"order_id": 7} and published[2]["retries"] == 3

@@ -8,6 +8,7 @@ import json
 from datetime import timedelta
 
 import pytest
+import redis
 from django.conf import settings
 from django.utils import timezone
 
@@ -21,6 +22,7 @@ from partner.platform.errors import ServiceUnavailableError
 from partner.platform.signatures import signature_compute
 from partner.platform.urns import event_resource_type, response_processed_event_type, transaction_resource_type
 from tests.helpers.orders import order_delivered
+from tests.helpers.ports import free_port
 from tests.helpers.products import LENDER_CREDENTIALS, product_create
 from tests.helpers.urn_words import OTHER_WORDS
 
@@ -137,6 +139,37 @@ def test_a_transient_error_in_the_first_run_goes_to_the_fulfillment_task_and_the
     [(name, kwargs)] = tasks_sent
     assert (name, kwargs["order_id"]) == (ORDER_RUN_TASK, order.pk)
     assert kwargs["rate_limited_since"] > 0  # the service asked for the wait: the task's patience starts now
+
+
+def test_our_cache_away_in_the_first_run_makes_the_order_wait_in_its_task(
+    fake_platform, tasks_sent, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    """The cache away at the first run's PATCH (in the notification's task): the notification is
+    done, the order waits (not failed, nothing counted) and goes to its task with the outage's start."""
+    from django.core.cache.backends.redis import RedisCache
+
+    from partner.platform import client
+
+    product_create()
+    fake_platform.transaction_add(
+        TXN,
+        request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": LENDER_CREDENTIALS},
+        product_name="address-verification",
+    )
+    away = RedisCache(f"redis://127.0.0.1:{free_port()}/0", {})
+    monkeypatch.setattr(client, "patch_response", lambda transaction_id, payload: away.get("svc:token"))
+    notification = transaction_created()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert notification_process(notification_id=notification.pk) == NotificationState.PROCESSED
+
+    order = Order.objects.get(transaction_id=TXN)
+    assert order.status == OrderStatus.IN_PROGRESS and order.failure_reason == ""
+    assert order.claimed_until is None and order.next_attempt_at is not None
+    assert order.last_error.startswith("Waiting for the cache (ours) to come back: ConnectionError")
+    [(name, kwargs)] = tasks_sent
+    assert (name, kwargs["order_id"]) == (ORDER_RUN_TASK, order.pk)
+    assert kwargs["outage_since"] > 0 and "rate_limited_since" not in kwargs
 
 
 def test_an_unexpected_error_in_the_first_run_fails_the_order_not_the_notification(fake_platform, monkeypatch):
@@ -275,6 +308,35 @@ def test_a_transient_error_leaves_the_notification_queued_with_the_lease_release
     assert notification.claimed_until is None
     assert "service unavailable" in notification.last_error
     # Released, so the task's retry takes it at once.
+    assert notification_process(notification_id=notification.pk) == NotificationState.PROCESSED
+    assert Order.objects.get(transaction_id=TXN).status == OrderStatus.REQUEST_COMPLETED
+
+
+def test_our_cache_away_leaves_the_notification_queued_not_failed(fake_platform, monkeypatch):
+    """The cache away (Redis refusing connections) while a callback is handled: the notification
+    waits, queued and released, saying what it waits for; once the cache is back it is processed."""
+    from django.core.cache.backends.redis import RedisCache
+
+    from partner.platform import client
+
+    order_delivered(TXN)
+    fake_platform.events[(TXN, EVENT)] = response_processed_event_type()
+    away = RedisCache(f"redis://127.0.0.1:{free_port()}/0", {})
+    get_event = client.get_event
+
+    def token_read_from_a_cache_away(transaction_id, event_id):
+        away.get("svc:token")  # the service's client reads its bearer token first (partner.platform.tokens)
+
+    monkeypatch.setattr(client, "get_event", token_read_from_a_cache_away)
+    notification = event_created()
+
+    with pytest.raises(redis.exceptions.ConnectionError):
+        notification_process(notification_id=notification.pk)
+
+    notification.refresh_from_db()
+    assert (notification.state, notification.claimed_until) == (NotificationState.QUEUED, None)
+    assert notification.last_error.startswith("Waiting for the cache (ours) to come back: ConnectionError: Error 111")
+    monkeypatch.setattr(client, "get_event", get_event)  # the cache is back
     assert notification_process(notification_id=notification.pk) == NotificationState.PROCESSED
     assert Order.objects.get(transaction_id=TXN).status == OrderStatus.REQUEST_COMPLETED
 
