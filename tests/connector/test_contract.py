@@ -147,7 +147,7 @@ def run_operation(operation, mode, base_url, headers, seen, *, order_id):
     check()
 
 
-def test_schemathesis_coverage_phase_finds_nothing(live_server, settings_rates, token, order):
+def test_schemathesis_coverage_phase_finds_nothing(live_server, settings_rates, token, order, tmp_path):
     """Schemathesis's own runner, its coverage phase: for each operation the boundary values the document
     allows and the nearest it refuses (empty, too long, out of range, wrong type, missing), deterministic."""
     venv_bin = Path(sys.executable).parent
@@ -175,6 +175,7 @@ def test_schemathesis_coverage_phase_finds_nothing(live_server, settings_rates, 
         ],
         capture_output=True,
         text=True,
+        cwd=tmp_path,  # its cache folder (.schemathesis/) there, not in the checkout
         timeout=240,
         check=False,
     )
