@@ -567,6 +567,8 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_REDIRECT_URI_SCHEME": True,
     "COMPLIANT_BCP_RFC9700_REDIRECT_URI_MATCHING": True,
     "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+    # Refuses a client id no client can have (a NUL byte) before the lookup PostgreSQL would refuse.
+    "OAUTH2_VALIDATOR_CLASS": "partner.connector.oauth.ClientCredentialsValidator",
 }
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
 # Requests per OAuth client to the API (a rate as in partner.core above; past it 429 with

@@ -243,6 +243,22 @@ def test_token_refusals_are_problems_that_oauth_clients_still_read(live_server, 
     assert good.status_code == 200 and good.json()["token_type"] == "Bearer" and good.json()["expires_in"] > 0
 
 
+@pytest.mark.parametrize("where", ["basic", "body"])
+def test_a_client_id_no_client_can_have_is_refused_as_unknown(live_server, connection, where):
+    """A NUL byte in the client id (PostgreSQL refuses it in text) is an unknown client, not a 500."""
+    url = f"{live_server.url}/api/v1/oauth/token"
+    client_id = connection.created.client_id[:8] + "\x00" + connection.created.client_id[8:]
+    secret = connection.created.client_secret
+    if where == "basic":
+        answer = requests.post(url, data={"grant_type": "client_credentials"}, auth=(client_id, secret), timeout=10)
+    else:
+        data = {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret}
+        answer = requests.post(url, data=data, timeout=10)
+    assert answer.status_code == 401, answer.text
+    assert answer.headers["Content-Type"] == "application/problem+json"
+    assert answer.json()["error"] == "invalid_client"
+
+
 def test_the_openapi_document_says_how_to_authenticate(live_server):
     schema = requests.get(f"{live_server.url}/api/schema/?format=json", timeout=10).json()
     flows = schema["components"]["securitySchemes"]["oauth2"]["flows"]
