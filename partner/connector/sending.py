@@ -335,16 +335,7 @@ def _outcome_record(event: Event, lease: Lease, *, started_at, status, text, dur
         connection.update(last_failure_at=now, consecutive_failures=F("consecutive_failures") + 1)
         if again is not None:
             lease.release(last_error=error[:2000], next_attempt_at=again, failing_since=failing_since)
-            logger.warning(
-                "connector %s: %s %s to %s failed (%s), try %s; again at %s",
-                event.connection.name,
-                event.type,
-                event.message_id,
-                endpoint_shown(event.connection.endpoint_url),
-                error[:200],
-                attempts,
-                f"{again:%Y-%m-%d %H:%M:%S} UTC",
-            )
+            _failure_log(event, error, attempts, f"again at {again:%Y-%m-%d %H:%M:%S} UTC")
             return
         lease.release(
             state=EventState.FAILED, last_error=error[:2000], next_attempt_at=None, failing_since=failing_since
@@ -352,14 +343,21 @@ def _outcome_record(event: Event, lease: Lease, *, started_at, status, text, dur
         reason = f"{event.type} {event.message_id} failed after {attempts} tries ({error[:200]})"
         if connection.filter(enabled=True).update(enabled=False, disabled_reason=reason):
             connection_disabled_tell(Connection.objects.get(pk=event.connection_id), reason)
+    _failure_log(event, error, attempts, "given up, connection disabled")
+
+
+def _failure_log(event: Event, error: str, attempts: int, then: str) -> None:
+    """One warning per failed try, in an operator's words: the connection, the event, where (without
+    the endpoint's query), why, and what follows."""
     logger.warning(
-        "connector %s: %s %s to %s failed (%s), try %s: given up, connection disabled",
+        "connector %s: %s %s to %s failed (%s), try %s; %s",
         event.connection.name,
         event.type,
         event.message_id,
         endpoint_shown(event.connection.endpoint_url),
         error[:200],
         attempts,
+        then,
     )
 
 

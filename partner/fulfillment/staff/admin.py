@@ -42,6 +42,19 @@ class ProductFilter(admin.AllValuesFieldListFilter):
         self.title = "product"
 
 
+class DefaultedFilter(admin.SimpleListFilter):
+    """A list filter with a default choice: no parameter means the default, so Django's own "All" (no
+    parameter) would not be all, and every choice, "All" included, is one of `lookups`."""
+
+    def choices(self, changelist):
+        for lookup, title in self.lookup_choices:
+            yield {
+                "selected": self.value() == lookup,
+                "query_string": changelist.get_query_string({self.parameter_name: lookup}),
+                "display": title,
+            }
+
+
 class CompanyFilter(admin.SimpleListFilter):
     """The lender company of the account that ordered (the companies with orders to work)."""
 
@@ -90,7 +103,7 @@ class AssignedFilter(admin.SimpleListFilter):
         return queryset
 
 
-class WorkedByFilter(admin.SimpleListFilter):
+class WorkedByFilter(DefaultedFilter):
     """Orders a partner's own system works stay off the queue until they need staff (past due, a
     failed delivery) or a staff member takes one over; "Partner systems" lists them."""
 
@@ -115,16 +128,8 @@ class WorkedByFilter(admin.SimpleListFilter):
             return queryset
         return staff_attention(queryset)
 
-    def choices(self, changelist):
-        for lookup, title in self.lookup_choices:
-            yield {
-                "selected": self.value() == lookup,
-                "query_string": changelist.get_query_string({self.parameter_name: lookup}),
-                "display": title,
-            }
 
-
-class StateFilter(admin.SimpleListFilter):
+class StateFilter(DefaultedFilter):
     """Where the orders stand, in the staff's words; open orders (with staff) unless another is chosen."""
 
     title = "state"
@@ -150,15 +155,6 @@ class StateFilter(admin.SimpleListFilter):
         if self.value() == self.ALL or self.value() not in self.STATES:
             return queryset
         return queryset.filter(status__in=self.STATES[self.value()][1])
-
-    def choices(self, changelist):
-        # Django's own "All" means no parameter; here no parameter means open, so "All" is a choice.
-        for lookup, title in self.lookup_choices:
-            yield {
-                "selected": self.value() == lookup,
-                "query_string": changelist.get_query_string({self.parameter_name: lookup}),
-                "display": title,
-            }
 
 
 @admin.register(StaffOrder)
