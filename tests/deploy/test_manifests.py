@@ -25,7 +25,7 @@ CONTAINERFILE = ROOT / "Containerfile"
 COMPOSE_ENV_EXAMPLE = ROOT / "deploy" / "partner.env.example"
 KUBERNETES_ENV_EXAMPLE = KUBERNETES / "secrets" / "partner-secrets.env.example"
 ENV_EXAMPLE = ROOT / ".env.example"
-BASE_SETTINGS = ROOT / "config" / "settings" / "base.py"
+CELERY_SETTINGS = ROOT / "config" / "settings" / "celery.py"
 DOCUMENTS = "/app/documents"  # where web and worker mount the documents volume on compose
 
 
@@ -391,9 +391,9 @@ def test_values_with_spaces_are_quoted_in_the_env_examples():
 
 def test_one_figure_for_the_worker_threads():
     """The settings' default, compose's and Kubernetes' worker, .env.example and the docs say one number.
-    The default is base.py's, as production reads it (the test settings run their workers smaller)."""
+    The default is config/settings/celery.py's, as production reads it (the test settings run their workers smaller)."""
     pattern = r'CELERY_WORKER_CONCURRENCY = env\.int\("CELERY_WORKER_CONCURRENCY", default=(\d+)\)'
-    default = re.search(pattern, BASE_SETTINGS.read_text())
+    default = re.search(pattern, CELERY_SETTINGS.read_text())
     threads = default.group(1)
     assert compose()["services"]["worker"]["environment"]["CELERY_WORKER_CONCURRENCY"] == threads
     worker = pod_specs()["partner-worker"]["containers"][0]
