@@ -269,20 +269,10 @@ def known_variables() -> set[str]:
 
 def check_deploy(env: dict) -> list[str]:
     """`manage.py check --deploy` under exactly `env`: the lines of our errors (each with its id)."""
-    import subprocess
-    import sys
+    from tests.helpers.processes import manage_check_deploy
 
-    from tests.helpers.processes import django_env
-
-    result = subprocess.run(
-        [sys.executable, "manage.py", "check", "--deploy"],
-        env=django_env(env),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    return [line for line in (result.stdout + result.stderr).splitlines() if "(partner.E" in line]
+    _code, output = manage_check_deploy(env)
+    return [line for line in output.splitlines() if "(partner.E" in line]
 
 
 # Asked for only through another: its default is the token path of SVC_BASE_URL.
