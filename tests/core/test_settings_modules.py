@@ -38,7 +38,9 @@ def run_json(env_overrides, code):
 
 @pytest.mark.cold_start
 def test_production_settings_load_without_the_sandbox():
-    report = run_json(PRODUCTION, SANDBOX_ABSENT)
+    # Started as gunicorn starts it (`import config.wsgi`: the preflight at start, the middleware): a
+    # production start that goes through, which the tests of its refusals read in their own process.
+    report = run_json(PRODUCTION, "import config.wsgi\n" + SANDBOX_ABSENT)
     assert report["module"] == "config.settings.production"
     assert report["installed"] is False and report["app"] is False and report["enabled"] is False
     assert report["mounted"] is False

@@ -20,7 +20,8 @@ registry stays this process's, the sandbox's app installed; the checks read SAND
 - `urls_read`: the URL map (config/urls.py) a process with such settings serves.
 
 What only a new process shows (that a server's entry point runs these at all, the worker's signal,
-the app registry of production) is tested cold, by tests/helpers/processes.py.
+the app registry of production) is tested cold, by tests/helpers/processes.py; so is a settings
+module that starts something as it is read (Sentry, with SENTRY_DSN), which would start it here.
 """
 
 import importlib
