@@ -25,7 +25,7 @@ CONTAINERFILE = ROOT / "Containerfile"
 COMPOSE_ENV_EXAMPLE = ROOT / "deploy" / "partner.env.example"
 KUBERNETES_ENV_EXAMPLE = KUBERNETES / "secrets" / "partner-secrets.env.example"
 ENV_EXAMPLE = ROOT / ".env.example"
-BASE_SETTINGS = ROOT / "config" / "settings" / "base.py"
+CELERY_SETTINGS = ROOT / "config" / "settings" / "celery.py"
 DOCUMENTS = "/app/documents"  # where web and worker mount the documents volume on compose
 
 
@@ -269,20 +269,10 @@ def known_variables() -> set[str]:
 
 def check_deploy(env: dict) -> list[str]:
     """`manage.py check --deploy` under exactly `env`: the lines of our errors (each with its id)."""
-    import subprocess
-    import sys
+    from tests.helpers.processes import manage_check_deploy
 
-    from tests.helpers.processes import django_env
-
-    result = subprocess.run(
-        [sys.executable, "manage.py", "check", "--deploy"],
-        env=django_env(env),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    return [line for line in (result.stdout + result.stderr).splitlines() if "(partner.E" in line]
+    _code, output = manage_check_deploy(env)
+    return [line for line in output.splitlines() if "(partner.E" in line]
 
 
 # Asked for only through another: its default is the token path of SVC_BASE_URL.
@@ -396,9 +386,9 @@ def test_values_with_spaces_are_quoted_in_the_env_examples():
 
 def test_one_figure_for_the_worker_threads():
     """The settings' default, compose's and Kubernetes' worker, .env.example and the docs say one number.
-    The default is base.py's, as production reads it (the test settings run their workers smaller)."""
+    The default is config/settings/celery.py's, as production reads it (the test settings run their workers smaller)."""
     pattern = r'CELERY_WORKER_CONCURRENCY = env\.int\("CELERY_WORKER_CONCURRENCY", default=(\d+)\)'
-    default = re.search(pattern, BASE_SETTINGS.read_text())
+    default = re.search(pattern, CELERY_SETTINGS.read_text())
     threads = default.group(1)
     assert compose()["services"]["worker"]["environment"]["CELERY_WORKER_CONCURRENCY"] == threads
     worker = pod_specs()["partner-worker"]["containers"][0]
