@@ -18,10 +18,11 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
+from partner.catalog.errors import ProductNotFound
 from partner.connector import answers
 from partner.connector.idempotency import answer_once, fingerprint
 from partner.connector.models import Connection
-from partner.connector.problems import CONTENT_TYPE, TYPE_BASE, BoundedJSONParser, problem_handler, too_many
+from partner.connector.parsers import BoundedJSONParser
 from partner.connector.selectors import FEED_PAGE, connection_orders, connection_products
 from partner.connector.serializers import (
     AcknowledgeIn,
@@ -40,6 +41,7 @@ from partner.connector.serializers import (
     StrictQuery,
 )
 from partner.connector.services import events_feed
+from partner.core.api import PROBLEM, PROBLEM_CONTENT_TYPE, error_answer
 from partner.core.errors import ApplicationError
 from partner.core.ratelimits import address_rate_limited, request_counted
 from partner.fulfillment.models import OrderStatus
@@ -51,7 +53,7 @@ IDEMPOTENCY_KEY = OpenApiParameter(
     required=True,
     description="Unique per answer: a retry with the same key and body gets the first answer and changes nothing.",
 )
-PROBLEM = inline_serializer(
+PROBLEM_BODY = inline_serializer(
     "Problem",
     {
         "type": serializers.CharField(),
@@ -61,12 +63,16 @@ PROBLEM = inline_serializer(
         "errors": serializers.JSONField(required=False),
     },
 )
-# Every error is application/problem+json (partner/connector/problems.py).
-ERRORS = {(code, "application/problem+json"): PROBLEM for code in (400, 401, 403, 404, 422, 429)}
+# Every error is application/problem+json (partner/core/api.py).
+ERRORS = {(code, PROBLEM_CONTENT_TYPE): PROBLEM_BODY for code in (400, 401, 403, 404, 422, 429)}
 
 
 class NoConnection(ApplicationError):
+    """The token's client is not the client of a connection."""
+
     status_code = 403
+    slug = "no-connection"
+    title = "The client has no connection"
 
 
 class TokenIn(serializers.Serializer):
@@ -104,10 +110,8 @@ class TokenApi(APIView):
     authentication_classes = []
     permission_classes = []
     renderer_classes = [JSONRenderer]
+    error_shape = PROBLEM
     _issue = staticmethod(TokenView.as_view())
-
-    def get_exception_handler(self):
-        return problem_handler
 
     @extend_schema(
         operation_id="oauth_token",
@@ -115,11 +119,25 @@ class TokenApi(APIView):
         request={"application/x-www-form-urlencoded": TokenIn},
         responses={
             200: TokenOut,
-            **{(code, "application/problem+json"): TOKEN_PROBLEM for code in (400, 401, 429)},
+            **{(code, PROBLEM_CONTENT_TYPE): TOKEN_PROBLEM for code in (400, 401, 429)},
         },
     )
     def post(self, request):
         return token_problem(self._issue(request._request))
+
+
+class TokenRefused(ApplicationError):
+    """The token endpoint refused a request (the toolkit's answer, as a problem with OAuth's members)."""
+
+    slug = "token-refused"
+    title = "The token request was refused"
+
+
+def too_many(seconds: int) -> JsonResponse:
+    """The token endpoint's 429 (a view outside DRF's throttles): the API's throttled problem."""
+    refusal = exceptions.Throttled(detail=f"Too many requests. Try again in {seconds} seconds.")
+    refusal.wait = seconds
+    return PROBLEM.json_response(error_answer(refusal))
 
 
 def token_problem(response):
@@ -137,17 +155,8 @@ def token_problem(response):
         "error": error,
         **({"error_description": body["error_description"]} if body.get("error_description") else {}),
     }
-    answer = JsonResponse(
-        {
-            "type": TYPE_BASE + "token-refused",
-            "title": "The token request was refused",
-            "status": status,
-            "detail": TOKEN_ERRORS.get(error, "The token request was refused."),
-            **oauth,
-        },
-        status=status,
-        content_type=CONTENT_TYPE,
-    )
+    refusal = TokenRefused(TOKEN_ERRORS.get(error, "The token request was refused."), status_code=status)
+    answer = PROBLEM.json_response(error_answer(refusal), **oauth)
     for header in ("WWW-Authenticate", "Cache-Control", "Pragma"):
         if header in response:
             answer[header] = response[header]
@@ -195,9 +204,7 @@ class ConnectorApi(APIView):
     throttle_classes = [ClientThrottle]
     renderer_classes = [JSONRenderer]
     required_scopes = ["read"]
-
-    def get_exception_handler(self):
-        return problem_handler
+    error_shape = PROBLEM
 
     def permission_denied(self, request, message=None, code=None):
         """A request without a valid token counts per address (RATELIMIT_API_TOKEN, as the token
@@ -288,10 +295,6 @@ class OrderListApi(ConnectorApi):
         page = self.Page()
         rows = page.paginate_queryset(orders, request, view=self)
         return page.get_paginated_response(OrderSummaryOut(rows, many=True).data)
-
-
-class ProductNotFound(ApplicationError):
-    status_code = 404
 
 
 class ProductListApi(ConnectorApi):
@@ -411,3 +414,18 @@ class EventListApi(ConnectorApi):
         events = events_feed(connection=self.connection(), after=after, limit=cursor.validated_data["limit"])
         next_after = events[-1].position if events else after
         return Response({"events": EventOut(events, many=True).data, "next_after": next_after})
+
+
+class RouteUnknownApi(APIView):
+    """Any path under /api/v1/ that names none of its routes (the last of them): a 404 problem, as
+    every error of the API. Not an operation of the API's document."""
+
+    authentication_classes = []
+    permission_classes = []
+    renderer_classes = [JSONRenderer]
+    error_shape = PROBLEM
+    schema = None
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        raise exceptions.NotFound("No such route in this API (see the OpenAPI document).")

@@ -1,10 +1,17 @@
-"""The one application error type; the API exception handler turns it into JSON."""
+"""The one application error type, and its identity: every answer an API gives for it comes from
+`status_code`, `slug`, `title` and `message` (partner/core/api.py writes them in the view's shape)."""
 
 
 class ApplicationError(Exception):
-    """A rule of ours refused something. `message` is safe to show; `extra` holds details."""
+    """A rule of ours refused something. `message` is safe to show; `extra` holds details.
+
+    Each kind declares its identity as class attributes: `status_code` (the HTTP status), `slug`
+    (what a client branches on: the problem's `type` after its base) and `title` (the slug in words).
+    """
 
     status_code = 400
+    slug = "refused"
+    title = "Refused"
 
     def __init__(self, message, *, extra=None, status_code=None):
         super().__init__(message)
