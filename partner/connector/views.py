@@ -191,7 +191,9 @@ class ClientThrottle(BaseThrottle):
         def key(_group, _request):
             return f"client:{client}"
 
-        self.seconds = request_counted(request, group="connector-api", rate=settings.RATELIMIT_API, key=key)
+        self.seconds = request_counted(
+            request, group="connector-api", rate=settings.RATELIMIT_API, key=key, fail_open=True
+        )
         return self.seconds is None
 
     def wait(self) -> float | None:
@@ -210,7 +212,9 @@ class ConnectorApi(APIView):
         """A request without a valid token counts per address (RATELIMIT_API_TOKEN, as the token
         endpoint's guesses do), never against a client's own count: past it, 429 instead of 401."""
         if request.successful_authenticator is None:
-            seconds = request_counted(request, group="connector-untokened", rate=settings.RATELIMIT_API_TOKEN)
+            seconds = request_counted(
+                request, group="connector-untokened", rate=settings.RATELIMIT_API_TOKEN, fail_open=True
+            )
             if seconds is not None:
                 raise exceptions.Throttled(wait=seconds)
         super().permission_denied(request, message=message, code=code)

@@ -30,7 +30,8 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
-from partner.core.errors import ApplicationError
+from partner.core.cache import CACHE_UNREACHABLE
+from partner.core.errors import ApplicationError, Unavailable
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 PROBLEM_TYPE_BASE = "https://partner.example/problems/"
@@ -90,8 +91,18 @@ def _framework_error(exc: Exception) -> exceptions.APIException | None:
 
 def error_answer(exc: Exception) -> ErrorAnswer | None:
     """The identity of an error a view raised; None for one that is no answer (a bug: a 500)."""
+    if isinstance(exc, CACHE_UNREACHABLE):
+        exc = Unavailable("The service is unavailable for a moment: nothing was done. Try again shortly.")
     if isinstance(exc, ApplicationError):
-        return ErrorAnswer(status=exc.status_code, slug=exc.slug, title=exc.title, detail=exc.message, extra=exc.extra)
+        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else {}
+        return ErrorAnswer(
+            status=exc.status_code,
+            slug=exc.slug,
+            title=exc.title,
+            detail=exc.message,
+            extra=exc.extra,
+            headers=headers,
+        )
     exc = _framework_error(exc)
     if exc is None:
         return None
@@ -181,9 +192,11 @@ def declared_shape(request) -> ErrorShape | None:
 
 class ErrorShapeMiddleware:
     """The errors made outside a view (an unknown route, a body too large, too many fields, a 500:
-    Django's HTML or plain text) in the shape the path's view declares, with the same status. JSON
-    answers (the views' own, the token endpoint's OAuth errors, which RFC 6749 shapes) are left as
-    they are, and so is every path whose view declares no shape."""
+    Django's HTML or plain text) in the shape the path's view declares, with the same status; an
+    error raised around a view (a decorator's: the token endpoint's rate limit with the cache down)
+    answered from its identity, as the handler would. JSON answers (the views' own, the token
+    endpoint's OAuth errors, which RFC 6749 shapes) are left as they are, and so is every path whose
+    view declares no shape."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -198,3 +211,8 @@ class ErrorShapeMiddleware:
         answer = status_answer(response.status_code)
         kept = {name: response[name] for name in _KEPT_HEADERS if name in response}
         return shape.json_response(replace(answer, headers=kept))
+
+    def process_exception(self, request, exception):
+        shape = declared_shape(request)
+        answer = error_answer(exception) if shape is not None else None
+        return shape.json_response(answer) if answer is not None else None

@@ -20,7 +20,7 @@ from rest_framework.renderers import JSONRenderer
 from partner.catalog.errors import ProductNotFound, ProductSyncError
 from partner.connector.views import ConnectorApi, RouteUnknownApi, TokenApi
 from partner.core.api import MESSAGE, PROBLEM, PROBLEM_TYPE_BASE, exception_handler
-from partner.core.errors import ApplicationError
+from partner.core.errors import ApplicationError, Unavailable
 from partner.fulfillment.automated.fulfillers.base import FulfillmentRefused
 from partner.fulfillment.models import FailureCode, OrderStatus
 from partner.fulfillment.orders.services import OrderFailed
@@ -53,6 +53,7 @@ REFUSALS = {
     "panel session": PanelSessionInvalid("the panel session has expired"),
     "transaction": TransactionNotShown(),
     "document": DocumentNotShown(),
+    "unavailable": Unavailable("The service is unavailable for a moment."),
 }
 
 
@@ -86,6 +87,7 @@ def test_the_connectors_views_answer_every_refusal_as_a_problem_of_its_identity(
     if refusal.extra:
         expected["errors"] = refusal.extra
     assert json.loads(JSONRenderer().render(response.data)) == expected
+    assert response.get("Retry-After") == (str(refusal.retry_after) if refusal.retry_after else None)
 
 
 def test_the_view_declares_the_shape_not_the_url():
