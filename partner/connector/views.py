@@ -5,7 +5,7 @@ serializer, call one service (`answers`), under an Idempotency-Key for every POS
 import json
 
 from django.conf import settings
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from oauth2_provider.contrib.rest_framework import OAuth2Authentication, TokenHasScope
@@ -43,7 +43,7 @@ from partner.connector.serializers import (
 from partner.connector.services import events_feed
 from partner.core.api import PROBLEM, PROBLEM_CONTENT_TYPE, error_answer
 from partner.core.errors import ApplicationError
-from partner.core.ratelimits import address_rate_limited, request_counted
+from partner.core.ratelimits import request_counted
 from partner.fulfillment.models import OrderStatus
 
 IDEMPOTENCY_KEY = OpenApiParameter(
@@ -102,6 +102,19 @@ TOKEN_PROBLEM = inline_serializer(
 )
 
 
+class TokenThrottle(BaseThrottle):
+    """RATELIMIT_API_TOKEN token requests per client address, whatever the secret (a secret guessed,
+    a system that asks for a token per call); past it, 429 with Retry-After. It guards the secrets,
+    so with the cache unreachable it refuses: 503 (`partner.core.ratelimits`)."""
+
+    def allow_request(self, request, view) -> bool:
+        self.seconds = request_counted(request, group="connector-token", rate=settings.RATELIMIT_API_TOKEN)
+        return self.seconds is None
+
+    def wait(self) -> float | None:
+        return self.seconds
+
+
 class TokenApi(APIView):
     """POST /api/v1/oauth/token: django-oauth-toolkit issues the token (client credentials); a
     refusal is problem+json like every error of the API, still carrying RFC 6749's `error` and
@@ -109,6 +122,7 @@ class TokenApi(APIView):
 
     authentication_classes = []
     permission_classes = []
+    throttle_classes = [TokenThrottle]
     renderer_classes = [JSONRenderer]
     error_shape = PROBLEM
     _issue = staticmethod(TokenView.as_view())
@@ -131,13 +145,6 @@ class TokenRefused(ApplicationError):
 
     slug = "token-refused"
     title = "The token request was refused"
-
-
-def too_many(seconds: int) -> JsonResponse:
-    """The token endpoint's 429 (a view outside DRF's throttles): the API's throttled problem."""
-    refusal = exceptions.Throttled(detail=f"Too many requests. Try again in {seconds} seconds.")
-    refusal.wait = seconds
-    return PROBLEM.json_response(error_answer(refusal))
 
 
 def token_problem(response):
@@ -173,11 +180,7 @@ TOKEN_ERRORS = {
     "invalid_request": "The token request is malformed (grant_type=client_credentials, form-encoded).",
 }
 
-# The token endpoint: RATELIMIT_API_TOKEN requests per address (a client secret guessed, a system
-# that asks for a token per call), past it a 429 in the API's shape.
-token_view = address_rate_limited(group="connector-token", rate=lambda: settings.RATELIMIT_API_TOKEN, refused=too_many)(
-    TokenApi.as_view()
-)
+token_view = TokenApi.as_view()
 
 
 class ClientThrottle(BaseThrottle):

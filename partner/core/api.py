@@ -192,11 +192,10 @@ def declared_shape(request) -> ErrorShape | None:
 
 class ErrorShapeMiddleware:
     """The errors made outside a view (an unknown route, a body too large, too many fields, a 500:
-    Django's HTML or plain text) in the shape the path's view declares, with the same status; an
-    error raised around a view (a decorator's: the token endpoint's rate limit with the cache down)
-    answered from its identity, as the handler would. JSON answers (the views' own, the token
-    endpoint's OAuth errors, which RFC 6749 shapes) are left as they are, and so is every path whose
-    view declares no shape."""
+    Django's HTML or plain text) in the shape the path's view declares, with the same status. JSON
+    answers (the views' own, the token endpoint's OAuth errors, which RFC 6749 shapes) are left as
+    they are, and so is every path whose view declares no shape. (No view hooks: the webhook's own
+    handler, partner/inbox/webhook_wsgi.py, runs this middleware and calls none.)"""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -211,8 +210,3 @@ class ErrorShapeMiddleware:
         answer = status_answer(response.status_code)
         kept = {name: response[name] for name in _KEPT_HEADERS if name in response}
         return shape.json_response(replace(answer, headers=kept))
-
-    def process_exception(self, request, exception):
-        shape = declared_shape(request)
-        answer = error_answer(exception) if shape is not None else None
-        return shape.json_response(answer) if answer is not None else None

@@ -6,10 +6,10 @@ requests do nothing else: the view is not called, so no call goes to the service
 
 - `address_rate_limited(group=..., rate=...)`: every request counts against the client's address
   (`rate()` says the rate when the request comes, so a change of its setting holds at once);
-  beyond the rate, 429 with the UI's error shape `{"errors": [{status, code, message}]}` (or the
-  answer the view's API gives, `refused`).
+  beyond the rate, 429 with the UI's error shape `{"errors": [{status, code, message}]}`.
 - `request_counted(request, group=..., rate=..., key=...)`: the count itself, for a caller that
-  answers in its own way (the connector API's throttle counts per OAuth client).
+  answers in its own way (the connector API's throttles: per OAuth client, and its token endpoint's
+  per address).
 
 With the cache unreachable (its Redis down) nothing can be counted. A limit that guards secrets
 (the token endpoint's, the admin's sign-in) refuses then: the cache's error goes up, and the API
@@ -102,12 +102,11 @@ def request_counted(request, *, group: str, rate: str, key=client_address, fail_
     return None
 
 
-def address_rate_limited(*, group: str, rate: Callable[[], str], unless=None, refused=_rate_limited_json):
+def address_rate_limited(*, group: str, rate: Callable[[], str], unless=None):
     """Decorate a view: at most `rate()` requests ("60/m", e.g. a setting's value) per client address in `group`.
 
     Views decorated with the same group share one count. `unless(request)` true: the request is
-    not counted (it costs nothing the limit protects). `refused(seconds)` is the 429 answered past
-    the limit (the UI's error shape unless told).
+    not counted (it costs nothing the limit protects).
     """
 
     def decorate(view):
@@ -117,7 +116,7 @@ def address_rate_limited(*, group: str, rate: Callable[[], str], unless=None, re
                 return view(request, *args, **kwargs)
             wait = request_counted(request, group=group, rate=rate())
             if wait is not None:
-                return refused(wait)
+                return _rate_limited_json(wait)
             return view(request, *args, **kwargs)
 
         return limited
