@@ -155,8 +155,12 @@ def _message_body(answer: ErrorAnswer) -> dict:
 
 
 def _problem_body(answer: ErrorAnswer) -> dict:
-    body = {"type": PROBLEM_TYPE_BASE + answer.slug, "title": answer.title, "status": answer.status}
-    body["detail"] = answer.detail
+    body = {
+        "type": PROBLEM_TYPE_BASE + answer.slug,
+        "title": answer.title,
+        "status": answer.status,
+        "detail": answer.detail,
+    }
     errors = answer.fields if answer.fields is not None else answer.extra
     if errors:
         body["errors"] = errors
