@@ -10,7 +10,7 @@ from django.http import HttpResponse, HttpResponseServerError
 from django.test import RequestFactory
 
 from partner.core.api import PROBLEM_CONTENT_TYPE as CONTENT_TYPE
-from partner.core.api import ErrorShapeMiddleware as ProblemMiddleware
+from partner.core.api import ErrorShapeMiddleware
 from tests.helpers.connector import ApiClient
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -60,14 +60,14 @@ def test_a_body_too_large_is_a_413_problem(client, settings):
 
 
 def test_a_server_error_under_the_api_is_a_problem_and_elsewhere_left_alone():
-    middleware = ProblemMiddleware(lambda request: HttpResponseServerError("<h1>Server Error (500)</h1>"))
+    middleware = ErrorShapeMiddleware(lambda request: HttpResponseServerError("<h1>Server Error (500)</h1>"))
     answer = middleware(RequestFactory().get("/api/v1/orders"))
     assert answer.status_code == 500 and answer["Content-Type"] == CONTENT_TYPE
     assert answer.content.startswith(b"{") and b"<h1>" not in answer.content
     assert middleware(RequestFactory().get("/admin/"))["Content-Type"].startswith("text/html")
     # The shape is the path's view's: /v1/'s views declare none, so Django's answer stays as it is.
     assert middleware(RequestFactory().get("/v1/status/T-1"))["Content-Type"].startswith("text/html")
-    oauth = ProblemMiddleware(
+    oauth = ErrorShapeMiddleware(
         lambda request: HttpResponse('{"error": "invalid_client"}', status=401, content_type="application/json")
     )
     assert oauth(RequestFactory().post("/api/v1/oauth/token"))["Content-Type"] == "application/json"
