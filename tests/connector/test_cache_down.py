@@ -64,3 +64,22 @@ def test_with_redis_down_reads_and_answers_work_and_the_token_endpoint_says_503(
 
     untokened = requests.get(f"{api.base}/orders", timeout=10)
     assert untokened.status_code == 401 and untokened.json()["type"].endswith("/unauthenticated")
+
+
+def test_a_count_that_cannot_be_made_fails_open_only_when_told_and_warns_once(redis_down, caplog):
+    from django.test import RequestFactory
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    from partner.core.ratelimits import request_counted
+
+    request = RequestFactory().get("/api/v1/orders")
+    request_counted(request, group="probe", rate="1000/m", fail_open=True)  # counted: no outage so far
+    redis_down()
+    with caplog.at_level("WARNING", logger="partner.core.ratelimits"):
+        for _ in range(3):
+            assert request_counted(request, group="probe", rate="1/m", fail_open=True) is None
+    assert [r.getMessage() for r in caplog.records if r.name == "partner.core.ratelimits"] == [
+        "rate limits not counted, the cache is unreachable (ConnectionError)"
+    ]
+    with pytest.raises(RedisConnectionError):
+        request_counted(request, group="probe", rate="1/m")
