@@ -133,7 +133,7 @@ class TokenApi(APIView):
         request={"application/x-www-form-urlencoded": TokenIn},
         responses={
             200: TokenOut,
-            **{(code, PROBLEM_CONTENT_TYPE): TOKEN_PROBLEM for code in (400, 401, 429)},
+            **{(code, PROBLEM_CONTENT_TYPE): TOKEN_PROBLEM for code in (400, 401, 429, 503)},
         },
     )
     def post(self, request):
