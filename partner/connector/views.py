@@ -5,7 +5,7 @@ serializer, call one service (`answers`), under an Idempotency-Key for every POS
 import json
 
 from django.conf import settings
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from oauth2_provider.contrib.rest_framework import OAuth2Authentication, TokenHasScope
@@ -18,10 +18,11 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
+from partner.catalog.errors import ProductNotFound
 from partner.connector import answers
 from partner.connector.idempotency import answer_once, fingerprint
 from partner.connector.models import Connection
-from partner.connector.problems import CONTENT_TYPE, TYPE_BASE, BoundedJSONParser, problem_handler, too_many
+from partner.connector.parsers import BoundedJSONParser
 from partner.connector.selectors import FEED_PAGE, connection_orders, connection_products
 from partner.connector.serializers import (
     AcknowledgeIn,
@@ -40,8 +41,9 @@ from partner.connector.serializers import (
     StrictQuery,
 )
 from partner.connector.services import events_feed
+from partner.core.api import PROBLEM, PROBLEM_CONTENT_TYPE, error_answer
 from partner.core.errors import ApplicationError
-from partner.core.ratelimits import address_rate_limited, request_counted
+from partner.core.ratelimits import request_counted
 from partner.fulfillment.models import OrderStatus
 
 IDEMPOTENCY_KEY = OpenApiParameter(
@@ -51,7 +53,7 @@ IDEMPOTENCY_KEY = OpenApiParameter(
     required=True,
     description="Unique per answer: a retry with the same key and body gets the first answer and changes nothing.",
 )
-PROBLEM = inline_serializer(
+PROBLEM_BODY = inline_serializer(
     "Problem",
     {
         "type": serializers.CharField(),
@@ -61,12 +63,16 @@ PROBLEM = inline_serializer(
         "errors": serializers.JSONField(required=False),
     },
 )
-# Every error is application/problem+json (partner/connector/problems.py).
-ERRORS = {(code, "application/problem+json"): PROBLEM for code in (400, 401, 403, 404, 422, 429)}
+# Every error is application/problem+json (partner/core/api.py).
+ERRORS = {(code, PROBLEM_CONTENT_TYPE): PROBLEM_BODY for code in (400, 401, 403, 404, 422, 429)}
 
 
 class NoConnection(ApplicationError):
+    """The token's client is not the client of a connection."""
+
     status_code = 403
+    slug = "no-connection"
+    title = "The client has no connection"
 
 
 class TokenIn(serializers.Serializer):
@@ -96,6 +102,19 @@ TOKEN_PROBLEM = inline_serializer(
 )
 
 
+class TokenThrottle(BaseThrottle):
+    """RATELIMIT_API_TOKEN token requests per client address, whatever the secret (a secret guessed,
+    a system that asks for a token per call); past it, 429 with Retry-After. It guards the secrets,
+    so with the cache unreachable it refuses: 503 (`partner.core.ratelimits`)."""
+
+    def allow_request(self, request, view) -> bool:
+        self.seconds = request_counted(request, group="connector-token", rate=settings.RATELIMIT_API_TOKEN)
+        return self.seconds is None
+
+    def wait(self) -> float | None:
+        return self.seconds
+
+
 class TokenApi(APIView):
     """POST /api/v1/oauth/token: django-oauth-toolkit issues the token (client credentials); a
     refusal is problem+json like every error of the API, still carrying RFC 6749's `error` and
@@ -103,11 +122,10 @@ class TokenApi(APIView):
 
     authentication_classes = []
     permission_classes = []
+    throttle_classes = [TokenThrottle]
     renderer_classes = [JSONRenderer]
+    error_shape = PROBLEM
     _issue = staticmethod(TokenView.as_view())
-
-    def get_exception_handler(self):
-        return problem_handler
 
     @extend_schema(
         operation_id="oauth_token",
@@ -115,11 +133,18 @@ class TokenApi(APIView):
         request={"application/x-www-form-urlencoded": TokenIn},
         responses={
             200: TokenOut,
-            **{(code, "application/problem+json"): TOKEN_PROBLEM for code in (400, 401, 429)},
+            **{(code, PROBLEM_CONTENT_TYPE): TOKEN_PROBLEM for code in (400, 401, 429, 503)},
         },
     )
     def post(self, request):
         return token_problem(self._issue(request._request))
+
+
+class TokenRefused(ApplicationError):
+    """The token endpoint refused a request (the toolkit's answer, as a problem with OAuth's members)."""
+
+    slug = "token-refused"
+    title = "The token request was refused"
 
 
 def token_problem(response):
@@ -137,17 +162,8 @@ def token_problem(response):
         "error": error,
         **({"error_description": body["error_description"]} if body.get("error_description") else {}),
     }
-    answer = JsonResponse(
-        {
-            "type": TYPE_BASE + "token-refused",
-            "title": "The token request was refused",
-            "status": status,
-            "detail": TOKEN_ERRORS.get(error, "The token request was refused."),
-            **oauth,
-        },
-        status=status,
-        content_type=CONTENT_TYPE,
-    )
+    refusal = TokenRefused(TOKEN_ERRORS.get(error, "The token request was refused."), status_code=status)
+    answer = PROBLEM.json_response(error_answer(refusal), **oauth)
     for header in ("WWW-Authenticate", "Cache-Control", "Pragma"):
         if header in response:
             answer[header] = response[header]
@@ -164,11 +180,7 @@ TOKEN_ERRORS = {
     "invalid_request": "The token request is malformed (grant_type=client_credentials, form-encoded).",
 }
 
-# The token endpoint: RATELIMIT_API_TOKEN requests per address (a client secret guessed, a system
-# that asks for a token per call), past it a 429 in the API's shape.
-token_view = address_rate_limited(group="connector-token", rate=lambda: settings.RATELIMIT_API_TOKEN, refused=too_many)(
-    TokenApi.as_view()
-)
+token_view = TokenApi.as_view()
 
 
 class ClientThrottle(BaseThrottle):
@@ -182,7 +194,9 @@ class ClientThrottle(BaseThrottle):
         def key(_group, _request):
             return f"client:{client}"
 
-        self.seconds = request_counted(request, group="connector-api", rate=settings.RATELIMIT_API, key=key)
+        self.seconds = request_counted(
+            request, group="connector-api", rate=settings.RATELIMIT_API, key=key, fail_open=True
+        )
         return self.seconds is None
 
     def wait(self) -> float | None:
@@ -195,15 +209,15 @@ class ConnectorApi(APIView):
     throttle_classes = [ClientThrottle]
     renderer_classes = [JSONRenderer]
     required_scopes = ["read"]
-
-    def get_exception_handler(self):
-        return problem_handler
+    error_shape = PROBLEM
 
     def permission_denied(self, request, message=None, code=None):
         """A request without a valid token counts per address (RATELIMIT_API_TOKEN, as the token
         endpoint's guesses do), never against a client's own count: past it, 429 instead of 401."""
         if request.successful_authenticator is None:
-            seconds = request_counted(request, group="connector-untokened", rate=settings.RATELIMIT_API_TOKEN)
+            seconds = request_counted(
+                request, group="connector-untokened", rate=settings.RATELIMIT_API_TOKEN, fail_open=True
+            )
             if seconds is not None:
                 raise exceptions.Throttled(wait=seconds)
         super().permission_denied(request, message=message, code=code)
@@ -288,10 +302,6 @@ class OrderListApi(ConnectorApi):
         page = self.Page()
         rows = page.paginate_queryset(orders, request, view=self)
         return page.get_paginated_response(OrderSummaryOut(rows, many=True).data)
-
-
-class ProductNotFound(ApplicationError):
-    status_code = 404
 
 
 class ProductListApi(ConnectorApi):
@@ -411,3 +421,18 @@ class EventListApi(ConnectorApi):
         events = events_feed(connection=self.connection(), after=after, limit=cursor.validated_data["limit"])
         next_after = events[-1].position if events else after
         return Response({"events": EventOut(events, many=True).data, "next_after": next_after})
+
+
+class RouteUnknownApi(APIView):
+    """Any path under /api/v1/ that names none of its routes (the last of them): a 404 problem, as
+    every error of the API. Not an operation of the API's document."""
+
+    authentication_classes = []
+    permission_classes = []
+    renderer_classes = [JSONRenderer]
+    error_shape = PROBLEM
+    schema = None
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        raise exceptions.NotFound("No such route in this API (see the OpenAPI document).")
