@@ -1,9 +1,9 @@
 """Several hosts on one machine: network namespaces on a bridge, and the servers each one runs.
 
-The hosts drill (bench/drill_hosts.py) builds this layout, every name and address its own:
+The hosts drill (bench/drills/hosts.py) builds this layout, every name and address its own:
 
     bridge pd-br0 10.231.0.1   this process: the platform (the sandbox under gunicorn, behind the
-                               emulator of its latency, bench/latency_proxy.py) and the drill
+                               emulator of its latency, bench/harness/latency_proxy.py) and the drill
     pd-db     10.231.0.2       PostgreSQL (a cluster of its own), Redis (cache), RabbitMQ (broker)
     pd-lb     10.231.0.3       haproxy, the load balancer in front of the two web hosts
     pd-web1   10.231.0.11      gunicorn config.wsgi (the repository's gunicorn.conf.py)
@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import stack
+from bench.harness import stack
 
 NET = os.environ.get("BENCH_HOSTS_NET", "10.231.0")  # a private /24 of the drill's own
 BRIDGE = "pd-br0"
