@@ -36,7 +36,7 @@ from django.utils import timezone
 from partner.core.checkpoints import checkpoint
 from partner.core.leases import Lease, LeaseLost, lease_give_back, lease_kept, lease_remaining, lease_take_one
 from partner.core.logging import log_context
-from partner.core.retries import RetryPlan, outage_of, retry_plan
+from partner.core.retries import SERVICE_CALLS, RetryPlan, outage_of, retry_plan
 from partner.fulfillment.automated.pipeline import order_prepare
 from partner.fulfillment.models import (
     ACTIVE_STATUSES,
@@ -156,7 +156,7 @@ def _stopped(
     waits_for_us = outage_of(exc) is not None  # one of our own services is away: wait, never fail
     if waits_for_us or (isinstance(exc, ServiceError) and exc.transient):
         plan = retry_plan(exc, retries=retries, rate_limited_since=rate_limited_since, outage_since=outage_since)
-        if not plan.counted or retries < settings.CELERY_TASK_MAX_RETRIES:
+        if not plan.counted or not SERVICE_CALLS.spent(retries):
             if plan.waiting_for:
                 logger.warning("transaction %s: %s", order.transaction_id, plan.reason(exc))
             # The lease given back with the error and the time of the next run, in one UPDATE (when

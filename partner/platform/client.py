@@ -189,6 +189,7 @@ def upload_resource(slot: UploadSlot, data) -> None:
         session=session_upload(),
         retry=retry,
         rewind=rewind,
+        whole=False,
         data=body,
         headers={"Authorization": slot.authorization, "Content-Type": slot.mime_type},
     )

@@ -106,6 +106,7 @@ def token_fetch() -> dict:
         session=session_api(),
         retry=True,
         signal=token_requested,
+        channel="token",
         data=data,
         auth=(settings.SVC_CLIENT_ID, settings.SVC_CLIENT_SECRET),
     )
