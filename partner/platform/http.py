@@ -46,6 +46,8 @@ from partner.platform.signals import service_call_finished
 logger = logging.getLogger(__name__)
 
 USER_AGENT = "partner-application/0.1 (+python-requests)"
+CHANNEL = "service"  # the outbound channel of the service's API and upload locations
+TOKEN_CHANNEL = "token"  # noqa: S105 - the token endpoint's channel: never kept with a delivery's tries
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 _HEADERS = {"User-Agent": USER_AGENT, "Accept": "application/json"}
 
@@ -120,7 +122,7 @@ def send(
     retry: bool,
     signal=service_call_finished,
     rewind=None,
-    channel: str = "service",
+    channel: str = CHANNEL,
     whole: bool = True,
     **kwargs,
 ) -> requests.Response:
