@@ -46,7 +46,7 @@ from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
 from partner.connector.models import Connection, Event, EventAttempt, EventState
-from partner.connector.services import endpoint_problem
+from partner.connector.services import endpoint_address_rule, endpoint_problem
 from partner.core import outbound
 from partner.core.enqueue import rows_relay
 from partner.core.housekeeping import Chore
@@ -128,7 +128,10 @@ def events_left_hand_back() -> int:
 
 def _post(connection: Connection, event: Event) -> outbound.Try:
     """POST the event: one try of the outbound module's bounded exchange (`outbound.exchange_kept`):
-    the whole exchange ends by CONNECTOR_SEND_TIMEOUT, and at most the kept start of the answer is read."""
+    the whole exchange ends by CONNECTOR_SEND_TIMEOUT, at most the kept start of the answer is read,
+    and the connection is made only to an address the endpoint's rule allows, checked when the host
+    is resolved and on the connected peer, so a name that resolves elsewhere by now (DNS rebinding)
+    is refused too."""
     with outbound.one_off() as session:
         return outbound.exchange_kept(
             "POST",
@@ -137,6 +140,7 @@ def _post(connection: Connection, event: Event) -> outbound.Try:
             session=session,
             deadline=settings.CONNECTOR_SEND_TIMEOUT,
             shown=endpoint_shown(connection.endpoint_url),
+            address_refusal=endpoint_address_rule(connection.endpoint_url),
             data=event_body(event),
             headers=signature_headers(event, connection.secrets()),
         )

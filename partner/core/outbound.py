@@ -12,6 +12,10 @@ the events POSTed to a partner system's endpoint). Each gets the same care:
   deadline on the whole exchange: a timer shuts the connection's socket when it passes, whatever
   the exchange is waiting on, so that no answer, however slowly it drips, holds a worker past it
   (a socket's timeout bounds each read, never the sum of them).
+- An address rule, when the caller gives one (`exchange_kept`'s `address_refusal`: the connector's
+  endpoints are held to the upload locations' ranges): checked on every address the host resolves
+  to, the connection pinned to the address checked (no second lookup a rebinding name server could
+  answer otherwise) and the connected peer checked again; a refusal is a try with a plain cause.
 - Redirects are never followed: a 3xx is the answer (requests would carry our headers to whatever
   host a redirect names).
 - A bounded read (`exchange_kept`), for an answer that matters by its status and its start only:
@@ -35,6 +39,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 from http.cookiejar import DefaultCookiePolicy
+from ipaddress import ip_address
 
 import requests
 import urllib3
@@ -110,13 +115,20 @@ def _note(attempt: Try) -> None:
 # Sessions ----------------------------------------------------------------------------------------
 
 
+class AddressRefused(OSError):
+    """An address the exchange's rule refuses (`exchange_kept`'s `address_refusal`): no connection
+    was made to it, or the one made was closed before anything was sent. The message is plain."""
+
+
 class _Deadline:
-    """One exchange's connections, shut when its deadline passes (a timer)."""
+    """One exchange's connections, shut when its deadline passes (a timer), and the rule of the
+    addresses they may connect to (None: any)."""
 
     current = threading.local()
 
-    def __init__(self):
+    def __init__(self, address_refusal=None):
         self.connections, self.lock, self.over = [], threading.Lock(), False
+        self.address_refusal = address_refusal
 
     def watch(self, connection) -> None:
         with self.lock:
@@ -143,9 +155,50 @@ def _watched(connection) -> None:
         deadline.watch(connection)
 
 
+def _ip(text: str):
+    return ip_address(text.split("%", 1)[0])  # an IPv6 address may carry its zone
+
+
+def _refused_at(address, reason: str) -> AddressRefused:
+    return AddressRefused(f"refused: the endpoint's address is {reason}; nothing was sent")
+
+
+def _connected(connection, new_conn):
+    """`new_conn()` under the exchange's address rule: the host resolved here and every address it
+    has checked, the connection made to the first one checked (pinned: a second lookup, which a
+    rebinding name server would answer otherwise, is never made), and the connected peer checked."""
+    exchange = getattr(_Deadline.current, "value", None)
+    rule = exchange.address_refusal if exchange is not None else None
+    if rule is None:
+        return new_conn()
+    host = connection._dns_host
+    try:
+        answers = socket.getaddrinfo(host, connection.port, type=socket.SOCK_STREAM)
+    except OSError:
+        return new_conn()  # not resolvable: urllib3 raises its own error, told as "host name not found"
+    addresses = [_ip(sockaddr[0]) for *_, sockaddr in answers]
+    for address in addresses:
+        if reason := rule(address):
+            raise _refused_at(address, reason)
+    connection._dns_host = str(addresses[0])
+    try:
+        sock = new_conn()
+    finally:
+        connection._dns_host = host
+    peer = _ip(sock.getpeername()[0])
+    if reason := rule(peer):
+        sock.close()
+        raise _refused_at(peer, reason)
+    return sock
+
+
 class _WatchedHTTP(HTTPConnection):
     """A connection the current exchange's deadline may shut: when it connects, and when a pooled
-    one is used again (it does not connect then)."""
+    one is used again (it does not connect then); it connects only where the exchange's address
+    rule allows."""
+
+    def _new_conn(self):
+        return _connected(self, super()._new_conn)
 
     def connect(self):
         super().connect()
@@ -157,6 +210,9 @@ class _WatchedHTTP(HTTPConnection):
 
 
 class _WatchedHTTPS(HTTPSConnection):
+    def _new_conn(self):
+        return _connected(self, super()._new_conn)
+
     def connect(self):
         super().connect()
         _watched(self)
@@ -181,21 +237,24 @@ class _WatchedAdapter(HTTPAdapter):
 
 
 @contextlib.contextmanager
-def _deadline_kept(seconds: float | None):
-    """Within the block, the connections used are shut once `seconds` have passed (None: no deadline)."""
-    deadline = _Deadline()
-    if seconds is None:
+def _deadline_kept(seconds: float | None, *, address_refusal=None):
+    """Within the block, the connections used are shut once `seconds` have passed (None: no
+    deadline), and made only to addresses `address_refusal` allows (None: any)."""
+    deadline = _Deadline(address_refusal)
+    if seconds is None and address_refusal is None:
         yield deadline
         return
-    timer = threading.Timer(seconds, deadline.shut)
-    timer.daemon = True
+    timer = threading.Timer(seconds, deadline.shut) if seconds is not None else None
     previous = getattr(_Deadline.current, "value", None)
     _Deadline.current.value = deadline
-    timer.start()
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
     try:
         yield deadline
     finally:
-        timer.cancel()
+        if timer is not None:
+            timer.cancel()
         _Deadline.current.value = previous
 
 
@@ -263,6 +322,8 @@ def cause_of(exc: BaseException, *, limit: float) -> str:
     """Why an exchange got no answer, in an operator's words (no URL: the caller names the host).
     `limit`: the seconds the exchange was given."""
     causes = list(_causes(exc))
+    if refused := next((cause for cause in causes if isinstance(cause, AddressRefused)), None):
+        return str(refused)
     if isinstance(exc, requests.Timeout) or any(isinstance(cause, TimeoutError | socket.timeout) for cause in causes):
         return f"Timeout: no answer within {limit:g} s"
     if isinstance(exc, requests.exceptions.SSLError):
@@ -324,6 +385,7 @@ def exchange_kept(
     session: requests.Session,
     deadline: float,
     shown: str | None = None,
+    address_refusal=None,
     **kwargs,
 ) -> Try:
     """Send one request whose answer matters by its status and its start only; never raises for a
@@ -332,6 +394,9 @@ def exchange_kept(
     The whole exchange (connect, send, the status and at most KEPT bytes of the answer) ends by
     `deadline` seconds: the answer is streamed, only its start is read, and the connection is
     closed, not drained. A status that arrived in time counts even if the rest of the answer did not.
+    `address_refusal(ip_address) -> str | None`: why the exchange may not connect to an address
+    (checked on every address the host resolves to, the connection pinned to the one checked, and
+    on the connected peer), None to allow it; the try then says so in plain words.
     """
     started_at, started = timezone.now(), time.monotonic()
     ends = started + deadline
@@ -339,7 +404,7 @@ def exchange_kept(
     headers = {**kwargs.pop("headers", {}), "accept-encoding": "identity"}
     try:
         with (
-            _deadline_kept(deadline) as watch,
+            _deadline_kept(deadline, address_refusal=address_refusal) as watch,
             session.request(
                 method, url, headers=headers, timeout=deadline, allow_redirects=False, stream=True, **kwargs
             ) as answer,
