@@ -61,12 +61,17 @@ class Failure:
         return self.kind in RETRY_HELPS
 
 
-def refusal_reason(exc: ServiceError | RequestRefused) -> str:
+def refusal_reason(exc: ServiceError | RequestRefused, *, said: bool = False) -> str:
     """Why a call refused for good (not transient) failed what it was for, in the one sentence
-    `failure_kind` reads: the service's refusal (method, path, status), or ours (nothing was sent)."""
+    `failure_kind` reads: the service's refusal (method, path, status), or ours (nothing was sent).
+    `said`: the service's own words follow (a staff delivery's reason: the person who sends it
+    again reads what to change)."""
     if isinstance(exc, RequestRefused):
         return f"The request was not sent: {exc}"
-    return f"The service refused {exc.method} {service_path(exc.url)} with status {exc.status}"
+    reason = f"The service refused {exc.method} {service_path(exc.url)} with status {exc.status}"
+    if said:
+        reason += f": {exc.message}" + (f" ({exc.excerpt})" if exc.excerpt else "")
+    return reason
 
 
 def _status(reason: str) -> int | None:

@@ -259,7 +259,8 @@ def deliveries_send(order: Order, lease: Lease, *, waiting: list[Waiting] | None
                 Delivery.objects.filter(pk=delivery.pk).update(last_error=outbound.kept(exc))
                 if exc.transient:
                     raise
-                _refused(order, delivery, refusal_reason(exc), error=exc)
+                said = delivery.kind not in PIPELINE_KINDS  # staff read it to send the delivery again
+                _refused(order, delivery, refusal_reason(exc, said=said), error=exc)
         if delivery.final:
             break  # nothing is sent after the final delivery, the decline or the result
     return sent
