@@ -12,8 +12,8 @@ the events POSTed to a partner system's endpoint). Each gets the same care:
   deadline on the whole exchange: a timer shuts the connection's socket when it passes, whatever
   the exchange is waiting on, so that no answer, however slowly it drips, holds a worker past it
   (a socket's timeout bounds each read, never the sum of them).
-- An address rule, when the caller gives one (`exchange_kept`'s `address_refusal`: the connector's
-  endpoints are held to the upload locations' ranges): checked on every address the host resolves
+- An address rule, when the caller gives one (`address_refusal`: the upload locations' ranges, for
+  an upload and for a partner system's endpoint): checked on every address the host resolves
   to, the connection pinned to the address checked (no second lookup a rebinding name server could
   answer otherwise) and the connected peer checked again; a refusal is a try with a plain cause.
 - Redirects are never followed: a 3xx is the answer (requests would carry our headers to whatever
@@ -160,7 +160,14 @@ def _ip(text: str):
 
 
 def _refused_at(address, reason: str) -> AddressRefused:
-    return AddressRefused(f"refused: the endpoint's address is {reason}; nothing was sent")
+    return AddressRefused(f"refused: the host's address is {reason}; nothing was sent")
+
+
+def address_refused(exc: BaseException | None) -> AddressRefused | None:
+    """The address refusal `exc` is, or wraps, if any."""
+    if exc is None:
+        return None
+    return next((cause for cause in _causes(exc) if isinstance(cause, AddressRefused)), None)
 
 
 def _connected(connection, new_conn):
@@ -314,15 +321,15 @@ def _causes(exc: BaseException):
             continue
         seen.add(id(current))
         yield current
-        stack += [current.__cause__, current.__context__, getattr(current, "reason", None)]
-        stack += [arg for arg in getattr(current, "args", ()) if isinstance(arg, BaseException)]
+        wrapped = [current.__cause__, current.__context__, getattr(current, "reason", None), *current.args]
+        stack += [inner for inner in wrapped if isinstance(inner, BaseException)]  # ssl's `reason` is a str
 
 
 def cause_of(exc: BaseException, *, limit: float) -> str:
     """Why an exchange got no answer, in an operator's words (no URL: the caller names the host).
     `limit`: the seconds the exchange was given."""
     causes = list(_causes(exc))
-    if refused := next((cause for cause in causes if isinstance(cause, AddressRefused)), None):
+    if refused := address_refused(exc):
         return str(refused)
     if isinstance(exc, requests.Timeout) or any(isinstance(cause, TimeoutError | socket.timeout) for cause in causes):
         return f"Timeout: no answer within {limit:g} s"
@@ -352,11 +359,13 @@ def exchange(
     timeout,
     deadline: float | None = None,
     shown: str | None = None,
+    address_refusal=None,
     **kwargs,
 ) -> requests.Response:
     """Send one request and read its whole answer, which is returned whatever its status.
 
-    `timeout`: requests' (connect, read); `deadline`: seconds for the whole exchange, or None.
+    `timeout`: requests' (connect, read); `deadline`: seconds for the whole exchange, or None;
+    `address_refusal`: the addresses it may not connect to, as `exchange_kept`'s.
     Raises requests' exception when no answer came (the try is noted with its cause). An answer
     other than 2xx is noted with its start, passed through the log redaction; a 2xx's is data
     its caller reads, and not kept.
@@ -364,7 +373,7 @@ def exchange(
     started_at, started = timezone.now(), time.monotonic()
     shown = shown or url
     try:
-        with _deadline_kept(deadline) as watch:
+        with _deadline_kept(deadline, address_refusal=address_refusal) as watch:
             response = session.request(method, url, timeout=timeout, allow_redirects=False, **kwargs)
     except requests.RequestException as exc:
         over = watch.over or (deadline is not None and time.monotonic() - started >= deadline)

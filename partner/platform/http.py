@@ -111,6 +111,8 @@ def backoff_delay(attempt: int, *, retry_after: float | None = None) -> float:
 
 
 def _transport_retryable(err: requests.RequestException) -> bool:
+    if outbound.address_refused(err):
+        return False  # an address the call may not go to: refused again every time
     return isinstance(err, requests.ConnectionError | requests.Timeout | requests.exceptions.ChunkedEncodingError)
 
 
@@ -124,6 +126,7 @@ def send(
     rewind=None,
     channel: str = CHANNEL,
     whole: bool = True,
+    address_refusal=None,
     **kwargs,
 ) -> requests.Response:
     """Send one request (plus retries when `retry`), and return the last response, whatever its status.
@@ -133,7 +136,9 @@ def send(
     sent at all (bad URL). `rewind` is called before each resend (to seek a
     streamed body back to its start). Each attempt is one exchange of `partner.core.outbound`,
     noted as a try of `channel`; `whole`: the exchange has a deadline, the sum of SVC_TIMEOUT's
-    connect and read timeouts (off for an upload, whose sending takes as long as its file).
+    connect and read timeouts (off for an upload, whose sending takes as long as its file);
+    `address_refusal`: the addresses the call may not connect to (`outbound.exchange`), a refused
+    one raising RequestRefused.
 
     Long because it is the transport's one retry loop: connection errors and retryable
     statuses, each attempt signalled and logged, read best as one piece.
@@ -159,6 +164,7 @@ def send(
                 timeout=settings.SVC_TIMEOUT,
                 deadline=sum(settings.SVC_TIMEOUT) if whole else None,
                 shown=shown,
+                address_refusal=address_refusal,
                 **kwargs,
             )
         except requests.RequestException as err:

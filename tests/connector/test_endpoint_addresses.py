@@ -96,7 +96,7 @@ def test_a_name_rebound_to_our_network_by_the_send_is_refused_at_connect(order, 
     assert rebound.posts == 0
     [attempt] = EventAttempt.objects.all()
     assert attempt.status_code is None
-    assert attempt.answer == "refused: the endpoint's address is a loopback address; nothing was sent"
+    assert attempt.answer == "refused: the host's address is a loopback address; nothing was sent"
 
 
 @pytest.mark.django_db(transaction=True)

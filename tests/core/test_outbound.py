@@ -56,3 +56,15 @@ def test_a_bounded_exchange_keeps_the_start_only_and_never_raises(server):
 def test_kept_is_the_one_length_of_a_kept_text():
     assert outbound.kept("z" * (outbound.KEPT + 5)) == "z" * outbound.KEPT
     assert outbound.kept(None) == "" and outbound.kept(ValueError("why")) == "why"
+
+
+def test_the_cause_of_a_failed_tls_handshake_is_told_plainly():
+    import ssl
+
+    import requests
+
+    handshake = ssl.SSLError(1, "[SSL: WRONG_VERSION_NUMBER] wrong version number")
+    handshake.reason = "WRONG_VERSION_NUMBER"  # ssl's reason is a string, not an exception
+    failed = requests.exceptions.SSLError(handshake)
+    assert outbound.cause_of(failed, limit=5).startswith("TLS handshake failed")
+    assert outbound.address_refused(failed) is None
