@@ -16,6 +16,7 @@ from partner.fulfillment.models import (
     Order,
     OrderDocument,
     OrderStatus,
+    ServiceCall,
 )
 from partner.fulfillment.runs import order_run
 from partner.platform.http import sessions_close
@@ -114,3 +115,24 @@ def test_staff_read_the_tries_on_the_order_s_page(service, admin_client):
 
     assert "Calls to the service, each try" in page
     assert "Response sent (PATCH)" in page and "Refused (status 422)" in page and "loan field missing" in page
+
+
+def test_staff_read_a_delivery_s_tries_on_their_order_page(admin_client):
+    order = Order.objects.create(transaction_id="txn-tries-staff", staff_worked=True, status=OrderStatus.WITH_STAFF)
+    delivery = Delivery.objects.create(
+        order=order, kind=DeliveryKind.STATUS_UPDATE, state=DeliveryState.FAILED, partner_status="Booked"
+    )
+    DeliveryAttempt.objects.create(
+        order=order,
+        delivery=delivery,
+        call=ServiceCall.RESPONSE,
+        started_at=timezone.now(),
+        duration_ms=41,
+        status_code=422,
+        answer='{"detail": "partnerStatus too long"}',
+    )
+
+    page = admin_client.get(reverse("admin:fulfillment_stafforder_change", args=[order.pk])).content.decode()
+
+    assert "Calls to the service: 1" in page
+    assert "Response sent (PATCH), Refused (status 422), 41 ms" in page and "partnerStatus too long" in page
