@@ -13,6 +13,11 @@ from .environment import env
 CONNECTOR_RETRY_BACKOFF = env.float("CONNECTOR_RETRY_BACKOFF", default=5.0)
 CONNECTOR_RETRY_BACKOFF_MAX = env.float("CONNECTOR_RETRY_BACKOFF_MAX", default=10 * 3600.0)
 CONNECTOR_RETRY_PATIENCE = env.float("CONNECTOR_RETRY_PATIENCE", default=24 * 3600.0)
+# Events go to public addresses only, as upload locations do (partner/platform/locations.py): checked at
+# saving and at each send, on every address the endpoint's host resolves to and on the connected peer. A
+# partner whose system runs inside their own network names those networks here (CIDR, comma-separated,
+# e.g. "10.20.0.0/16"); a cloud metadata address stays refused whatever is named.
+CONNECTOR_ENDPOINT_NETWORKS = env.list("CONNECTOR_ENDPOINT_NETWORKS", default=[])
 # One POST of an event waits this long for an answer (seconds).
 CONNECTOR_SEND_TIMEOUT = env.float("CONNECTOR_SEND_TIMEOUT", default=5.0)
 # The relay in each worker hands due events to the workers; it looks again after this many seconds

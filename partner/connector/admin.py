@@ -300,10 +300,14 @@ class AttemptInline(admin.TabularInline):
     model = EventAttempt
     extra = 0
     can_delete = False
-    fields = readonly_fields = ["started_at", "status_code", "duration_ms", "succeeded", "answer"]
+    fields = readonly_fields = ["started_at", "outcome", "status_code", "duration_ms", "succeeded", "answer"]
 
     def has_add_permission(self, request, obj=None):
         return False
+
+    @admin.display(description="what came of it")
+    def outcome(self, obj):
+        return obj.outcome  # the same words as a delivery's tries (`partner.core.models.OutboundTry`)
 
 
 @admin.register(Event)

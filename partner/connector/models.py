@@ -19,7 +19,7 @@ from django.db.models import Q
 
 from partner.core.encryption import EncryptedTextField
 from partner.core.leases import LeasedModel
-from partner.core.models import TimeStampedModel
+from partner.core.models import OutboundTry, TimeStampedModel
 from partner.fulfillment.models import Order
 
 SECRET_PREFIX = "whsec_"  # noqa: S105 - the form of a secret, not one
@@ -147,15 +147,10 @@ class Event(TimeStampedModel, LeasedModel):
         return f"{self.type} {self.message_id}"
 
 
-class EventAttempt(models.Model):
+class EventAttempt(OutboundTry):
     """One try to send an event: what the endpoint answered (or why it did not), and how long it took."""
 
     event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="tries")
-    started_at = models.DateTimeField()
-    duration_ms = models.PositiveIntegerField(default=0)
-    status_code = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Empty: no answer.")
-    answer = models.TextField(blank=True, help_text="The start of the answer (or the error), truncated.")
-    succeeded = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["event", "started_at", "id"]

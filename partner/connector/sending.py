@@ -9,14 +9,17 @@ go one at a time and in order, never two at once to one endpoint for one order, 
 dies mid-send leaves a lease that runs out: the housekeeping hands the event back and it is sent
 again (the receiver dedupes by `webhook-id`).
 
-Each try is one `EventAttempt` (status, duration, the answer's start). Any 2xx delivers the event;
-anything else (another status, a timeout, no connection) is tried again (`retry_at`) after the
-project's one backoff (`partner.core.retries.backoff`: a wait drawn below a ceiling that starts at
-CONNECTOR_RETRY_BACKOFF, 5 s, and doubles per try up to CONNECTOR_RETRY_BACKOFF_MAX, 10 h), for
-CONNECTOR_RETRY_PATIENCE (a day) from the event's first failed try: the last try is at that
-moment, and when it fails too the event fails, the connection is disabled and whoever it names is
-told (`connection_disabled_tell`: an e-mail by the task that retries, once that commits). At least
-16 tries in all, 18 on average, over Svix's day.
+Each try is one `EventAttempt` (status, duration, the answer's start), sent through the outbound
+module (`partner.core.outbound.exchange_kept`: the whole exchange ends by CONNECTOR_SEND_TIMEOUT,
+and at most the kept start of the answer is read). Any 2xx delivers the event; anything else
+(another status, a timeout, no connection) is tried again under the connector channel's give-up
+policy, declared with the platform channel's in `partner.core.retries` (`EVENT_SENDS`): after the
+project's one backoff (a wait drawn below a ceiling that starts at CONNECTOR_RETRY_BACKOFF, 5 s,
+and doubles per try up to CONNECTOR_RETRY_BACKOFF_MAX, 10 h), for CONNECTOR_RETRY_PATIENCE (a day)
+from the event's first failed try: the last try is at that moment, and when it fails too the
+event fails, the connection is disabled and whoever it names is told (`connection_disabled_tell`:
+an e-mail by the task that retries, once that commits). At least 16 tries in all, 18 on average,
+over Svix's day.
 
 The budget is time, not a count of tries, as the waits the service asks for are bounded in
 `partner.core.retries`: a wait drawn near 0 (full jitter) costs one early try more, never a
@@ -31,39 +34,30 @@ Signatures are the Standard Webhooks ones (`standardwebhooks`, its reference Pyt
 holding either secret of a rotation verifies.
 """
 
-import contextlib
 import json
 import logging
-import socket
-import threading
-import time
-from datetime import datetime, timedelta
+from datetime import datetime
 from urllib.parse import urlsplit
 
-import requests
-import urllib3
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
-from requests.adapters import HTTPAdapter
 from standardwebhooks.webhooks import Webhook
-from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from partner.connector.models import Connection, Event, EventAttempt, EventState
-from partner.connector.services import endpoint_problem
+from partner.connector.services import endpoint_address_rule, endpoint_problem
+from partner.core import outbound
 from partner.core.enqueue import rows_relay
 from partner.core.housekeeping import Chore
 from partner.core.leases import Lease, LeaseLost, lease_free, lease_kept, lease_until, leases_expired_free
 from partner.core.mail import mail_send_enqueue
-from partner.core.retries import backoff
+from partner.core.retries import EVENT_SENDS
 from partner.core.returning import update_returning
 
 logger = logging.getLogger(__name__)
 
 SEND_TASK = "connector.event_send"
-ANSWER_KEPT = 1000  # bytes of an endpoint's answer read and kept per attempt; the rest is never read
 BATCH = 100
 
 
@@ -132,159 +126,30 @@ def events_left_hand_back() -> int:
 # The send ----------------------------------------------------------------------------------------
 
 
-class _Exchange:
-    """One send's connections, shut when its deadline passes (a timer), so that no answer, however
-    slowly it drips, holds the worker past CONNECTOR_SEND_TIMEOUT: the socket's own timeouts bound
-    each read, never the sum of them."""
-
-    current = threading.local()
-
-    def __init__(self):
-        self.connections, self.lock, self.over = [], threading.Lock(), False
-
-    def watch(self, connection) -> None:
-        with self.lock:
-            self.connections.append(connection)
-            if self.over:
-                connection.sock and _shut(connection.sock)
-
-    def shut(self) -> None:
-        with self.lock:
-            self.over = True
-            for connection in self.connections:
-                if connection.sock is not None:
-                    _shut(connection.sock)
-
-
-def _shut(sock) -> None:
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)  # a blocked read returns at once; the owner closes it
-
-
-class _WatchedHTTP(HTTPConnection):
-    def connect(self):
-        super().connect()
-        if exchange := getattr(_Exchange.current, "value", None):
-            exchange.watch(self)
-
-
-class _WatchedHTTPS(HTTPSConnection):
-    def connect(self):
-        super().connect()
-        if exchange := getattr(_Exchange.current, "value", None):
-            exchange.watch(self)
-
-
-class _WatchedHTTPPool(HTTPConnectionPool):
-    ConnectionCls = _WatchedHTTP
-
-
-class _WatchedHTTPSPool(HTTPSConnectionPool):
-    ConnectionCls = _WatchedHTTPS
-
-
-class _WatchedAdapter(HTTPAdapter):
-    def init_poolmanager(self, *args, **kwargs):
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
-
-
-def _post(connection: Connection, event: Event) -> tuple[int | None, str, int]:
-    """POST the event: (status or None, the answer's start or the error, milliseconds).
-
-    The whole exchange (connect, send, the status and at most ANSWER_KEPT bytes of the answer) ends
-    by CONNECTOR_SEND_TIMEOUT: the answer is streamed, only its kept start is read, and the
-    connection is closed; a timer shuts the socket at the deadline whatever it is waiting on. A
-    status that arrived in time counts even if the rest of the answer did not."""
-    limit = settings.CONNECTOR_SEND_TIMEOUT
-    started = time.monotonic()
-    deadline = started + limit
-    exchange = _Exchange()
-    timer = threading.Timer(limit, exchange.shut)
-    timer.daemon = True
-    status, kept = None, b""
-    _Exchange.current.value = exchange
-    timer.start()
-    try:
-        with requests.Session() as session:
-            session.mount("http://", _WatchedAdapter())
-            session.mount("https://", _WatchedAdapter())
-            headers = {**signature_headers(event, connection.secrets()), "accept-encoding": "identity"}
-            with session.post(
-                connection.endpoint_url,
-                data=event_body(event),
-                headers=headers,
-                timeout=limit,
-                allow_redirects=False,
-                stream=True,
-            ) as answer:
-                status = answer.status_code
-                while len(kept) < ANSWER_KEPT and time.monotonic() < deadline:
-                    piece = answer.raw.read1(ANSWER_KEPT - len(kept))
-                    if not piece:
-                        break
-                    kept += piece
-        text = kept.decode("utf-8", "replace")
-    except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
-        if status is not None:  # the answer's status came; its body was cut at the deadline
-            text = kept.decode("utf-8", "replace")
-        elif exchange.over or time.monotonic() >= deadline:
-            text = f"Timeout: no answer within {limit:g} s"
-        else:
-            text = why_unanswered(exc) if isinstance(exc, requests.RequestException) else type(exc).__name__
-    finally:
-        timer.cancel()
-        _Exchange.current.value = None
-    return status, text, int((time.monotonic() - started) * 1000)
-
-
-def _causes(exc: BaseException):
-    """The exception and every one it wraps (requests wraps urllib3's, which wraps the socket's)."""
-    seen, stack = set(), [exc]
-    while stack:
-        current = stack.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        stack += [current.__cause__, current.__context__, getattr(current, "reason", None)]
-        stack += [arg for arg in getattr(current, "args", ()) if isinstance(arg, BaseException)]
-
-
-def why_unanswered(exc: requests.RequestException) -> str:
-    """Why a POST got no answer, in an operator's words (no URL: the caller names the endpoint)."""
-    causes = list(_causes(exc))
-    if isinstance(exc, requests.Timeout):
-        return f"Timeout: no answer within {settings.CONNECTOR_SEND_TIMEOUT:g} s"
-    if isinstance(exc, requests.exceptions.SSLError):
-        return "TLS handshake failed (the endpoint's certificate or TLS setup)"
-    if any(isinstance(cause, ConnectionRefusedError) for cause in causes):
-        return "connection refused (nothing listens at the endpoint's address and port)"
-    if any(isinstance(cause, socket.gaierror) for cause in causes):
-        return "host name not found (DNS)"
-    return f"{type(exc).__name__}: could not connect"
+def _post(connection: Connection, event: Event) -> outbound.Try:
+    """POST the event: one try of the outbound module's bounded exchange (`outbound.exchange_kept`):
+    the whole exchange ends by CONNECTOR_SEND_TIMEOUT, at most the kept start of the answer is read,
+    and the connection is made only to an address the endpoint's rule allows, checked when the host
+    is resolved and on the connected peer, so a name that resolves elsewhere by now (DNS rebinding)
+    is refused too."""
+    with outbound.one_off() as session:
+        return outbound.exchange_kept(
+            "POST",
+            connection.endpoint_url,
+            channel="connector",
+            session=session,
+            deadline=settings.CONNECTOR_SEND_TIMEOUT,
+            shown=endpoint_shown(connection.endpoint_url),
+            address_refusal=endpoint_address_rule(connection.endpoint_url),
+            data=event_body(event),
+            headers=signature_headers(event, connection.secrets()),
+        )
 
 
 def endpoint_shown(url: str) -> str:
     """The endpoint as a log line names it: scheme, host, port and path, never a query (it may hold a token)."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
-
-
-def retry_at(*, attempts: int, failing_since: datetime, now: datetime, answered: bool = True) -> datetime | None:
-    """When an event whose `attempts`-th try failed at `now`, failing since `failing_since`, is tried
-    again: after the backoff, and at the end of its patience at the latest; None when it is over.
-
-    A try that got no answer (`answered` False: a timeout) waits at least CONNECTOR_SEND_TIMEOUT
-    more, whatever the draw: the endpoint may still be working on the POST we stopped waiting for,
-    and the next one should not reach it while it does."""
-    give_up_at = failing_since + timedelta(seconds=settings.CONNECTOR_RETRY_PATIENCE)
-    if now >= give_up_at:
-        return None
-    wait = backoff(attempts - 1, base=settings.CONNECTOR_RETRY_BACKOFF, ceiling=settings.CONNECTOR_RETRY_BACKOFF_MAX)
-    if not answered:
-        wait = max(wait, settings.CONNECTOR_SEND_TIMEOUT)
-    return min(now + timedelta(seconds=wait), give_up_at)
 
 
 def event_send(*, event_id: int, lease_until: datetime) -> bool | None:
@@ -308,7 +173,8 @@ def event_send(*, event_id: int, lease_until: datetime) -> bool | None:
         if refused := endpoint_problem(connection.endpoint_url):  # the rule as it is now, not when it was saved
             status, text, duration = None, f"not sent: {refused}", 0
         else:
-            status, text, duration = _post(connection, event)
+            tried = _post(connection, event)
+            status, text, duration = tried.status, tried.answer, tried.duration_ms
     delivered = status is not None and 200 <= status < 300
     _outcome_record(event, lease, started_at=started_at, status=status, text=text, duration=duration, ok=delivered)
     return delivered
@@ -330,15 +196,15 @@ def _outcome_record(event: Event, lease: Lease, *, started_at, status, text, dur
             return
         error = f"status {status}" if status is not None else text
         failing_since = event.failing_since or now
-        again = retry_at(attempts=attempts, failing_since=failing_since, now=now, answered=status is not None)
+        again = EVENT_SENDS.next_try(tries=attempts, failing_since=failing_since, now=now, answered=status is not None)
         connection.filter(failing_since__isnull=True).update(failing_since=now)
         connection.update(last_failure_at=now, consecutive_failures=F("consecutive_failures") + 1)
         if again is not None:
-            lease.release(last_error=error[:2000], next_attempt_at=again, failing_since=failing_since)
+            lease.release(last_error=outbound.kept(error), next_attempt_at=again, failing_since=failing_since)
             _failure_log(event, error, attempts, f"again at {again:%Y-%m-%d %H:%M:%S} UTC")
             return
         lease.release(
-            state=EventState.FAILED, last_error=error[:2000], next_attempt_at=None, failing_since=failing_since
+            state=EventState.FAILED, last_error=outbound.kept(error), next_attempt_at=None, failing_since=failing_since
         )
         reason = f"{event.type} {event.message_id} failed after {attempts} tries ({error[:200]})"
         if connection.filter(enabled=True).update(enabled=False, disabled_reason=reason):

@@ -5,8 +5,11 @@ A connection is created with its user (who the system acts as) and its OAuth cli
 credentials, confidential): the client secret is shown once, to the person who created it.
 """
 
+import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from ipaddress import IPv4Address, IPv6Address, ip_address, ip_network
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -26,6 +29,7 @@ from partner.connector.selectors import FEED_PAGE, events_after
 from partner.core.checks import url_on_loopback
 from partner.core.errors import ApplicationError
 from partner.fulfillment.staff.services import order_take
+from partner.platform.locations import METADATA_ADDRESSES, address_refusal
 
 
 class ConnectionRefused(ApplicationError):
@@ -40,17 +44,64 @@ class Created:
     signing_secret: str
 
 
+def endpoint_address_rule(url: str) -> Callable[[IPv4Address | IPv6Address], str | None]:
+    """Why events to `url` may not go to an address (e.g. "a private address"), None when they may.
+
+    The upload locations' rule (`partner.platform.locations.address_refusal`: loopback, private,
+    link-local, reserved, shared and cloud metadata ranges refused), except the networks
+    CONNECTOR_ENDPOINT_NETWORKS names (a partner's system inside their own network; a metadata
+    address never) and, while the sandbox is mounted, this machine's loopback for an endpoint named
+    on it (local runs and tests)."""
+    allowed = [ip_network(network.strip(), strict=False) for network in settings.CONNECTOR_ENDPOINT_NETWORKS]
+    on_loopback = settings.SANDBOX_ENABLED and url_on_loopback(url)
+
+    def refusal(address: IPv4Address | IPv6Address) -> str | None:
+        reason = address_refusal(address)
+        if reason is None or address in METADATA_ADDRESSES:
+            return reason
+        plain = address.ipv4_mapped or address if isinstance(address, IPv6Address) else address
+        if (on_loopback and plain.is_loopback) or any(plain in network for network in allowed):
+            return None
+        return reason
+
+    return refusal
+
+
 def endpoint_problem(url: str) -> str | None:
-    """Why events may not go to `url`, or None. Events carry loan data and are signed: https only,
-    except on this machine's loopback where the sandbox is mounted (local runs and tests)."""
+    """Why events may not go to `url`, or None: at saving, and again before each send (the rule as it
+    is then). Events carry loan data and are signed: https only, except on this machine's loopback
+    where the sandbox is mounted (local runs and tests); and a host whose addresses are public, or
+    in a network CONNECTOR_ENDPOINT_NETWORKS names (`endpoint_address_rule`). A host that does not
+    resolve now is not refused here: its sends say so."""
     if not url:
         return None
     parts = urlsplit(url)
-    if parts.scheme == "https" and parts.hostname:
-        return None
-    if parts.scheme == "http" and settings.SANDBOX_ENABLED and url_on_loopback(url):
-        return None
-    return "The endpoint must be an https address: events carry the lender's loan data."
+    if not (
+        (parts.scheme == "https" and parts.hostname)
+        or (parts.scheme == "http" and settings.SANDBOX_ENABLED and url_on_loopback(url))
+    ):
+        return "The endpoint must be an https address: events carry the lender's loan data."
+    rule = endpoint_address_rule(url)
+    for address in _host_addresses(parts.hostname):
+        if reason := rule(address):
+            return (
+                f"The endpoint's address is {reason}: events go to public addresses only, or to a network "
+                "named in CONNECTOR_ENDPOINT_NETWORKS."
+            )
+    return None
+
+
+def _host_addresses(host: str) -> list[IPv4Address | IPv6Address]:
+    """The addresses `host` is, or resolves to now; none when it does not resolve."""
+    try:
+        return [ip_address(host)]
+    except ValueError:
+        pass
+    try:
+        answers = socket.getaddrinfo(host, 443, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return []
+    return [ip_address(sockaddr[0].split("%", 1)[0]) for *_, sockaddr in answers]
 
 
 def event_types_unknown(types) -> list[str]:

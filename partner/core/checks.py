@@ -34,7 +34,7 @@ local SQLite broker, a file cache, the sandbox) are untouched; registered by `Co
   MEDIA_ROOT, or on a disk at all on Kubernetes (each pod has its own: S3 there).
 - partner.E016: a protection turned off or a bound made useless: HSTS or the HTTPS redirect off, an
   http CSRF origin, API tokens living more than a day, a send timeout past 30 s, a token-endpoint
-  rate past 300 a minute.
+  rate past 300 a minute, a connector endpoint network that is not a private network.
 
 The production settings load whatever is missing, so that one `check --deploy` lists every problem
 with its hint. Servers still refuse to start: `config/wsgi.py`, `config/asgi.py` and the Celery
@@ -550,6 +550,14 @@ TOKEN_RATE_MAX_PER_MINUTE = 300  # the token endpoint per address: a guesser's p
 _RATE_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
+def _networks_unsafe(networks) -> bool:
+    """An entry that is not a network, or one not wholly private (it would let events go anywhere)."""
+    try:
+        return not all(ipaddress.ip_network(str(network).strip(), strict=False).is_private for network in networks)
+    except ValueError:
+        return True
+
+
 def _per_minute(rate: str) -> float:
     count, _, period = rate.partition("/")
     multiplier, unit = period[:-1] or "1", period[-1:]
@@ -590,6 +598,12 @@ def unsafe_values_check(app_configs=None, **kwargs):
             settings.CONNECTOR_SEND_TIMEOUT > SEND_TIMEOUT_MAX,
             f"an event's send may hold a worker more than {SEND_TIMEOUT_MAX:g} s",
             "Leave it unset (5 s).",
+        ),
+        (
+            "CONNECTOR_ENDPOINT_NETWORKS",
+            _networks_unsafe(settings.CONNECTOR_ENDPOINT_NETWORKS),
+            "an entry is not a network, or not a private one (events could go to any address)",
+            "Name the partner's private networks only, in CIDR (e.g. 10.20.0.0/16).",
         ),
         (
             "RATELIMIT_API_TOKEN",

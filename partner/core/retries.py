@@ -44,7 +44,9 @@ import random
 import socket
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import kombu.exceptions
 import redis.exceptions
@@ -260,3 +262,58 @@ def task_retry(task, exc: Exception, plan: RetryPlan | None = None) -> Retry:
     except Exception as error:  # the broker refused it: drop this message, as Task.retry does
         raise Reject(error, requeue=False) from error
     return Retry(exc=exc, when=plan.countdown, sig=signature)
+
+
+# The give-up policies of the two outbound channels, declared here, not inside their senders ------
+
+
+@dataclass(frozen=True)
+class CountBudget:
+    """Give up at the `1 + retries()`th counted error: what a task calling the service may spend."""
+
+    name: str
+    retries: Callable[[], int]
+
+    def spent(self, retries: int) -> bool:
+        """Has a run that met a counted error after `retries` counted retries spent its budget?"""
+        return retries >= self.retries()
+
+
+@dataclass(frozen=True)
+class TimeBudget:
+    """Try again after the project's one backoff, for `patience()` seconds from the first failed
+    try: the last try is at that moment. A try that got no answer waits at least `unanswered_wait()`
+    more (the other end may still be working on it, and the next try must not reach it meanwhile)."""
+
+    name: str
+    base: Callable[[], float]
+    ceiling: Callable[[], float]
+    patience: Callable[[], float]
+    unanswered_wait: Callable[[], float]
+
+    def next_try(self, *, tries: int, failing_since: datetime, now: datetime, answered: bool = True) -> datetime | None:
+        """When the thing whose `tries`-th try failed at `now`, failing since `failing_since`, is
+        tried again; None when its patience is over."""
+        give_up_at = failing_since + timedelta(seconds=self.patience())
+        if now >= give_up_at:
+            return None
+        wait = backoff(tries - 1, base=self.base(), ceiling=self.ceiling())
+        if not answered:
+            wait = max(wait, self.unanswered_wait())
+        return min(now + timedelta(seconds=wait), give_up_at)
+
+
+# The platform channel: an order's run (or a notification's processing) gives up at its
+# 1 + CELERY_TASK_MAX_RETRIES = 6th counted error (the module docstring: which errors count).
+SERVICE_CALLS = CountBudget("calls to the service", retries=lambda: settings.CELERY_TASK_MAX_RETRIES)
+
+# The connector channel: an event is tried for CONNECTOR_RETRY_PATIENCE (a day) from its first failed
+# try, after waits drawn below a ceiling that starts at CONNECTOR_RETRY_BACKOFF and doubles per try up
+# to CONNECTOR_RETRY_BACKOFF_MAX; a try that got no answer waits at least CONNECTOR_SEND_TIMEOUT more.
+EVENT_SENDS = TimeBudget(
+    "events to a partner system",
+    base=lambda: settings.CONNECTOR_RETRY_BACKOFF,
+    ceiling=lambda: settings.CONNECTOR_RETRY_BACKOFF_MAX,
+    patience=lambda: settings.CONNECTOR_RETRY_PATIENCE,
+    unanswered_wait=lambda: settings.CONNECTOR_SEND_TIMEOUT,
+)

@@ -4,7 +4,9 @@ An order's page starts with its outcome (where it stands and who ordered it for 
 failed order one sentence of cause and one of action, by kind of failure (`orders/failures.py`), with
 Retry only where sending it again can succeed; for one delivered and not confirmed, Confirm), then
 the request, the findings and the response as tables in the staff's words (a section only when it
-holds something), the documents when there are any, and the history in the staff's words. The
+holds something), the documents when there are any, every call tried to send its deliveries (each
+slot request, upload and PATCH: what came of it, how long it took, the answer's start) when there
+were any, and the history in the staff's words. The
 platform's ids and the recorded error stay under "Technical detail", folded. Nothing is deleted here:
 orders are the audit trail, and the retention purge removes what must go
 (`partner.fulfillment.recovery.retention`).
@@ -21,7 +23,7 @@ from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
-from partner.fulfillment.models import Order, OrderDocument, OrderStatus, OrderStep
+from partner.fulfillment.models import DeliveryAttempt, Order, OrderDocument, OrderStatus, OrderStep
 from partner.fulfillment.orders.failures import failure_for_staff, failure_kind
 from partner.fulfillment.orders.selectors import orders_awaiting_confirmation
 from partner.fulfillment.orders.services import order_confirm, order_retry
@@ -83,6 +85,40 @@ class OrderDocumentInline(admin.TabularInline):
             return "–"
         url = reverse("admin:fulfillment_stafforder_document_download", args=[obj.pk])
         return format_html('<a href="{}">download</a>', url)
+
+
+class DeliveryAttemptInline(admin.TabularInline):
+    """Every call tried to send the order's deliveries (each slot request, upload and PATCH), as an
+    event's tries show on its page: when, what, what came of it, how long, and the answer's start."""
+
+    model = DeliveryAttempt
+    verbose_name = "call to the service"
+    verbose_name_plural = "Calls to the service, each try"
+    fields = ["started_at", "call", "for_delivery", "outcome", "took", "answer"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("delivery")
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="sending")
+    def for_delivery(self, obj):
+        return obj.delivery.get_kind_display()
+
+    @admin.display(description="what came of it")
+    def outcome(self, obj):
+        return obj.outcome
+
+    @admin.display(description="took")
+    def took(self, obj):
+        return f"{obj.duration_ms / 1000:.2f} s"
 
 
 class OrderStepInline(admin.TabularInline):
@@ -151,7 +187,7 @@ class OrderAdmin(admin.ModelAdmin):
     list_filter = ["status", AwaitingConfirmationFilter, "failure_code", "product_name", "request_type"]
     search_fields = ["transaction_id", "resource_id", "reference_number", "loan_number"]
     date_hierarchy = "created_at"
-    inlines = [OrderDocumentInline, OrderStepInline]
+    inlines = [OrderDocumentInline, DeliveryAttemptInline, OrderStepInline]
     actions = ["retry", "confirm"]
     change_form_template = "admin/fulfillment/order/change_form.html"
     fieldsets = [
@@ -204,10 +240,11 @@ class OrderAdmin(admin.ModelAdmin):
         ]
 
     def get_inlines(self, request, obj):
-        """The documents only when the order has any; the history always."""
-        if obj is not None and not obj.attachments.exists():
-            return [OrderStepInline]
-        return self.inlines
+        """The documents and the calls to the service only when the order has any; the history always."""
+        if obj is None:
+            return self.inlines
+        shown = {OrderDocumentInline: obj.attachments.exists(), DeliveryAttemptInline: obj.service_tries.exists()}
+        return [inline for inline in self.inlines if shown.get(inline, True)]
 
     @admin.display(description="reference", ordering="reference_number")
     def reference(self, obj):

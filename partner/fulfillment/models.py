@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from partner.core.encryption import EncryptedTextField
 from partner.core.leases import LeasedModel
-from partner.core.models import TimeStampedModel
+from partner.core.models import OutboundTry, TimeStampedModel
 from partner.platform.types import UploadSlot
 
 
@@ -284,6 +284,30 @@ class Delivery(TimeStampedModel):
     def final(self) -> bool:
         """Nothing is sent after it."""
         return self.kind in ENDING_KINDS
+
+
+class ServiceCall(models.TextChoices):
+    """The calls made to send a delivery, in staff's words."""
+
+    SLOTS = "resources", "Upload slots requested"
+    UPLOAD = "upload", "Document uploaded"
+    RESPONSE = "response", "Response sent (PATCH)"
+    OTHER = "other", "Other call to the service"
+
+
+class DeliveryAttempt(OutboundTry):
+    """One call tried to send a delivery (a slot request, an upload, the PATCH), as an event's
+    `EventAttempt`: what the service answered (or why it did not), and how long it took."""
+
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="service_tries")
+    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="tries")
+    call = models.CharField(max_length=20, choices=ServiceCall, default=ServiceCall.OTHER)
+
+    class Meta:
+        ordering = ["order", "started_at", "id"]
+
+    def __str__(self):
+        return f"{self.get_call_display()} at {self.started_at:%Y-%m-%d %H:%M:%S}"
 
 
 class ReconciliationState(models.Model):

@@ -29,14 +29,14 @@ import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
 from partner.core.checkpoints import checkpoint
 from partner.core.leases import Lease, LeaseLost, lease_give_back, lease_kept, lease_remaining, lease_take_one
 from partner.core.logging import log_context
-from partner.core.retries import RetryPlan, outage_of, retry_plan
+from partner.core.outbound import kept
+from partner.core.retries import SERVICE_CALLS, RetryPlan, outage_of, retry_plan
 from partner.fulfillment.automated.pipeline import order_prepare
 from partner.fulfillment.models import (
     ACTIVE_STATUSES,
@@ -48,7 +48,7 @@ from partner.fulfillment.models import (
 )
 from partner.fulfillment.orders.history import step_record, steps_batched
 from partner.fulfillment.orders.selectors import work_left
-from partner.fulfillment.orders.services import OrderFailed, order_fail
+from partner.fulfillment.orders.services import OrderFailed, order_fail, order_refused
 from partner.fulfillment.orders.states import delivery_move
 from partner.fulfillment.sending.sender import deliveries_send
 from partner.platform.errors import RequestRefused, ServiceError
@@ -113,18 +113,12 @@ def _steps(order: Order, lease: Lease) -> int:
         except OrderFailed as failure:
             order_fail(order=order, code=failure.code, reason=failure.message, tell_lender=failure.tell_lender)
             waiting = None  # its notice, if the lender is told
-        except ServiceError as exc:
+        except (ServiceError, RequestRefused) as exc:
+            # Refused for good, by the service or by us before any request (an id that may not go
+            # into the service's path): refused again on every run, so the order fails with it.
             if exc.transient:
                 raise
-            Order.objects.filter(pk=order.pk).update(last_error=str(exc)[:2000])
-            reason = f"The service refused {exc.method} {_path(exc.url)} with status {exc.status}"
-            order_fail(order=order, code=FailureCode.SERVICE_REJECTED, reason=reason)
-            return 0
-        except RequestRefused as exc:
-            # Refused before any request (an id that may not go into the service's path): refused
-            # again on every run, so failed as a call the service refused, with no status to name.
-            Order.objects.filter(pk=order.pk).update(last_error=str(exc)[:2000])
-            order_fail(order=order, code=FailureCode.SERVICE_REJECTED, reason=f"The request was not sent: {exc}")
+            order_refused(order=order, error=exc)
             return 0
     sent = 0
     while True:
@@ -134,10 +128,6 @@ def _steps(order: Order, lease: Lease) -> int:
         # Released only where nothing waits, in one statement; else what was stored meanwhile is sent.
         if lease.release_unless(work_left()):
             return sent
-
-
-def _path(url: str) -> str:
-    return url.removeprefix(settings.SVC_BASE_URL) if url else ""
 
 
 def _stopped(
@@ -156,14 +146,14 @@ def _stopped(
     waits_for_us = outage_of(exc) is not None  # one of our own services is away: wait, never fail
     if waits_for_us or (isinstance(exc, ServiceError) and exc.transient):
         plan = retry_plan(exc, retries=retries, rate_limited_since=rate_limited_since, outage_since=outage_since)
-        if not plan.counted or retries < settings.CELERY_TASK_MAX_RETRIES:
+        if not plan.counted or not SERVICE_CALLS.spent(retries):
             if plan.waiting_for:
                 logger.warning("transaction %s: %s", order.transaction_id, plan.reason(exc))
             # The lease given back with the error and the time of the next run, in one UPDATE (when
             # the database is what is away, the lease runs out instead and the order is handed back).
             lease_give_back(
                 lease,
-                last_error=plan.reason(exc)[:2000],
+                last_error=kept(plan.reason(exc)),
                 next_attempt_at=timezone.now() + timedelta(seconds=plan.countdown),
             )
             return RunOutcome(retry=plan, error=exc)
@@ -188,7 +178,7 @@ def order_give_up(*, order_id: int, error: str) -> None:
             Delivery.objects.filter(pk=waiting.pk),
             DeliveryState.FAILED,
             failed_at=timezone.now(),
-            failure_reason=reason[:2000],
+            failure_reason=kept(reason),
         )
     if order.status in ACTIVE_STATUSES and (waiting is None or waiting.kind in PIPELINE_KINDS):
         order_fail(order=order, code=FailureCode.RETRIES_EXHAUSTED, reason=reason)

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from partner.core.leases import Lease, lease_give_back, lease_kept, lease_take_one
 from partner.core.logging import log_context
+from partner.core.outbound import kept
 from partner.core.retries import outage_of, outage_reason
 from partner.fulfillment import handlers
 from partner.inbox.models import Notification, NotificationState
@@ -62,7 +63,7 @@ def _finish(lease: Lease, state: str, error: str = "") -> None:
     now = timezone.now()
     lease.release(
         state=state,
-        last_error=error[:2000],
+        last_error=kept(error),
         processed_at=now,
         updated_at=now,
     )
@@ -98,7 +99,7 @@ def notification_process(*, notification_id: int) -> str | None:
         if exc.transient:
             lease.release(
                 state=NotificationState.QUEUED,
-                last_error=str(exc)[:2000],
+                last_error=kept(exc),
                 updated_at=timezone.now(),
             )
             raise
@@ -113,7 +114,7 @@ def notification_process(*, notification_id: int) -> str | None:
             lease_give_back(
                 lease,
                 state=NotificationState.QUEUED,
-                last_error=outage_reason(away, exc)[:2000],
+                last_error=kept(outage_reason(away, exc)),
                 updated_at=timezone.now(),
             )
             raise

@@ -22,10 +22,11 @@ from urllib.parse import quote, urlsplit
 
 from django.conf import settings
 
+from partner.core import outbound
 from partner.core.logging import secret_register
 from partner.platform.errors import RequestRefused, ResourceOutsideServiceError, ServiceError
 from partner.platform.http import response_json, retry_allowed, send, session_upload
-from partner.platform.locations import upload_location_check
+from partner.platform.locations import UploadLocationRefusedError, address_refusal, upload_location_check
 from partner.platform.tokens import authorized_send, bearer_refused
 from partner.platform.types import Origin, Page, Product, ResourceRef, Transaction, TransactionEvent, UploadSlot
 
@@ -157,7 +158,10 @@ def upload_resource(slot: UploadSlot, data) -> None:
     ~/.netrc. Retried (PUT) when the body can be sent again: bytes, or a
     seekable file (rewound to where it started); a non-seekable stream is sent once.
     The location must pass `upload_location_check` (partner.platform.locations: https and a
-    public address in production) or UploadLocationRefusedError is raised before any connection;
+    public address in production) or UploadLocationRefusedError is raised before any connection,
+    and in strict mode the connection itself is held to the same addresses (checked when the host
+    is resolved again and on the connected peer, `partner.core.outbound`: a name rebound to our
+    network meanwhile is refused the same way);
     a slot without its Authorization value is refused (RequestRefused) before any connection too.
     """
     if not slot.authorization:
@@ -183,15 +187,24 @@ def upload_resource(slot: UploadSlot, data) -> None:
             body, retry = iter(lambda: data.read(UPLOAD_BLOCK), b""), False
     else:
         raise TypeError("upload data must be bytes or a binary file-like object")
-    response = send(
-        "PUT",
-        slot.location,
-        session=session_upload(),
-        retry=retry,
-        rewind=rewind,
-        data=body,
-        headers={"Authorization": slot.authorization, "Content-Type": slot.mime_type},
-    )
+    try:
+        response = send(
+            "PUT",
+            slot.location,
+            session=session_upload(),
+            retry=retry,
+            rewind=rewind,
+            whole=False,
+            address_refusal=address_refusal if settings.SVC_UPLOAD_LOCATION_STRICT else None,
+            data=body,
+            headers={"Authorization": slot.authorization, "Content-Type": slot.mime_type},
+        )
+    except RequestRefused as err:
+        if (refused := outbound.address_refused(err)) is None:
+            raise
+        raise UploadLocationRefusedError(
+            f"upload location refused: {refused}", method="PUT", url=slot.location
+        ) from err
     response_json(response, method="PUT", what="upload", empty_ok=True)
 
 

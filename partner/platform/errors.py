@@ -18,6 +18,7 @@ from datetime import UTC
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit, urlunsplit
 
+from django.conf import settings
 from django.utils import timezone
 
 from partner.core.logging import redact
@@ -41,6 +42,11 @@ def url_display(url: str) -> str:
         host = f"[{host}]"
     netloc = f"{host}:{port}" if port else host
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def service_path(url: str | None) -> str:
+    """A service URL as its path (`/partner/v2/...`), for a reason staff and the lender read."""
+    return url.removeprefix(settings.SVC_BASE_URL) if url else ""
 
 
 def excerpt_of(text: str | None) -> str:

@@ -1,16 +1,13 @@
-"""The transport to the service: pooled sessions, timeouts, retries, observability.
+"""The transport to the service: retries, errors and observability, over the outbound module.
 
-- One pooled `requests.Session` per process for the API and the token
-  endpoint, and a second one, which never carries our bearer token, for upload
-  locations. Sessions are pid-aware: a forked Celery child builds its own
-  instead of sharing the parent's sockets.
-- `trust_env=False`: no proxy variables, and above all no ~/.netrc, which would
-  otherwise override the Authorization header we set (requests' documented
-  behaviour) and could send a stored password to an upload host.
-- Every call has the SVC_TIMEOUT (connect, read) timeout.
-- Redirects are never followed and a 3xx is an error: the spec has none, and
-  requests would carry headers other than Authorization (the partner access
-  token) to whatever host a redirect names.
+- Every exchange goes through `partner.core.outbound`: one pooled session per process for the API
+  and the token endpoint, and a second one, which never carries our bearer token, for upload
+  locations (pid-aware, without proxy variables or ~/.netrc, no cookies); the SVC_TIMEOUT
+  (connect, read) timeout on every socket operation, and the sum of the two as a deadline on the
+  whole exchange of an API call; each try noted (`outbound.Try`) and counted.
+- Redirects are never followed and a 3xx is an error: the spec has none, and requests would
+  carry headers other than Authorization (the partner access token) to whatever host a redirect
+  names.
 - Retries with exponential backoff and jitter on connection errors, timeouts,
   429 and 5xx, honouring Retry-After, only when the caller says repeating the
   request is harmless (GET and PUT; POST/PATCH only where a function documents
@@ -28,15 +25,12 @@ import contextlib
 import contextvars
 import json
 import logging
-import os
-import threading
 import time
-from http.cookiejar import DefaultCookiePolicy
 
 import requests
 from django.conf import settings
-from requests.adapters import HTTPAdapter
 
+from partner.core import outbound
 from partner.core.retries import backoff
 from partner.platform import metrics as _metrics  # noqa: F401 - counts every exchange (it connects to the signals)
 from partner.platform.errors import (
@@ -52,58 +46,27 @@ from partner.platform.signals import service_call_finished
 logger = logging.getLogger(__name__)
 
 USER_AGENT = "partner-application/0.1 (+python-requests)"
+CHANNEL = "service"  # the outbound channel of the service's API and upload locations
+TOKEN_CHANNEL = "token"  # noqa: S105 - the token endpoint's channel: never kept with a delivery's tries
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
-POOL_SIZE = 64  # connections kept per host: web threads or worker threads of one process
-
-_sessions: dict[str, requests.Session] = {}
-_sessions_pid: int | None = None
-_sessions_lock = threading.Lock()
-
-
-def _session_build() -> requests.Session:
-    session = requests.Session()
-    session.trust_env = False
-    # We never need cookies from the service, and a shared jar would mix calls of different threads.
-    session.cookies.set_policy(DefaultCookiePolicy(allowed_domains=[]))
-    session.headers["User-Agent"] = USER_AGENT
-    session.headers["Accept"] = "application/json"
-    adapter = HTTPAdapter(pool_connections=4, pool_maxsize=POOL_SIZE, max_retries=0)
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    return session
-
-
-def _session(kind: str) -> requests.Session:
-    global _sessions_pid
-    pid = os.getpid()
-    with _sessions_lock:
-        if _sessions_pid != pid:
-            # A fresh process (or a fork of one that had sessions): never reuse inherited sockets.
-            _sessions.clear()
-            _sessions_pid = pid
-        if kind not in _sessions:
-            _sessions[kind] = _session_build()
-        return _sessions[kind]
+_HEADERS = {"User-Agent": USER_AGENT, "Accept": "application/json"}
 
 
 def session_api() -> requests.Session:
     """This process's pooled session for the service's API and token endpoint."""
-    return _session("api")
+    return outbound.pooled("api", headers=_HEADERS)
 
 
 def session_upload() -> requests.Session:
     """This process's pooled session for upload locations: no bearer token is ever set on it."""
-    session = _session("upload")
+    session = outbound.pooled("upload", headers=_HEADERS)
     session.headers.pop("Authorization", None)
     return session
 
 
 def sessions_close() -> None:
     """Close this process's sessions (tests; worker shutdown)."""
-    with _sessions_lock:
-        for session in _sessions.values():
-            session.close()
-        _sessions.clear()
+    outbound.sessions_close()
 
 
 # Off inside a Celery task: the task's retry is then the only one (see the module docstring).
@@ -148,6 +111,8 @@ def backoff_delay(attempt: int, *, retry_after: float | None = None) -> float:
 
 
 def _transport_retryable(err: requests.RequestException) -> bool:
+    if outbound.address_refused(err):
+        return False  # an address the call may not go to: refused again every time
     return isinstance(err, requests.ConnectionError | requests.Timeout | requests.exceptions.ChunkedEncodingError)
 
 
@@ -159,6 +124,9 @@ def send(
     retry: bool,
     signal=service_call_finished,
     rewind=None,
+    channel: str = CHANNEL,
+    whole: bool = True,
+    address_refusal=None,
     **kwargs,
 ) -> requests.Response:
     """Send one request (plus retries when `retry`), and return the last response, whatever its status.
@@ -166,7 +134,11 @@ def send(
     Raises ServiceUnavailableError when no answer came (connection error or
     timeout, after the retries) and RequestRefused for a request that cannot be
     sent at all (bad URL). `rewind` is called before each resend (to seek a
-    streamed body back to its start).
+    streamed body back to its start). Each attempt is one exchange of `partner.core.outbound`,
+    noted as a try of `channel`; `whole`: the exchange has a deadline, the sum of SVC_TIMEOUT's
+    connect and read timeouts (off for an upload, whose sending takes as long as its file);
+    `address_refusal`: the addresses the call may not connect to (`outbound.exchange`), a refused
+    one raising RequestRefused.
 
     Long because it is the transport's one retry loop: connection errors and retryable
     statuses, each attempt signalled and logged, read best as one piece.
@@ -184,7 +156,17 @@ def send(
             rewind()
         started = time.monotonic()
         try:
-            response = session.request(method, url, timeout=settings.SVC_TIMEOUT, allow_redirects=False, **kwargs)
+            response = outbound.exchange(
+                method,
+                url,
+                channel=channel,
+                session=session,
+                timeout=settings.SVC_TIMEOUT,
+                deadline=sum(settings.SVC_TIMEOUT) if whole else None,
+                shown=shown,
+                address_refusal=address_refusal,
+                **kwargs,
+            )
         except requests.RequestException as err:
             duration = time.monotonic() - started
             signal.send(

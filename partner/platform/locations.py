@@ -22,13 +22,12 @@ A refused location raises UploadLocationRefusedError (permanent: the same answer
 every time); a host that cannot be resolved at all raises ServiceUnavailableError (transient,
 as the connection error the PUT would have met).
 
-Known limit (DNS rebinding): the host is resolved here, and again by the connection that sends
-the PUT a moment later; a name server that answers a public address first and a private one
-next would get past the check. Pinning the checked address would mean a transport adapter on
-the upload session (partner.platform.http) that connects to the address while keeping the host
-name for SNI and the certificate check, or one that checks the connected peer's address before
-the request is written; neither is done here. The allow-list (`SVC_UPLOAD_HOSTS`) closes the
-gap to hosts whose DNS is trusted.
+DNS rebinding: the host is resolved here, and again by the connection that sends the PUT a
+moment later; a name server that answers a public address first and a private one next would get
+past this check alone. In strict mode the upload's connection is held to the same rule
+(`client.upload_resource` gives `address_refusal` to `partner.core.outbound`): every address of
+that second lookup is checked, the connection is made to the address checked, and the connected
+peer is checked again; a refusal is an UploadLocationRefusedError too.
 """
 
 import socket

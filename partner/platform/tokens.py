@@ -26,7 +26,7 @@ from django.core.cache import cache
 
 from partner.core.logging import secret_register
 from partner.platform.errors import ServiceAuthenticationError, ServiceError, error_from_response
-from partner.platform.http import send, session_api
+from partner.platform.http import TOKEN_CHANNEL, send, session_api
 from partner.platform.signals import token_requested
 
 logger = logging.getLogger(__name__)
@@ -106,6 +106,7 @@ def token_fetch() -> dict:
         session=session_api(),
         retry=True,
         signal=token_requested,
+        channel=TOKEN_CHANNEL,
         data=data,
         auth=(settings.SVC_CLIENT_ID, settings.SVC_CLIENT_SECRET),
     )

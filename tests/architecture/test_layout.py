@@ -11,6 +11,10 @@
   five stand on the package's ground (`models.py`, `enqueue.py`), never on the modules that drive
   them (`runs.py`, `tasks.py`, `handlers.py`, `admin.py`, `apps.py`).
 - No import cycle between the project's modules.
+- One module calls the HTTP session for outbound calls, `partner.core.outbound`: no other module
+  (the sandbox apart: it plays the service) calls requests, httpx or urllib3 itself, or sends a
+  request on a session, so every call to another system gets the same timeouts, deadline,
+  refused redirects, metrics and record of its tries.
 - Modules are cut by what they are for: none is a grab bag named utils, helpers, misc, common or
   shared, and every module with code opens with a docstring saying what it is for.
 
@@ -197,3 +201,24 @@ def test_every_module_says_what_it_is_for():
         if path.read_text().strip() and not (ast.get_docstring(ast.parse(path.read_text())) or "").strip()
     ]
     assert silent == []
+
+
+OUTBOUND = "partner.core.outbound"
+HTTP_LIBRARIES = {"requests", "httpx", "urllib3"}
+SESSION_CALLS = {"request", "get", "post", "put", "patch", "delete", "head", "options", "send", "urlopen"}
+
+
+def test_one_module_calls_the_http_session_for_outbound_calls():
+    calling = []
+    for name, path in modules().items():
+        if name == OUTBOUND or layer(name) == "sandbox":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            owner = node.func.value
+            library = isinstance(owner, ast.Name) and owner.id in HTTP_LIBRARIES
+            on_session = node.func.attr in SESSION_CALLS and "session" in ast.unparse(owner).lower()
+            if library or on_session:
+                calling.append(f"{name}:{node.lineno} {ast.unparse(node.func)}")
+    assert calling == [], f"send through {OUTBOUND}"

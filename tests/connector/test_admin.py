@@ -94,7 +94,7 @@ def test_the_health_and_the_events_and_attempts_of_an_order(staff, order, connec
     order_page = staff.get(reverse("admin:connector_connectedorder_change", args=[order.pk])).content.decode()
     assert "order.created" in order_page and "500 in 12 ms" in order_page
     attempts = staff.get(reverse("admin:connector_event_change", args=[event.pk])).content.decode()
-    assert "oops" in attempts
+    assert "oops" in attempts and "Failed on their side (status 500)" in attempts  # in staff words
 
     staff.post(
         reverse("admin:connector_connection_changelist"),

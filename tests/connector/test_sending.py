@@ -13,7 +13,9 @@ from django.utils import timezone
 from partner.connector import sending
 from partner.connector.models import Connection, Event, EventAttempt, EventState
 from partner.connector.services import event_replay, events_replay_since
+from partner.core import outbound
 from partner.core.mail import MAIL_TASK
+from partner.core.retries import EVENT_SENDS
 from partner.core.tasks import mail_send
 from partner.fulfillment.orders.services import order_fail
 from tests.helpers.connector import OrderSystem
@@ -152,7 +154,7 @@ def test_retry_waits_grow_are_spread_and_end_with_the_day(settings):
 
     def waits(attempts, *, at=since) -> list[float]:
         return [
-            (sending.retry_at(attempts=attempts, failing_since=since, now=at) - at).total_seconds() for _ in range(200)
+            (EVENT_SENDS.next_try(tries=attempts, failing_since=since, now=at) - at).total_seconds() for _ in range(200)
         ]
 
     first, tenth, twentieth = waits(1), waits(10), waits(20)
@@ -162,16 +164,16 @@ def test_retry_waits_grow_are_spread_and_end_with_the_day(settings):
     # Near the end of the day, the next try is at its end at the latest, and one failed then is the last.
     late = since + timedelta(hours=23)
     end = since + timedelta(hours=24)
-    assert max(sending.retry_at(attempts=20, failing_since=since, now=late) for _ in range(50)) == end
-    assert sending.retry_at(attempts=20, failing_since=since, now=end) is None
-    assert sending.retry_at(attempts=2, failing_since=since, now=end + timedelta(seconds=1)) is None
+    assert max(EVENT_SENDS.next_try(tries=20, failing_since=since, now=late) for _ in range(50)) == end
+    assert EVENT_SENDS.next_try(tries=20, failing_since=since, now=end) is None
+    assert EVENT_SENDS.next_try(tries=2, failing_since=since, now=end + timedelta(seconds=1)) is None
 
 
 def test_a_try_with_no_answer_waits_at_least_one_more_timeout(settings):
     settings.CONNECTOR_RETRY_BACKOFF, settings.CONNECTOR_RETRY_BACKOFF_MAX, settings.CONNECTOR_SEND_TIMEOUT = 5, 60, 4
     now = timezone.now()
     waits = [
-        (sending.retry_at(attempts=1, failing_since=now, now=now, answered=False) - now).total_seconds()
+        (EVENT_SENDS.next_try(tries=1, failing_since=now, now=now, answered=False) - now).total_seconds()
         for _ in range(200)
     ]
     assert all(4 <= w <= 5 for w in waits) and max(waits) > 4  # the endpoint may still be at the last one
@@ -231,9 +233,9 @@ def test_why_unanswered_in_an_operator_s_words():
     import requests
 
     refused = requests.ConnectionError(ConnectionRefusedError(111, "Connection refused"))
-    assert sending.why_unanswered(refused).startswith("connection refused")
+    assert outbound.cause_of(refused, limit=5).startswith("connection refused")
     unknown = requests.ConnectionError(socket.gaierror(-2, "Name or service not known"))
-    assert sending.why_unanswered(unknown) == "host name not found (DNS)"
+    assert outbound.cause_of(unknown, limit=5) == "host name not found (DNS)"
     assert sending.endpoint_shown("https://u:p@x.example:8443/hooks?token=s3cret") == "https://x.example:8443/hooks"
 
 

@@ -12,6 +12,7 @@ from django.utils.dateparse import parse_datetime
 
 from partner.connector import sending
 from partner.connector.models import Connection, EventAttempt
+from partner.core import outbound
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -114,6 +115,6 @@ def test_an_endless_chunked_answer_is_read_no_further_than_what_is_kept(
     endpoint = endpoints(endless)
     delivered, took, attempt = sent_to(endpoint, connection, tasks_sent)
     assert delivered is True and attempt.status_code == 200
-    assert len(attempt.answer) <= sending.ANSWER_KEPT and took < WOULD_LAST / 4
+    assert len(attempt.answer) <= outbound.KEPT and took < WOULD_LAST / 4
     assert endpoint.gone.wait(10)  # the connection was closed, not drained
     assert endpoint.sent < 64 * 1024 * 1024  # what the socket buffers took, not the endless answer

@@ -149,6 +149,18 @@ def test_a_good_production_environment_passes():
         pytest.param({"CONNECTOR_TOKEN_SECONDS": "31536000"}, "partner.E016", "CONNECTOR_TOKEN_SECONDS", id="year"),
         pytest.param({"CONNECTOR_SEND_TIMEOUT": "600"}, "partner.E016", "CONNECTOR_SEND_TIMEOUT", id="send-600s"),
         pytest.param({"RATELIMIT_API_TOKEN": "100000/m"}, "partner.E016", "RATELIMIT_API_TOKEN", id="huge-rate"),
+        pytest.param(
+            {"CONNECTOR_ENDPOINT_NETWORKS": "10.20.0.0/16,0.0.0.0/0"},
+            "partner.E016",
+            "CONNECTOR_ENDPOINT_NETWORKS",
+            id="endpoint-networks-everything",
+        ),
+        pytest.param(
+            {"CONNECTOR_ENDPOINT_NETWORKS": "intranet"},
+            "partner.E016",
+            "CONNECTOR_ENDPOINT_NETWORKS",
+            id="endpoint-networks-not-a-network",
+        ),
     ],
 )
 def test_check_deploy_fails_on(overrides, check_id, words):

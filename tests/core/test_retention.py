@@ -18,13 +18,23 @@ from django.db import connection
 from django.utils import timezone
 
 from partner.core.retention import purge_plan, purge_run, retention_cutoff
-from partner.fulfillment.models import Order, OrderDocument, OrderStatus, OrderStep
+from partner.fulfillment.models import (
+    Delivery,
+    DeliveryAttempt,
+    DeliveryKind,
+    DeliveryState,
+    Order,
+    OrderDocument,
+    OrderStatus,
+    OrderStep,
+)
 from partner.inbox.models import Notification, NotificationState
 from partner.sandbox import models as sandbox
 from partner.sandbox.seeding import sandbox_seed
 
 PERSONAL_RESPONSE = {"partnerStatus": "Address corrected", "loan": {"property": {"street": "1 Main St"}}}
 PDF = b"%PDF-1.4 the borrower's report"
+REFUSAL_ANSWER = '{"detail": "street 1 Main St is not valid"}'
 
 
 def _ago(now, days):
@@ -65,6 +75,11 @@ def _order(now, transaction_id, status, *, finished=None, created=None):
     for name in ("opened", "failed"):
         step = OrderStep.objects.create(order=order, name=name, detail="ZIP code 99999 refused")
         OrderStep.objects.filter(pk=step.pk).update(created_at=_ago(now, created))
+    # A PATCH tried and refused: the service's answer may quote what we sent.
+    delivery = Delivery.objects.create(order=order, kind=DeliveryKind.RESULT, state=DeliveryState.FAILED)
+    DeliveryAttempt.objects.create(
+        order=order, delivery=delivery, call="response", started_at=now, status_code=422, answer=REFUSAL_ANSWER
+    )
     return order
 
 
@@ -167,6 +182,7 @@ def _erased(order):
         and not attachment.file
         and attachment.upload_location == attachment.upload_authorization == ""
         and all(detail == "" for detail in steps)
+        and list(DeliveryAttempt.objects.filter(order=order).values_list("answer", flat=True)) == [""]
     )
 
 
@@ -179,6 +195,7 @@ def _untouched(order):
         and attachment.read() == PDF
         and attachment.upload_authorization == "Bearer one-time"
         and list(order.steps.values_list("detail", flat=True)) == ["ZIP code 99999 refused"] * 2
+        and list(DeliveryAttempt.objects.filter(order=order).values_list("answer", flat=True)) == [REFUSAL_ANSWER]
     )
 
 

@@ -378,3 +378,20 @@ def test_an_outage_publishes_the_task_again_uncounted_and_carries_its_start(sett
     with running(order_run, retries=2, **message["kwargs"]) as task, pytest.raises(Retry):
         raise task_retry(task, ServiceUnavailableError("server error", status=500))
     assert published[2]["kwargs"] == {"order_id": 7} and published[2]["retries"] == 3
+
+
+def test_each_outbound_channel_gives_up_by_the_policy_declared_here(settings):
+    """The platform channel's count budget and the connector's time budget, both read as they are now."""
+    from datetime import UTC, datetime, timedelta
+
+    from partner.core.retries import EVENT_SENDS, SERVICE_CALLS
+
+    settings.CELERY_TASK_MAX_RETRIES = 5
+    assert not SERVICE_CALLS.spent(4) and SERVICE_CALLS.spent(5)
+    settings.CELERY_TASK_MAX_RETRIES = 2
+    assert SERVICE_CALLS.spent(2)
+
+    settings.CONNECTOR_RETRY_PATIENCE = 60
+    since = datetime(2026, 1, 1, tzinfo=UTC)
+    assert EVENT_SENDS.next_try(tries=1, failing_since=since, now=since) <= since + timedelta(seconds=60)
+    assert EVENT_SENDS.next_try(tries=9, failing_since=since, now=since + timedelta(seconds=60)) is None

@@ -1,7 +1,11 @@
 """Transport rules over a real local HTTP server: retries, backoff, redirects, upload isolation, signals."""
 
+import contextlib
 import io
 import os
+import socket
+import threading
+import time
 
 import pytest
 import requests
@@ -137,6 +141,30 @@ def test_every_call_has_the_configured_timeout(fake_service, settings, monkeypat
     fake_service.route("GET", TX, Reply(200, {"id": "t1"}))
     client.get_transaction("t1")
     assert seen == [("POST", (1.5, 4.5), False), ("GET", (1.5, 4.5), False)]
+
+
+def test_an_answer_that_drips_ends_at_the_whole_exchange_deadline(fake_service, settings):
+    """Each byte comes well within the read timeout; only the exchange's deadline (the sum of the
+    connect and read timeouts, `partner.core.outbound`) ends the call, not the answer's last byte."""
+    settings.SVC_TIMEOUT = (0.5, 0.5)
+    server = socket.create_server(("127.0.0.1", 0))
+    head = b"HTTP/1.1 200 OK\r\nX-Padding: " + b"p" * 40 + b"\r\n\r\n"
+
+    def drip():
+        connection, _ = server.accept()
+        connection.recv(65536)
+        with contextlib.suppress(OSError):  # the client went away
+            for byte in head:
+                connection.sendall(bytes([byte]))
+                time.sleep(0.2)  # 40+ bytes: over 8 s when waited for to the end
+        connection.close()
+
+    threading.Thread(target=drip, daemon=True).start()
+    started = time.monotonic()
+    with pytest.raises(ServiceUnavailableError):
+        http.send("GET", f"http://127.0.0.1:{server.getsockname()[1]}/slow", session=http.session_api(), retry=False)
+    assert time.monotonic() - started < 3
+    server.close()
 
 
 # redirects ------------------------------------------------------------------------------------------------------

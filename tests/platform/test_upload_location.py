@@ -243,6 +243,25 @@ def test_upload_resource_sends_nothing_to_a_refused_location(settings, fake, con
     assert len(connections) == 1 and [s.body for s in fake.requests_to("PUT", "/upload/r1")] == [b"%PDF-1.4 borrower"]
 
 
+def test_a_name_rebound_to_our_network_after_the_check_is_refused_at_connect(fake, connections, strict, monkeypatch):
+    """DNS rebinding: public when the location is checked, this machine's loopback when the PUT's
+    connection looks it up again. The connection is held to the same rule: nothing is sent."""
+    answers = [[PUBLIC_V4], ["127.0.0.1"]]
+    real = strict.__call__
+
+    def rebinding(host, port, *args, **kwargs):
+        if host == "rebind.example":
+            strict.names[host] = answers.pop(0) if len(answers) > 1 else answers[0]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    fake.route("PUT", "/upload/r1", Reply(200, b""))
+    location = f"https://rebind.example:{fake.httpd.server_address[1]}/upload/r1"
+    with pytest.raises(UploadLocationRefusedError, match="loopback address"):
+        client.upload_resource(slot_at(location), b"%PDF-1.4 borrower")
+    assert connections == [] and fake.seen == []
+
+
 @pytest.mark.django_db
 def test_the_order_fails_for_good_on_a_refused_location(
     settings, fake, connections, fake_platform, monkeypatch, strict

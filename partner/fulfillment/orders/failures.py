@@ -7,8 +7,9 @@ two codes the reason says more, in the words `order_fail`'s callers write it:
 - `retries_exhausted` ("Gave up after retries: <error type>: ..."): the service was unavailable or
   rate limited (a transient `ServiceError` each time) -- an outage of the platform -- or the run
   met an error of our own;
-- `service_rejected` ("The service refused <method> <path> with status <status>"): 401/403 is our
-  own access to the service refused (the partner's client credentials); any other status, the
+- `service_rejected` ("The service refused <method> <path> with status <status>", or "The request
+  was not sent: ..." when we refused it ourselves; both written by `refusal_reason`): 401/403 is
+  our own access to the service refused (the partner's client credentials); any other status, the
   service refused what we sent.
 
 `failure_kind` names the kind; `FailureKind.retry_helps` says whether sending the order through
@@ -21,7 +22,13 @@ from dataclasses import dataclass
 
 from partner.catalog.credentials import NO_CREDENTIALS
 from partner.fulfillment.models import FailureCode
-from partner.platform.errors import ServiceRateLimitError, ServiceUnavailableError
+from partner.platform.errors import (
+    RequestRefused,
+    ServiceError,
+    ServiceRateLimitError,
+    ServiceUnavailableError,
+    service_path,
+)
 
 CREDENTIALS_MISSING = "credentials_missing"  # the lender sent no credentials for the product
 CREDENTIALS = "credentials"  # the lender's credentials were refused
@@ -52,6 +59,19 @@ class Failure:
     @property
     def retry_helps(self) -> bool:
         return self.kind in RETRY_HELPS
+
+
+def refusal_reason(exc: ServiceError | RequestRefused, *, said: bool = False) -> str:
+    """Why a call refused for good (not transient) failed what it was for, in the one sentence
+    `failure_kind` reads: the service's refusal (method, path, status), or ours (nothing was sent).
+    `said`: the service's own words follow (a staff delivery's reason: the person who sends it
+    again reads what to change)."""
+    if isinstance(exc, RequestRefused):
+        return f"The request was not sent: {exc}"
+    reason = f"The service refused {exc.method} {service_path(exc.url)} with status {exc.status}"
+    if said:
+        reason += f": {exc.message}" + (f" ({exc.excerpt})" if exc.excerpt else "")
+    return reason
 
 
 def _status(reason: str) -> int | None:

@@ -12,13 +12,14 @@ from django.db.models import DateTimeField, F, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from partner.core.outbound import kept
 from partner.fulfillment.models import Order, OrderStep
 
 _batched_steps: contextvars.ContextVar[list[OrderStep] | None] = contextvars.ContextVar("steps", default=None)
 
 
 def step_record(order: Order, name: str, detail: str = "", *, actor: str = "") -> None:
-    step = OrderStep(order=order, name=name, detail=detail[:2000], actor=actor[:150], created_at=timezone.now())
+    step = OrderStep(order=order, name=name, detail=kept(detail), actor=actor[:150], created_at=timezone.now())
     batch = _batched_steps.get()
     if batch is not None:
         batch.append(step)

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from partner.core.errors import ApplicationError
 from partner.core.leases import Lease, lease_of_created, lease_until
+from partner.core.outbound import kept
 from partner.fulfillment.enqueue import order_run_enqueue
 from partner.fulfillment.models import (
     PIPELINE_KINDS,
@@ -32,6 +33,7 @@ from partner.fulfillment.models import (
     OrderStatus,
 )
 from partner.fulfillment.orders import announcements
+from partner.fulfillment.orders.failures import refusal_reason
 from partner.fulfillment.orders.history import first_time, step_record
 from partner.fulfillment.orders.metrics import order_completed, order_declined, order_failed
 from partner.fulfillment.orders.states import (
@@ -41,6 +43,7 @@ from partner.fulfillment.orders.states import (
     order_move_check,
     order_move_returning,
 )
+from partner.platform.errors import RequestRefused, ServiceError
 
 logger = logging.getLogger(__name__)
 
@@ -146,7 +149,7 @@ def order_fail(*, order: Order, code: str, reason: str, tell_lender: bool = Fals
             Order.objects.filter(pk=order.pk),
             OrderStatus.FAILED,
             failure_code=code,
-            failure_reason=reason[:2000],
+            failure_reason=kept(reason),
             failed_at=now,
             updated_at=now,
         )
@@ -162,6 +165,13 @@ def order_fail(*, order: Order, code: str, reason: str, tell_lender: bool = Fals
     if failed:
         order_failed(order, code)
     logger.warning("transaction %s failed: %s (%s)", order.transaction_id, reason, code)
+
+
+def order_refused(*, order: Order, error: ServiceError | RequestRefused) -> None:
+    """A call made for the order's pipeline was refused for good (by the service, or by us before
+    anything was sent; never a transient error): the error kept on the order, which fails with it."""
+    Order.objects.filter(pk=order.pk).update(last_error=kept(error))
+    order_fail(order=order, code=FailureCode.SERVICE_REJECTED, reason=refusal_reason(error))
 
 
 def order_complete(*, transaction_id: str, event_id: str = "", because: str = "") -> Order | None:

@@ -6,8 +6,8 @@ open order is ever touched. Counted from when the order finished:
 
 - order data (RETENTION_ORDER_DATA_DAYS): the request as the lender sent it and its loan number, the
   response we delivered (loan data: the corrected property address, the result), the loan data and
-  results of staff deliveries, the last error and failure reason, and the details of its steps
-  (which may quote a ZIP code) are erased;
+  results of staff deliveries, the last error and failure reason, the details of its steps (which
+  may quote a ZIP code) and the answers kept of the calls tried for its deliveries are erased;
 - documents (RETENTION_DOCUMENT_DAYS): each document's file (the PDF report, staff uploads) is
   deleted from the storage and its spent upload location and authorization erased; its name, type,
   size, resource id and upload time stay;
@@ -28,7 +28,15 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from partner.core.retention import pk_batches
-from partner.fulfillment.models import FINAL_STATUSES, Delivery, Order, OrderDocument, OrderStatus, OrderStep
+from partner.fulfillment.models import (
+    FINAL_STATUSES,
+    Delivery,
+    DeliveryAttempt,
+    Order,
+    OrderDocument,
+    OrderStatus,
+    OrderStep,
+)
 
 FINISHED_STATUSES = FINAL_STATUSES
 
@@ -53,6 +61,7 @@ def orders_finished_before(cutoff: datetime) -> QuerySet:
 
 def _order_data(cutoff: datetime) -> QuerySet:
     detailed_steps = OrderStep.objects.filter(order=OuterRef("pk")).exclude(detail="")
+    answered_tries = DeliveryAttempt.objects.filter(order=OuterRef("pk")).exclude(answer="")
     return orders_finished_before(cutoff).filter(
         Q(response__isnull=False)
         | Q(request__isnull=False)
@@ -61,6 +70,7 @@ def _order_data(cutoff: datetime) -> QuerySet:
         | ~Q(last_error="")
         | ~Q(failure_reason="")
         | Exists(detailed_steps)
+        | Exists(answered_tries)
     )
 
 
@@ -75,6 +85,7 @@ def order_data_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
             ids = list(_order_data(cutoff).filter(pk__in=batch).select_for_update().values_list("pk", flat=True))
             OrderStep.objects.filter(order_id__in=ids).exclude(detail="").update(detail="")
             Delivery.objects.filter(order_id__in=ids).update(loan={}, result=None)
+            DeliveryAttempt.objects.filter(order_id__in=ids).exclude(answer="").update(answer="")
             erased = Order.objects.filter(pk__in=ids).update(
                 response=None, request=None, findings=[], loan_number="", last_error="", failure_reason=""
             )

@@ -11,41 +11,50 @@ Right before each call that changes the service's state (slot request, upload, P
 the database that its worker still holds that lease (`Lease.confirm`): a worker whose lease ran out
 (cut off, paused) and was taken by another sends nothing more (LeaseLost).
 
+Every call tried for a delivery (each slot request, upload and PATCH, each resend) is kept as a
+`DeliveryAttempt`, as an event's tries are (`partner.core.outbound` notes them): staff read them on
+the order's admin page.
+
 A transient error (429, 5xx, no answer) goes back to the run, which retries later; a permanent one
 fails that delivery with its reason, and the next one waiting is still sent. When the service
 refuses one the pipeline made (a result, an acknowledgement), the order fails with it.
 """
 
+import contextlib
 import logging
 from collections.abc import Callable
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Max, Prefetch, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from partner.core import outbound
 from partner.core.checkpoints import checkpoint
 from partner.core.leases import Lease
 from partner.fulfillment.models import (
     PIPELINE_KINDS,
     Delivery,
+    DeliveryAttempt,
     DeliveryKind,
     DeliveryState,
     FailureCode,
     Order,
     OrderDocument,
     OrderStatus,
+    ServiceCall,
 )
 from partner.fulfillment.orders import announcements
+from partner.fulfillment.orders.failures import refusal_reason
 from partner.fulfillment.orders.history import first_time, step_record
 from partner.fulfillment.orders.metrics import order_delivered
-from partner.fulfillment.orders.services import OrderFailed, order_fail, order_lock, order_settle
+from partner.fulfillment.orders.services import OrderFailed, order_fail, order_lock, order_refused, order_settle
 from partner.fulfillment.orders.states import delivery_move, delivery_move_where_allowed_returning, order_move
 from partner.fulfillment.sending import uploads
-from partner.platform import client
+from partner.platform import client, http
 from partner.platform.errors import RequestRefused, ServiceError
 from partner.platform.formats import LOAN_FORMAT, RESPONSE_COMPLETED, RESPONSE_PROCESSING
+from partner.platform.metrics import endpoint_name
 
 logger = logging.getLogger(__name__)
 
@@ -163,18 +172,22 @@ def _send(order: Order, delivery: Delivery, documents: list[OrderDocument], leas
     _sent(order, delivery)
 
 
-def _path(url: str) -> str:
-    return url.removeprefix(settings.SVC_BASE_URL) if url else ""
-
-
-def _refused(order: Order, delivery: Delivery, reason: str, *, code: str = FailureCode.SERVICE_REJECTED) -> None:
-    """The delivery failed for good. One the pipeline made fails its order with it."""
+def _refused(
+    order: Order,
+    delivery: Delivery,
+    reason: str,
+    *,
+    code: str = FailureCode.SERVICE_REJECTED,
+    error: ServiceError | RequestRefused | None = None,
+) -> None:
+    """The delivery failed for good. One the pipeline made fails its order with it (with the
+    refused call's `error` kept on the order, `order_refused`, when a call was refused)."""
     with transaction.atomic():
         failed = delivery_move(
             Delivery.objects.filter(pk=delivery.pk),
             DeliveryState.FAILED,
             failed_at=timezone.now(),
-            failure_reason=reason[:2000],
+            failure_reason=outbound.kept(reason),
             sequence=None,  # the service took no version of it
         )
         step_record(order, "delivery_failed", f"{delivery.get_kind_display()}: {reason}")
@@ -182,7 +195,34 @@ def _refused(order: Order, delivery: Delivery, reason: str, *, code: str = Failu
             announcements.order_announce(order_id=order.pk, what=announcements.DELIVERY_FAILED, delivery_id=delivery.pk)
     logger.warning("transaction %s: %s failed: %s", order.transaction_id, delivery.get_kind_display(), reason)
     if delivery.kind in PIPELINE_KINDS:
-        order_fail(order=order, code=code, reason=reason)
+        if error is not None:
+            order_refused(order=order, error=error)
+        else:
+            order_fail(order=order, code=code, reason=reason)
+
+
+@contextlib.contextmanager
+def _tries_kept(order: Order, delivery: Delivery):
+    """Every call to the service tried within the block (each slot request, upload and PATCH, each
+    resend of the transport's) kept as a `DeliveryAttempt` of the delivery, however the block ends."""
+    with outbound.tries_noted() as tries:
+        try:
+            yield
+        finally:
+            rows = [
+                DeliveryAttempt.from_try(
+                    attempt, order=order, delivery=delivery, call=_call_of(attempt.method, attempt.url)
+                )
+                for attempt in tries
+                if attempt.channel == http.CHANNEL
+            ]
+            if rows:
+                DeliveryAttempt.objects.bulk_create(rows)
+
+
+def _call_of(method: str, url: str) -> str:
+    call = endpoint_name(method, url)
+    return call if call in ServiceCall.values else ServiceCall.OTHER
 
 
 # A delivery waiting to be sent, with its documents by position.
@@ -204,28 +244,21 @@ def deliveries_send(order: Order, lease: Lease, *, waiting: list[Waiting] | None
     waiting = deliveries_waiting(order) if waiting is None else waiting
     sent = 0
     for delivery, documents in waiting:
-        try:
-            _send(order, delivery, documents, lease)
-            sent += 1
-        except OrderFailed as failure:
-            _refused(order, delivery, failure.message, code=failure.code)
-        except ServiceError as exc:
-            if exc.transient:
-                Delivery.objects.filter(pk=delivery.pk).update(last_error=str(exc)[:2000])
-                raise
-            Delivery.objects.filter(pk=delivery.pk).update(last_error=str(exc)[:2000])
-            if delivery.kind in PIPELINE_KINDS:
-                Order.objects.filter(pk=order.pk).update(last_error=str(exc)[:2000])
-                _refused(order, delivery, f"The service refused {exc.method} {_path(exc.url)} with status {exc.status}")
-            else:
-                _refused(order, delivery, f"The service refused it: {exc}")
-        except RequestRefused as exc:
-            # Refused before any request (an id that may not go into a path, a slot without its
-            # Authorization value): refused again every time, so the delivery fails as a refused one does.
-            Delivery.objects.filter(pk=delivery.pk).update(last_error=str(exc)[:2000])
-            if delivery.kind in PIPELINE_KINDS:
-                Order.objects.filter(pk=order.pk).update(last_error=str(exc)[:2000])
-            _refused(order, delivery, f"The request was not sent: {exc}")
+        with _tries_kept(order, delivery):
+            try:
+                _send(order, delivery, documents, lease)
+                sent += 1
+            except OrderFailed as failure:
+                _refused(order, delivery, failure.message, code=failure.code)
+            except (ServiceError, RequestRefused) as exc:
+                # A transient error goes back to the run; one refused for good (by the service, or by us
+                # before any request: an id that may not go into a path, a slot without its
+                # Authorization value) is refused every time, so the delivery fails with it.
+                Delivery.objects.filter(pk=delivery.pk).update(last_error=outbound.kept(exc))
+                if exc.transient:
+                    raise
+                said = delivery.kind not in PIPELINE_KINDS  # staff read it to send the delivery again
+                _refused(order, delivery, refusal_reason(exc, said=said), error=exc)
         if delivery.final:
             break  # nothing is sent after the final delivery, the decline or the result
     return sent

@@ -295,7 +295,7 @@ def order_timeline(order: Order) -> list[TimelineEntry]:
         )
         for step in order.steps.exclude(name__in=_DELIVERY_STEPS)
     ]
-    deliveries = order.deliveries.prefetch_related("attachments").order_by("created_at", "id")
+    deliveries = order.deliveries.prefetch_related("attachments", "tries").order_by("created_at", "id")
     entries += [
         TimelineEntry(
             at=delivery.created_at,

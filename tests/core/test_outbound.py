@@ -1,0 +1,70 @@
+"""The outbound module's own promises, over a real local HTTP server: a redirect is the answer, not
+followed; every exchange is counted by channel and outcome and noted as a try (the start of an
+error's answer kept, redacted; a 2xx's not); a bounded exchange reads no more than KEPT."""
+
+import pytest
+from prometheus_client import REGISTRY
+
+from partner.core import outbound
+from partner.core.logging import secret_register
+from tests.helpers.servers import FakeServer, Reply
+
+
+@pytest.fixture
+def server():
+    running = FakeServer()
+    yield running
+    running.close()
+
+
+def counted(channel: str, outcome: str) -> float:
+    return REGISTRY.get_sample_value("partner_outbound_calls_total", {"channel": channel, "outcome": outcome}) or 0
+
+
+def test_a_redirect_is_the_answer_and_every_exchange_is_noted_and_counted(server):
+    server.route("GET", "/moved", Reply(302, {"why": "elsewhere"}, {"Location": "http://169.254.169.254/"}))
+    server.route("GET", "/fine", Reply(200, {"secret-ish": "data"}))
+    before = counted("test", "3xx"), counted("test", "2xx")
+    with outbound.tries_noted() as tries, outbound.one_off() as session:
+        moved = outbound.exchange("GET", f"{server.url}/moved", channel="test", session=session, timeout=(1, 1))
+        fine = outbound.exchange("GET", f"{server.url}/fine", channel="test", session=session, timeout=(1, 1))
+    assert (moved.status_code, fine.status_code) == (302, 200)
+    assert [seen.path for seen in server.seen] == ["/moved", "/fine"]  # the redirect was not followed
+    assert [(t.status, t.succeeded) for t in tries] == [(302, False), (200, True)]
+    assert "elsewhere" in tries[0].answer and tries[1].answer == ""
+    assert (counted("test", "3xx"), counted("test", "2xx")) == (before[0] + 1, before[1] + 1)
+
+
+def test_an_error_answer_is_kept_redacted_and_cut_to_the_kept_length(server):
+    secret_register("s3cr3t-value-of-a-test")
+    server.route("GET", "/err", Reply(400, b"s3cr3t-value-of-a-test " + b"x" * 5000))
+    with outbound.tries_noted() as tries, outbound.one_off() as session:
+        outbound.exchange("GET", f"{server.url}/err", channel="test", session=session, timeout=(1, 1))
+    [tried] = tries
+    assert "s3cr3t-value-of-a-test" not in tried.answer and len(tried.answer) <= outbound.KEPT
+
+
+def test_a_bounded_exchange_keeps_the_start_only_and_never_raises(server):
+    server.route("POST", "/big", Reply(500, b"y" * 100_000))
+    with outbound.one_off() as session:
+        big = outbound.exchange_kept("POST", f"{server.url}/big", channel="test", session=session, deadline=2)
+        gone = outbound.exchange_kept("POST", "http://127.0.0.1:9/x", channel="test", session=session, deadline=2)
+    assert big.status == 500 and big.answer == "y" * outbound.KEPT
+    assert gone.status is None and gone.answer.startswith("connection refused")
+
+
+def test_kept_is_the_one_length_of_a_kept_text():
+    assert outbound.kept("z" * (outbound.KEPT + 5)) == "z" * outbound.KEPT
+    assert outbound.kept(None) == "" and outbound.kept(ValueError("why")) == "why"
+
+
+def test_the_cause_of_a_failed_tls_handshake_is_told_plainly():
+    import ssl
+
+    import requests
+
+    handshake = ssl.SSLError(1, "[SSL: WRONG_VERSION_NUMBER] wrong version number")
+    handshake.reason = "WRONG_VERSION_NUMBER"  # ssl's reason is a string, not an exception
+    failed = requests.exceptions.SSLError(handshake)
+    assert outbound.cause_of(failed, limit=5).startswith("TLS handshake failed")
+    assert outbound.address_refused(failed) is None
