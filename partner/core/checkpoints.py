@@ -8,6 +8,7 @@ test has made the other actor act, so a race is reproduced every time, in the or
 (the shape of PostgreSQL's isolation tester), instead of one run in twenty.
 
 The names, and where they are:
+- `sender.fenced`: the sender confirmed its lease for a delivery's PATCH; the PATCH is not sent yet.
 - `sender.patched`: the service accepted a delivery's PATCH; the sender has not recorded it yet.
 - `run.looked`: an order's run sent everything it found waiting; it has not released the order yet.
 - `callback.confirmed`: a "processed" callback confirmed a delivery; its transaction has not committed.

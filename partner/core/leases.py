@@ -22,6 +22,7 @@ when a row is taken, when it was left by a dead worker and when it is stalled li
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -81,6 +82,8 @@ class Lease:
         self.until = until
         self.lost = False
         self._lock = threading.Lock()
+        # When the lease runs out by this worker's own monotonic clock (`held`).
+        self._held_until = time.monotonic() + (until - timezone.now()).total_seconds()
 
     def _mine(self) -> models.QuerySet:
         return self._rows.filter(claimed_until=self.until)
@@ -90,7 +93,7 @@ class Lease:
         with self._lock:
             if self.lost:
                 return False
-            until = lease_until()
+            started, until = time.monotonic(), lease_until()
             try:
                 renewed = self._mine().update(claimed_until=until, **updates) > 0
             except Exception:
@@ -98,6 +101,7 @@ class Lease:
                 raise
             if renewed:
                 self.until = until
+                self._held_until = started + lease_seconds()
             else:
                 self.lost = True
             return renewed
@@ -108,6 +112,15 @@ class Lease:
         raise LeaseLost. `updates` are written in the same statement."""
         if not self.renew(**updates):
             raise LeaseLost(f"the lease of {self.label} is no longer this worker's")
+
+    def held(self) -> None:
+        """The fence on this worker's own clock, for the instant before a call's first byte leaves
+        (`partner.core.outbound.fenced`): LeaseLost once the lease may have run out since this worker
+        last proved it in the database, a tenth of LEASE_SECONDS early. A worker paused past its lease
+        (SIGSTOP, a frozen VM) pauses its renewals too, so a call confirmed before the pause is not
+        sent after it, when another worker may hold the order."""
+        if self.lost or time.monotonic() >= self._held_until - lease_seconds() / 10:
+            raise LeaseLost(f"the lease of {self.label} ran out on this worker's clock")
 
     def confirm_with(self, rows: models.QuerySet, **updates) -> None:
         """The fence, written with a record of what is about to happen: apply `updates` to `rows` (of

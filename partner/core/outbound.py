@@ -150,6 +150,27 @@ def _shut(sock) -> None:
         sock.shutdown(socket.SHUT_RDWR)  # a blocked read returns at once; the owner closes it
 
 
+_fence = threading.local()
+
+
+@contextlib.contextmanager
+def fenced(check):
+    """Within the block, `check()` runs right before each request's first byte is written, after
+    its connection is made, and may raise to send nothing (a worker's lease: `Lease.held`). What it
+    raises reaches the caller as it is."""
+    previous = getattr(_fence, "check", None)
+    _fence.check = check
+    try:
+        yield
+    finally:
+        _fence.check = previous
+
+
+def _fence_check() -> None:
+    if check := getattr(_fence, "check", None):
+        check()
+
+
 def _watched(connection) -> None:
     if deadline := getattr(_Deadline.current, "value", None):
         deadline.watch(connection)
@@ -212,6 +233,7 @@ class _WatchedHTTP(HTTPConnection):
         _watched(self)
 
     def request(self, *args, **kwargs):
+        _fence_check()
         _watched(self)
         return super().request(*args, **kwargs)
 
@@ -225,6 +247,7 @@ class _WatchedHTTPS(HTTPSConnection):
         _watched(self)
 
     def request(self, *args, **kwargs):
+        _fence_check()
         _watched(self)
         return super().request(*args, **kwargs)
 

@@ -196,3 +196,19 @@ def test_a_lease_not_given_back_while_the_database_is_away_runs_out_instead():
     bug = lease_take(Order.objects.filter(pk=Order.objects.create(transaction_id="t-bug").pk))
     with pytest.raises(Exception, match="no_such_field"):
         lease_give_back(bug, no_such_field=1)
+
+
+@pytest.mark.django_db
+def test_a_lease_is_held_on_the_worker_s_own_clock_until_it_may_have_run_out(settings):
+    """`Lease.held`, the fence right before a call's first byte: a worker paused past its lease with
+    no renewal (its renewal thread pauses with it) is stopped; a renewal proves it again."""
+    import time
+
+    settings.LEASE_SECONDS = 0.5
+    lease = lease_take(Order.objects.filter(pk=Order.objects.create(transaction_id="t-clock").pk))
+    lease.held()  # just taken
+    time.sleep(0.5)  # paused as long as the lease, renewing nothing
+    with pytest.raises(LeaseLost, match="ran out on this worker's clock"):
+        lease.held()
+    assert lease.renew() is True  # nobody took it meanwhile: proved again in the database
+    lease.held()

@@ -68,3 +68,23 @@ def test_the_cause_of_a_failed_tls_handshake_is_told_plainly():
     failed = requests.exceptions.SSLError(handshake)
     assert outbound.cause_of(failed, limit=5).startswith("TLS handshake failed")
     assert outbound.address_refused(failed) is None
+
+
+def test_a_fenced_request_whose_check_refuses_sends_nothing(server):
+    """`fenced`: the check runs after the connection is made and before the request's first byte, and
+    what it raises reaches the caller; nothing reaches the server."""
+
+    class Stopped(Exception):
+        pass
+
+    def refuse():
+        raise Stopped("the lease ran out")
+
+    server.route("PATCH", "/response", Reply(200, {}))
+    with outbound.one_off() as session:
+        with outbound.fenced(refuse), pytest.raises(Stopped):
+            outbound.exchange("PATCH", f"{server.url}/response", channel="test", session=session, timeout=(1, 1))
+        assert server.seen == []
+        with outbound.fenced(lambda: None):
+            outbound.exchange("PATCH", f"{server.url}/response", channel="test", session=session, timeout=(1, 1))
+    assert [seen.path for seen in server.seen] == ["/response"]

@@ -102,3 +102,48 @@ def test_a_worker_whose_lease_renewal_failed_stops_before_its_patch(fake_platfor
     stopped = Order.objects.get(pk=order.pk)
     assert stopped.status == OrderStatus.IN_PROGRESS  # left for the hand-back once its lease runs out
     assert stopped.deliveries.get().state == DeliveryState.PENDING
+
+
+def test_a_worker_paused_past_its_lease_after_its_fence_sends_no_patch(fake_platform, order, monkeypatch, settings):
+    """SIGSTOP between the fence in the database and the PATCH: the whole process stops, its renewals
+    too, for longer than the lease; when it resumes, another worker may hold the order. The PATCH is
+    stopped on the worker's own clock before its first byte leaves (`Lease.held`)."""
+    import time
+
+    from partner.core import outbound
+    from partner.core.checkpoints import checkpoint_install, checkpoint_remove
+    from tests.helpers.servers import FakeServer, Reply
+
+    settings.LEASE_SECONDS = 0.6  # renewed every 0.2 s, until the pause
+    paused = threading.Event()
+    renew = Lease.renew
+
+    def renew_unless_paused(lease, **updates):
+        if threading.current_thread().name == "lease-renewal" and paused.is_set():
+            return True  # the renewal thread is stopped with its process: it writes nothing
+        return renew(lease, **updates)
+
+    def pause():
+        paused.set()
+        time.sleep(settings.LEASE_SECONDS)
+
+    platform = FakeServer()  # the service's PATCH, over real HTTP through the outbound module
+    platform.route("PATCH", f"/transactions/{TXN}/response", Reply(200, {}))
+
+    def patch_over_http(transaction_id, payload):
+        with outbound.one_off() as session:
+            url = f"{platform.url}/transactions/{transaction_id}/response"
+            outbound.exchange("PATCH", url, channel="service", session=session, timeout=(1, 1), json=payload)
+        return {}
+
+    monkeypatch.setattr(Lease, "renew", renew_unless_paused)
+    monkeypatch.setattr(client, "patch_response", patch_over_http)
+    checkpoint_install("sender.fenced", pause)
+    try:
+        outcome = order_run(order_id=order.pk)
+    finally:
+        checkpoint_remove("sender.fenced")
+        platform.close()
+
+    assert outcome.sent == 0 and platform.seen == []  # nothing left the worker after its pause
+    assert Order.objects.get(pk=order.pk).deliveries.get().state == DeliveryState.PENDING

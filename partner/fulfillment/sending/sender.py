@@ -9,7 +9,9 @@ before the next, so a worker that dies resumes where it stopped and nothing is s
 The sender runs inside an order's run (`partner.fulfillment.runs`), which holds the order's lease.
 Right before each call that changes the service's state (slot request, upload, PATCH) it confirms in
 the database that its worker still holds that lease (`Lease.confirm`): a worker whose lease ran out
-(cut off, paused) and was taken by another sends nothing more (LeaseLost).
+(cut off, paused) and was taken by another sends nothing more (LeaseLost). A worker paused after
+that confirmation (SIGSTOP, a frozen VM) is stopped on its own clock right before the call's first
+byte leaves (`Lease.held`, through `partner.core.outbound.fenced`).
 
 Every call tried for a delivery (each slot request, upload and PATCH, each resend) is kept as a
 `DeliveryAttempt`, as an event's tries are (`partner.core.outbound` notes them): staff read them on
@@ -166,6 +168,7 @@ def _send(order: Order, delivery: Delivery, documents: list[OrderDocument], leas
     lease.confirm_with(
         Delivery.objects.filter(pk=delivery.pk), attempts=F("attempts") + 1, sequence=_response_version_next(order)
     )
+    checkpoint("sender.fenced")
     client.patch_response(order.transaction_id, payload)
     checkpoint("sender.patched")
     delivery.documents = documents
@@ -244,7 +247,7 @@ def deliveries_send(order: Order, lease: Lease, *, waiting: list[Waiting] | None
     waiting = deliveries_waiting(order) if waiting is None else waiting
     sent = 0
     for delivery, documents in waiting:
-        with _tries_kept(order, delivery):
+        with _tries_kept(order, delivery), outbound.fenced(lease.held):
             try:
                 _send(order, delivery, documents, lease)
                 sent += 1
