@@ -18,6 +18,10 @@ CONNECTOR_RETRY_PATIENCE = env.float("CONNECTOR_RETRY_PATIENCE", default=24 * 36
 # partner whose system runs inside their own network names those networks here (CIDR, comma-separated,
 # e.g. "10.20.0.0/16"); a cloud metadata address stays refused whatever is named.
 CONNECTOR_ENDPOINT_NETWORKS = env.list("CONNECTOR_ENDPOINT_NETWORKS", default=[])
+# Event sends in flight at once across the deployment: the relay hands out no more, so partners'
+# slow or hanging endpoints hold at most this many worker threads (each for at most
+# CONNECTOR_SEND_TIMEOUT), never the order runs' pool (CELERY_WORKER_CONCURRENCY). At least 1.
+CONNECTOR_SENDS_IN_FLIGHT = env.int("CONNECTOR_SENDS_IN_FLIGHT", default=8)
 # One POST of an event waits this long for an answer (seconds).
 CONNECTOR_SEND_TIMEOUT = env.float("CONNECTOR_SEND_TIMEOUT", default=5.0)
 # The relay in each worker hands due events to the workers; it looks again after this many seconds

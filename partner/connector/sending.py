@@ -40,6 +40,7 @@ from datetime import datetime
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.db import connection as db_connection
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
@@ -96,6 +97,22 @@ def events_due(now: datetime):
     )
 
 
+# The advisory lock (PostgreSQL) a relay holds while it counts the sends in flight and takes more.
+_RELAY_LOCK = 0x70A51711
+
+
+def sends_room(now: datetime) -> int:
+    """How many more events may be handed out now: CONNECTOR_SENDS_IN_FLIGHT (at least 1) less the
+    sends under way (the events whose lease is held), whichever worker holds them. Called inside the
+    relay's transaction: on PostgreSQL it takes a lock until that commits, so relays in several
+    workers never hand out more than the bound between them (SQLite has one writer)."""
+    if db_connection.vendor == "postgresql":
+        with db_connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_RELAY_LOCK])
+    in_flight = Event.objects.filter(state=EventState.PENDING, claimed_until__gte=now).count()
+    return max(1, settings.CONNECTOR_SENDS_IN_FLIGHT) - in_flight
+
+
 def events_relay(*, limit: int = BATCH) -> int:
     """Take the lease of each event due and hand it to a worker; how many went. The relay's shape
     (`partner.core.enqueue.rows_relay`): the leases are taken, the tasks published as one batch,
@@ -103,7 +120,10 @@ def events_relay(*, limit: int = BATCH) -> int:
 
     def take() -> list[dict]:
         now = timezone.now()
-        due = list(events_due(now).values_list("pk", flat=True)[:limit])
+        room = sends_room(now)
+        if room <= 0:
+            return []
+        due = list(events_due(now).values_list("pk", flat=True)[: min(limit, room)])
         if not due:
             return []
         until = lease_until(now)

@@ -247,3 +247,21 @@ def test_an_endpoint_the_rules_now_refuse_is_never_sent_to(order, system, settin
     assert system.posts == 0
     [attempt] = EventAttempt.objects.all()
     assert attempt.status_code is None and attempt.answer.startswith("not sent: The endpoint must be an https")
+
+
+def test_no_more_sends_are_handed_out_than_may_be_in_flight(
+    order, fake_platform, connected_product, system, settings, tasks_sent
+):
+    """A partner's slow endpoint holds at most CONNECTOR_SENDS_IN_FLIGHT worker threads: the relay
+    hands out no more events while that many are being sent, and more once one is done."""
+    from tests.helpers.connector import connected_order
+
+    settings.CONNECTOR_SENDS_IN_FLIGHT = 2
+    for number in (2, 3):
+        connected_order(fake_platform, transaction_id=f"txn-in-flight-{number}", product_name=connected_product.name)
+    first = relayed(tasks_sent)
+    assert len(first) == 2  # three orders' events due, two handed out
+    assert relayed(tasks_sent) == []  # both still in flight
+    assert send(first[0]) is True
+    [third] = relayed(tasks_sent)  # one is done: room for one more
+    assert third["event_id"] not in {task["event_id"] for task in first}
