@@ -8,4 +8,8 @@ from partner.connector import sending
 
 @shared_task(name=sending.SEND_TASK)
 def event_send(event_id: int, lease_until: str):
-    return sending.event_send(event_id=event_id, lease_until=parse_datetime(lease_until))
+    sent = sending.event_send(event_id=event_id, lease_until=parse_datetime(lease_until))
+    # Its place among the sends in flight is free and its order's next event is due: hand out what
+    # waits now, not at the relay's next round.
+    sending.events_relay()
+    return sent

@@ -265,3 +265,16 @@ def test_no_more_sends_are_handed_out_than_may_be_in_flight(
     assert send(first[0]) is True
     [third] = relayed(tasks_sent)  # one is done: room for one more
     assert third["event_id"] not in {task["event_id"] for task in first}
+
+
+def test_a_send_that_ends_hands_out_what_waits_at_once(order, system, tasks_sent):
+    """The task that sent an event relays again: its order's next event goes without waiting for
+    the relay's next round (CONNECTOR_RELAY_INTERVAL)."""
+    from partner.connector.tasks import event_send
+
+    order_fail(order=order, code="retries_exhausted", reason="Gave up")
+    [first] = relayed(tasks_sent)
+    tasks_sent.clear()
+    assert event_send(**first) is True
+    [(name, second)] = tasks_sent
+    assert name == sending.SEND_TASK and Event.objects.get(pk=second["event_id"]).type == "order.failed"
