@@ -389,8 +389,8 @@ class ConnectedOrderAdmin(admin.ModelAdmin):
     change_form_template = "admin/connector/connectedorder/change_form.html"
 
     def get_queryset(self, request):
-        connected = Product.objects.filter(fulfiller="connected").values("name")
-        return super().get_queryset(request).filter(staff_worked=True, product_name__in=connected)
+        # The orders routed to a connection when they arrived, whatever their product is now.
+        return super().get_queryset(request).filter(connector_route__isnull=False)
 
     def has_add_permission(self, request):
         return False

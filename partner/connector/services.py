@@ -19,7 +19,7 @@ from oauth2_provider.models import get_application_model
 
 from partner.catalog.models import Product
 from partner.connector.events import connection_order_hand
-from partner.connector.models import EVENT_TYPES, Connection, Event, EventState, secret_new
+from partner.connector.models import EVENT_TYPES, Connection, Event, EventState, OrderRoute, secret_new
 from partner.connector.selectors import FEED_PAGE, events_after
 from partner.core.checks import url_on_loopback
 from partner.core.errors import ApplicationError
@@ -167,7 +167,10 @@ def events_replay_since(*, connection_id: int, since: datetime) -> int:
 
 def order_take_over(*, order_id: int, user) -> None:
     """A staff member works a connected order by hand from now on: the system's answers are refused
-    (it is told by `order.taken_over`), and the order is worked as a staff-worked one."""
+    (it is told by `order.taken_over`), and the order is worked as a staff-worked one. Only an order
+    routed to a connection (`OrderRoute`) is a connected order to take over."""
+    if not OrderRoute.objects.filter(order_id=order_id).exists():
+        raise ConnectionRefused("This order was never routed to a connection: take it in “Orders to work”.")
     order_take(order_id=order_id, user=user, take_over=True)
 
 
