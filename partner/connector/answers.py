@@ -41,6 +41,14 @@ def order_of(*, connection: Connection, order_id) -> Order:
     return order
 
 
+def document_of(*, connection: Connection, document_id: int) -> OrderDocument:
+    """A document uploaded to one of the connection's orders."""
+    document = OrderDocument.objects.filter(pk=document_id, order__in=connection_orders(connection)).first()
+    if document is None:
+        raise OrderNotFound(f"The connection has no document {document_id}.")
+    return document
+
+
 def answerable(*, connection: Connection, order_id) -> Order:
     """The connection's order, refused with TakenOver when a staff member works it now (the staff's
     own rule refuses it again, under the order's lock, should a take-over come in between)."""

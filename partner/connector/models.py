@@ -168,7 +168,9 @@ class EventAttempt(models.Model):
 
 
 class IdempotentAnswer(models.Model):
-    """A POST of the API accepted under an Idempotency-Key: its fingerprint and the answer given."""
+    """A POST of the API accepted under an Idempotency-Key: its fingerprint and what replays the
+    answer, its status and `body`, the ids of what it made (`{"order", "delivery"}`, `{"document"}`),
+    a few dozen bytes whatever the order holds; purged past CONNECTOR_IDEMPOTENCY_HOURS."""
 
     connection = models.ForeignKey(Connection, on_delete=models.CASCADE, related_name="+")
     key = models.CharField(max_length=255)

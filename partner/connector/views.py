@@ -224,13 +224,14 @@ class AnswerApi(ConnectorApi):
     answer_in: type[serializers.Serializer]
 
     def answer(self, connection: Connection, order_id: str, data: dict) -> tuple[int, dict]:
+        """Make the answer: its status and the ids of what it made (`answer_body` renders them)."""
         raise NotImplementedError
 
     def post(self, request: HttpRequest, order_id: str):
         connection = self.connection()
         incoming = self.answer_in(data=request.data)
         incoming.is_valid(raise_exception=True)
-        status, body = answer_once(
+        status, made = answer_once(
             connection=connection,
             key=request.headers.get("Idempotency-Key", ""),
             request_fingerprint=fingerprint(
@@ -238,16 +239,23 @@ class AnswerApi(ConnectorApi):
             ),
             run=lambda: self.answer(connection, order_id, incoming.validated_data),
         )
-        return Response(body, status=status)
+        return Response(answer_body(connection, made), status=status)
 
 
-def _json(data) -> dict:
-    return json.loads(json.dumps(data, default=str))
+def answer_body(connection: Connection, made: dict) -> dict:
+    """The answer's body, rendered from what the answer made (`{"order", "delivery"}` ids, or
+    `{"document"}`), the first time and on each replay alike: the idempotent answer keeps those ids,
+    never the order (which grows with every answer). A replay shows the order as it stands now."""
+    if "document" in made:
+        return DocumentOut(answers.document_of(connection=connection, document_id=made["document"])).data
+    order = answers.order_of(connection=connection, order_id=made["order"])
+    if "delivery" not in made:
+        return OrderOut(order).data
+    return {"order": OrderOut(order).data, "delivery": DeliveryOut(order.deliveries.get(pk=made["delivery"])).data}
 
 
-def _delivered(connection: Connection, order_id: str, delivery) -> tuple[int, dict]:
-    order = answers.order_of(connection=connection, order_id=order_id)
-    return 201, _json({"order": OrderOut(order).data, "delivery": DeliveryOut(delivery).data})
+def _delivered(delivery) -> tuple[int, dict]:
+    return 201, {"order": delivery.order_id, "delivery": delivery.pk}
 
 
 class OrderListApi(ConnectorApi):
@@ -329,7 +337,7 @@ class OrderAcknowledgeApi(AnswerApi):
         return super().post(request, order_id)
 
     def answer(self, connection, order_id, data):
-        return 200, _json(OrderOut(answers.order_acknowledge(connection=connection, order_id=order_id)).data)
+        return 200, {"order": answers.order_acknowledge(connection=connection, order_id=order_id).pk}
 
 
 class OrderStatusUpdateApi(AnswerApi):
@@ -341,7 +349,7 @@ class OrderStatusUpdateApi(AnswerApi):
 
     def answer(self, connection, order_id, data):
         delivery = answers.status_update_post(connection=connection, order_id=order_id, text=data["text"])
-        return _delivered(connection, order_id, delivery)
+        return _delivered(delivery)
 
 
 class OrderDocumentUploadApi(AnswerApi):
@@ -359,7 +367,7 @@ class OrderDocumentUploadApi(AnswerApi):
 
     def answer(self, connection, order_id, data):
         document = answers.document_upload(connection=connection, order_id=order_id, upload=data["file"])
-        return 201, _json(DocumentOut(document).data)
+        return 201, {"document": document.pk}
 
 
 class OrderDeliverApi(AnswerApi):
@@ -378,7 +386,7 @@ class OrderDeliverApi(AnswerApi):
             loan=data["loan"],
             document_ids=data.get("documents"),
         )
-        return _delivered(connection, order_id, delivery)
+        return _delivered(delivery)
 
 
 class OrderDeclineApi(AnswerApi):
@@ -390,7 +398,7 @@ class OrderDeclineApi(AnswerApi):
 
     def answer(self, connection, order_id, data):
         delivery = answers.order_decline(connection=connection, order_id=order_id, reason=data["reason"])
-        return _delivered(connection, order_id, delivery)
+        return _delivered(delivery)
 
 
 ANSWERED = inline_serializer("Answered", {"order": OrderOut(), "delivery": DeliveryOut()})
