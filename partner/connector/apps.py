@@ -17,7 +17,10 @@ class ConnectorConfig(AppConfig):
         from partner.core.leases import lease_hand_back_register
         from partner.fulfillment.orders.announcements import order_announced
 
-        from . import retention  # noqa: F401 - registers what it keeps and how it is purged
+        from . import (
+            checks,  # noqa: F401 - registers the preflight's checks of the stored connections
+            retention,  # noqa: F401 - registers what it keeps and how it is purged
+        )
 
         # The fulfillment announces an order's moments inside the transaction that makes them; the
         # connector stores an event in that transaction (a layer below never imports this one).

@@ -183,6 +183,22 @@ DEMO_SIGNING_SECRET = "whsec_ZGVtby1vcmRlci1zeXN0ZW0tc2lnbmluZy1zZWNyZXQ="  # no
 DEMO_ENDPOINT = "http://127.0.0.1:8001/events"
 
 
+def demo_secrets_held(connection: Connection) -> list[str]:
+    """Which of the demo's public secrets the connection holds ("client secret", "signing secret");
+    the client secret is checked only for the demo's client id (its hash costs a check)."""
+    from django.contrib.auth.hashers import check_password
+
+    held = []
+    application = connection.application
+    if application is not None and application.client_id == DEMO_CLIENT_ID:
+        stored = application.client_secret
+        if stored == DEMO_CLIENT_SECRET or check_password(DEMO_CLIENT_SECRET, stored):
+            held.append("client secret")
+    if DEMO_SIGNING_SECRET in connection.secrets():
+        held.append("signing secret")
+    return held
+
+
 def connection_demo(*, product_name: str) -> Connection:
     """The local demo: `product_name` made a connected product, worked by the demo order system,
     unless another connection works it already (the one returned: one connection per product)."""
