@@ -252,6 +252,18 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
+# https://docs.djangoproject.com/en/5.2/ref/settings/#password-hashers
+# Django's own, and last (so no password is ever made with it) the connector's OAuth client
+# secrets' keyed hash (CLIENT_SECRET_HASHER below; why in partner/connector/oauth.py).
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+    "django.contrib.auth.hashers.Argon2PasswordHasher",
+    "django.contrib.auth.hashers.BCryptSHA256PasswordHasher",
+    "django.contrib.auth.hashers.ScryptPasswordHasher",
+    "partner.connector.oauth.ClientSecretHasher",
+]
+
 # STATIC
 # ------------------------------------------------------------------------------
 # https://docs.djangoproject.com/en/5.2/ref/settings/#static-files
@@ -567,8 +579,11 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_REDIRECT_URI_SCHEME": True,
     "COMPLIANT_BCP_RFC9700_REDIRECT_URI_MATCHING": True,
     "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
-    # Refuses a client id no client can have (a NUL byte) before the lookup PostgreSQL would refuse.
+    # Refuses a client id no client can have (a NUL byte) before the lookup PostgreSQL would refuse;
+    # equal work for an unknown client id.
     "OAUTH2_VALIDATOR_CLASS": "partner.connector.oauth.ClientCredentialsValidator",
+    # Client secrets (128 random characters) under a keyed HMAC-SHA256, not PBKDF2 (partner/connector/oauth.py).
+    "CLIENT_SECRET_HASHER": "client_hmac_sha256",
 }
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
 # Requests per OAuth client to the API (a rate as in partner.core above; past it 429 with

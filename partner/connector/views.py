@@ -2,7 +2,11 @@
 orders. Thin views: authenticate (OAuth 2.0 client credentials, a scope per view), validate with a
 serializer, call one service (`answers`), under an Idempotency-Key for every POST."""
 
+import base64
+import binascii
+import functools
 import json
+from urllib.parse import unquote_plus
 
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
@@ -164,10 +168,44 @@ TOKEN_ERRORS = {
     "invalid_request": "The token request is malformed (grant_type=client_credentials, form-encoded).",
 }
 
-# The token endpoint: RATELIMIT_API_TOKEN requests per address (a client secret guessed, a system
-# that asks for a token per call), past it a 429 in the API's shape.
+
+def token_client_id(request) -> str:
+    """The client id a token request names (HTTP Basic, else the form), as sent; empty if none."""
+    kind, _, value = request.headers.get("Authorization", "").partition(" ")
+    if kind.lower() == "basic":
+        try:
+            return unquote_plus(base64.b64decode(value, validate=True).decode("utf-8").partition(":")[0])
+        except (binascii.Error, UnicodeDecodeError):
+            return ""
+    return request.POST.get("client_id", "") if request.method == "POST" else ""
+
+
+def client_id_limited(view):
+    """At most RATELIMIT_API_TOKEN token requests per client id, from whatever addresses: guesses at
+    one client's secret spread over many addresses (or IPv6 networks) are held back too."""
+
+    @functools.wraps(view)  # keeps the view's csrf_exempt
+    def limited(request, *args, **kwargs):
+        client_id = token_client_id(request)[:200]
+        if client_id:
+            seconds = request_counted(
+                request,
+                group="connector-token:client",
+                rate=settings.RATELIMIT_API_TOKEN,
+                key=lambda _group, _request: client_id,
+            )
+            if seconds is not None:
+                return too_many(seconds)
+        return view(request, *args, **kwargs)
+
+    return limited
+
+
+# The token endpoint: RATELIMIT_API_TOKEN requests per address (an IPv6 client per /64) and as many
+# per client id (a client secret guessed, a system that asks for a token per call), past either a
+# 429 in the API's shape. Counted before the secret is checked: a refused request costs no hash.
 token_view = address_rate_limited(group="connector-token", rate=lambda: settings.RATELIMIT_API_TOKEN, refused=too_many)(
-    TokenApi.as_view()
+    client_id_limited(TokenApi.as_view())
 )
 
 
