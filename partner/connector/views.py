@@ -13,7 +13,7 @@ from django.http import HttpRequest, JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from oauth2_provider.contrib.rest_framework import OAuth2Authentication, TokenHasScope
-from oauth2_provider.views import TokenView
+from oauth2_provider.views import RevokeTokenView, TokenView
 from rest_framework import exceptions, serializers
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -126,6 +126,32 @@ class TokenApi(APIView):
         return token_problem(self._issue(request._request))
 
 
+class RevokeIn(serializers.Serializer):
+    token = serializers.CharField(help_text="The access token to revoke.")
+    token_type_hint = serializers.ChoiceField(choices=["access_token"], required=False)
+
+
+class TokenRevokeApi(TokenApi):
+    """POST /api/v1/oauth/revoke (RFC 7009): a system revokes one of its own access tokens (a leaked
+    one, or one it is done with), authenticated as for a token. django-oauth-toolkit revokes it;
+    200 whether or not the token existed (RFC 7009 §2.2: a token of another client, or none, is
+    not told apart), a refused client as problem+json."""
+
+    _issue = staticmethod(RevokeTokenView.as_view())
+
+    @extend_schema(
+        operation_id="oauth_revoke",
+        auth=[{"clientBasic": []}, {}],
+        request={"application/x-www-form-urlencoded": RevokeIn},
+        responses={
+            200: None,
+            **{(code, "application/problem+json"): TOKEN_PROBLEM for code in (400, 401, 429)},
+        },
+    )
+    def post(self, request):
+        return token_problem(self._issue(request._request))
+
+
 def token_problem(response):
     """The toolkit's answer, its refusals as problem+json (keeping `error` and `error_description`)."""
     if response.status_code < 400:
@@ -207,6 +233,10 @@ def client_id_limited(view):
 token_view = address_rate_limited(group="connector-token", rate=lambda: settings.RATELIMIT_API_TOKEN, refused=too_many)(
     client_id_limited(TokenApi.as_view())
 )
+# Revocation shares the token endpoint's counts: a client secret is checked there too.
+revoke_view = address_rate_limited(
+    group="connector-token", rate=lambda: settings.RATELIMIT_API_TOKEN, refused=too_many
+)(client_id_limited(TokenRevokeApi.as_view()))
 
 
 class ClientThrottle(BaseThrottle):
