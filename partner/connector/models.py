@@ -36,6 +36,7 @@ EVENT_TYPES = {
     "order.declined": "The decline reached the service: the order is done.",
     "order.failed": "The order failed for good.",
     "order.taken_over": "A staff member took the order over: the system's answers are refused from now on.",
+    "order.handed_back": "Staff handed a taken-over order back: the system works and answers it again.",
 }
 
 

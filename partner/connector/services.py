@@ -18,11 +18,13 @@ from oauth2_provider.generators import generate_client_secret
 from oauth2_provider.models import get_application_model
 
 from partner.catalog.models import Product
-from partner.connector.events import connection_order_hand
+from partner.connector.events import connection_order_hand, event_store
 from partner.connector.models import EVENT_TYPES, Connection, Event, EventState, OrderRoute, secret_new
 from partner.connector.selectors import FEED_PAGE, events_after
 from partner.core.checks import url_on_loopback
 from partner.core.errors import ApplicationError
+from partner.fulfillment.models import FINAL_STATUSES
+from partner.fulfillment.orders.history import step_record
 from partner.fulfillment.staff.services import order_take
 
 
@@ -172,6 +174,22 @@ def order_take_over(*, order_id: int, user) -> None:
     if not OrderRoute.objects.filter(order_id=order_id).exists():
         raise ConnectionRefused("This order was never routed to a connection: take it in “Orders to work”.")
     order_take(order_id=order_id, user=user, take_over=True)
+
+
+def order_hand_back(*, order_id: int, user) -> None:
+    """Staff give a connected order they took over back to the system it was routed to: assigned to
+    the connection's user again, the step recorded, and the system told (`order.handed_back`).
+    The one way back: a release alone leaves the order with the staff."""
+    route = OrderRoute.objects.select_related("connection__user").filter(order_id=order_id).first()
+    if route is None:
+        raise ConnectionRefused("This order was never routed to a connection: there is no system to hand it to.")
+    connection = route.connection
+    with transaction.atomic():
+        order = order_take(order_id=order_id, user=connection.user, take_over=True)
+        if order.status in FINAL_STATUSES:
+            raise ConnectionRefused("This order is done: there is nothing to hand back.")
+        step_record(order, "handed_back", f"to {connection.name}", actor=user.get_username())
+        event_store(connection=connection, order=order, event_type="order.handed_back", data={})
 
 
 # The local demo's connection (`manage.py connection_demo`, `make demo`): public values, refused
