@@ -206,6 +206,7 @@ class OrderRoute(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["connection", "order"], name="order_route_connection")]
+        default_permissions = ()  # no page of its own: read and changed through the connector's services
 
     def __str__(self):
         return f"order {self.order_id} → {self.connection_id}"

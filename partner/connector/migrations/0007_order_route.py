@@ -56,6 +56,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 "indexes": [models.Index(fields=["connection", "order"], name="order_route_connection")],
+                "default_permissions": (),
             },
         ),
         migrations.RunPython(routes_of_the_orders_so_far, migrations.RunPython.noop),
