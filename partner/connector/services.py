@@ -23,7 +23,7 @@ from partner.connector.models import EVENT_TYPES, Connection, Event, EventState,
 from partner.connector.selectors import FEED_PAGE, events_after
 from partner.core.checks import url_on_loopback
 from partner.core.errors import ApplicationError
-from partner.fulfillment.models import FINAL_STATUSES
+from partner.fulfillment.models import FINAL_STATUSES, Order
 from partner.fulfillment.orders.history import step_record
 from partner.fulfillment.staff.services import order_take
 
@@ -185,6 +185,8 @@ def order_hand_back(*, order_id: int, user) -> None:
         raise ConnectionRefused("This order was never routed to a connection: there is no system to hand it to.")
     connection = route.connection
     with transaction.atomic():
+        if Order.objects.filter(pk=order_id, assigned_to=connection.user).exists():
+            raise ConnectionRefused(f"{connection.name} works this order already: there is nothing to hand back.")
         order = order_take(order_id=order_id, user=connection.user, take_over=True)
         if order.status in FINAL_STATUSES:
             raise ConnectionRefused("This order is done: there is nothing to hand back.")

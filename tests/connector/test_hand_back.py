@@ -8,7 +8,7 @@ from django.urls import reverse
 from partner.connector import answers
 from partner.connector.answers import TakenOver
 from partner.connector.models import Event
-from partner.connector.services import order_hand_back, order_take_over
+from partner.connector.services import ConnectionRefused, order_hand_back, order_take_over
 from partner.fulfillment.models import Delivery, DeliveryKind, Order
 from partner.fulfillment.staff import services as staff
 from tests.helpers.staff_orders import staff_member
@@ -33,6 +33,8 @@ def test_a_released_order_stays_with_the_staff_until_handed_back(order, connecti
 
     order_hand_back(order_id=order.pk, user=ann)
     assert Order.objects.get(pk=order.pk).assigned_to == connection.user
+    with pytest.raises(ConnectionRefused, match="works this order already"):
+        order_hand_back(order_id=order.pk, user=ann)  # once: no second event
     assert Event.objects.filter(connection=connection, order=order).last().type == "order.handed_back"
     assert order.steps.filter(name="handed_back").exists()
     answers.status_update_post(connection=connection, order_id=order.pk, text="Inspection booked")
