@@ -95,8 +95,8 @@ test: setup
 	  else echo "make test: RabbitMQ not answering on 127.0.0.1:5672, its run skipped"; fi
 
 # The quick loop while working: the unit tests and those on the fake platform, without a live server,
-# a worker, a browser, the image, a drill or Django started cold in another process (the settings and
-# preflight tests). `make test` runs everything.
+# a worker, a browser, the image, a drill or Django started cold in another process (the few settings and
+# preflight tests that need one). `make test` runs everything.
 QUICK_MARKERS = not live and not worker and not browser and not image and not drill and not cold_start
 test-quick: setup
 	@eval "$$(bin/test-services)"; \

@@ -29,7 +29,7 @@ if os.environ.get("LOG_FORMAT", "").strip().lower() == "json":
 
 class _Environment(environ.Env):
     """The process environment with the repository's `.env` filling in, read as the settings read
-    it (config/settings/base.py), without writing to os.environ."""
+    it (config/settings/environment.py), without writing to os.environ."""
 
     ENVIRON = dict(os.environ)
 

@@ -12,6 +12,8 @@ tests/conftest.py makes the run's folder.
 
 import os
 
+from partner.core import brokers
+
 from .base import VAR_DIR, database, process_env
 from .local import *  # noqa: F403
 
@@ -91,9 +93,9 @@ if not SANDBOX_ENABLED:  # noqa: F405
 # run's messages, nor another run's.
 CELERY_TASK_DEFAULT_QUEUE = f"partner-test-{RUN_ID}"
 if "CELERY_BROKER_URL" not in process_env:
-    CELERY_BROKER_URL = brokers.sqlite_broker_url(RUN_DIR / "broker.sqlite3")  # noqa: F405
-    CELERY_BROKER_TRANSPORT_OPTIONS = brokers.sqlite_broker_options(RUN_DIR / "broker.sqlite3")  # noqa: F405
-    CELERY_DATABASE_ENGINE_OPTIONS = {"connect_args": {"timeout": brokers.SQLITE_BUSY_TIMEOUT}}  # noqa: F405
+    CELERY_BROKER_URL = brokers.sqlite_broker_url(RUN_DIR / "broker.sqlite3")
+    CELERY_BROKER_TRANSPORT_OPTIONS = brokers.sqlite_broker_options(RUN_DIR / "broker.sqlite3")
+    CELERY_DATABASE_ENGINE_OPTIONS = {"connect_args": {"timeout": brokers.SQLITE_BUSY_TIMEOUT}}
     if "CELERY_RESULT_BACKEND" not in process_env:
         CELERY_RESULT_BACKEND = f"db+sqlite:///{RUN_DIR / 'celery-results.sqlite3'}"
 

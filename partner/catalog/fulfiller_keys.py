@@ -5,6 +5,10 @@ fulfiller, staff choose it in the admin, and a newly pulled product needs a defa
 never imports upward: the fulfillment app installs its registry here when Django starts
 (`FulfillmentConfig.ready`), and every question about fulfiller keys is answered from it. Asking
 before a registry is installed is a configuration error, raised, never a validation skipped.
+
+One key is named here because layers on both sides of the fulfillment read it: `CONNECTED`, the
+fulfiller of a product a partner's own order system works (the fulfillment's `ConnectedFulfiller`
+registers under it, the connector finds its products by it). Every other key is the registry's.
 """
 
 from collections.abc import Mapping
@@ -21,6 +25,8 @@ class FulfillerKind(Protocol):
 
     def is_default_for(self, product: dict) -> bool: ...
 
+
+CONNECTED = "connected"  # the fulfiller key of a product worked by a partner's own order system
 
 _registry: Mapping[str, FulfillerKind] | None = None
 

@@ -13,6 +13,8 @@
   (`make demo` fills the catalog from the sandbox's seed before the service is up).
 - `product_staff_settings_set(...)` sets our own settings of a product: its turnaround and the
   staff e-mail address (local fields, never pushed, kept by every pull).
+- `product_fulfiller_set(...)` sets which of our fulfillers works a product (local, kept by every
+  pull): a key no fulfiller registered is refused.
 
 The service has no "get one product" endpoint: the current copy of a product is
 found by paging through the listing.
@@ -31,7 +33,7 @@ from partner.platform.errors import RequestRefused, ServiceError
 
 from . import validation
 from .errors import ProductNotFound, ProductSyncError
-from .fulfiller_keys import fulfiller_default
+from .fulfiller_keys import fulfiller_default, fulfiller_known
 from .mapping import (
     credential_definitions_from_service,
     flatten,
@@ -219,6 +221,22 @@ def product_staff_settings_set(
             raise ApplicationError(f"The staff e-mail address is not valid: {' '.join(exc.messages)}") from None
     product.save(update_fields=["turnaround_hours", "staff_email", "updated_at"])
     logger.info("catalog: product %s: turnaround %s h, staff e-mail set", product.name, product.turnaround_hours)
+    return product
+
+
+def product_fulfiller_set(*, name: str, fulfiller: str) -> Product:
+    """Set which of our fulfillers works the product (`fulfiller_keys`): local, never pushed, kept by
+    every pull. A key no fulfiller registered is refused, nothing changed. The save drops the cached
+    catalog (`product_cache`), so every process reads the new fulfiller from its next order."""
+    if not isinstance(fulfiller, str) or not fulfiller_known(fulfiller):
+        raise ApplicationError(f"No fulfiller has the key {fulfiller!r}.")
+    product = Product.objects.filter(name=name).first()
+    if product is None:
+        raise ProductNotFound(f"We hold no product {name!r}: pull or import it first.")
+    if product.fulfiller != fulfiller:
+        product.fulfiller = fulfiller
+        product.save(update_fields=["fulfiller", "updated_at"])
+        logger.info("catalog: product %s: fulfiller %s", product.name, fulfiller)
     return product
 
 

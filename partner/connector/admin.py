@@ -21,6 +21,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.timesince import timesince, timeuntil
 
+from partner.catalog.fulfiller_keys import CONNECTED
 from partner.catalog.models import Product
 from partner.connector import services
 from partner.connector.models import (
@@ -30,7 +31,6 @@ from partner.connector.models import (
     Event,
     EventAttempt,
     EventState,
-    secret_new,
 )
 from partner.connector.selectors import connection_health
 from partner.core.errors import ApplicationError
@@ -70,7 +70,7 @@ def secrets_shown_once(request, created: services.Created):
 class ReplayForm(ActionForm):
     since = forms.DateTimeField(required=False, help_text="For “Replay everything since”: YYYY-MM-DD HH:MM (UTC).")
     product = forms.ModelChoiceField(
-        Product.objects.filter(fulfiller="connected"),
+        Product.objects.filter(fulfiller=CONNECTED),
         required=False,
         help_text="For “Move a product to this connection”.",
     )
@@ -91,8 +91,8 @@ class ConnectionForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["products"].queryset = Product.objects.filter(fulfiller="connected")
-        self.fields["products"].help_text = "The connected products whose orders it works (fulfiller “connected”)."
+        self.fields["products"].queryset = Product.objects.filter(fulfiller=CONNECTED)
+        self.fields["products"].help_text = f"The connected products whose orders it works (fulfiller “{CONNECTED}”)."
 
     def clean_endpoint_url(self):
         url = self.cleaned_data["endpoint_url"]
@@ -271,12 +271,7 @@ class ConnectionAdmin(admin.ModelAdmin):
 
     @admin.action(description="Rotation: add a new signing secret", permissions=["rotate"])
     def secret_add(self, request, queryset):
-        added = []
-        for connection in queryset:
-            secret = secret_new()
-            connection.signing_secrets = "\n".join([*connection.secrets(), secret])
-            connection.save(update_fields=["signing_secrets", "updated_at"])
-            added.append((connection.name, secret))
+        added = [(c.name, services.signing_secret_add(connection_id=c.pk)) for c in queryset]
         rows = format_html_join(
             "",
             '<dt>{}</dt><dd><code class="connection-secret" data-name="{}">{}</code></dd>',
@@ -293,12 +288,11 @@ class ConnectionAdmin(admin.ModelAdmin):
     @admin.action(description="Rotation: drop the oldest signing secret", permissions=["rotate"])
     def secret_drop_oldest(self, request, queryset):
         for connection in queryset:
-            held = connection.secrets()
-            if len(held) < 2:
-                self.message_user(request, f"{connection.name}: its only secret is kept.", messages.ERROR)
+            try:
+                services.signing_secret_drop_oldest(connection_id=connection.pk)
+            except ApplicationError as refusal:
+                self.message_user(request, refusal.message, messages.ERROR)
                 continue
-            connection.signing_secrets = "\n".join(held[1:])
-            connection.save(update_fields=["signing_secrets", "updated_at"])
             self.message_user(request, f"{connection.name}: the oldest secret dropped.")
 
 

@@ -18,20 +18,19 @@ import logging
 import uuid
 
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
+from partner.catalog.fulfiller_keys import CONNECTED
 from partner.catalog.product_cache import catalog_product, catalog_products
 from partner.catalog.selectors import product_get
 from partner.connector.metrics import ENTITLEMENT_UNREADABLE
 from partner.connector.models import Connection, Event, EventState, OrderRoute
 from partner.fulfillment.models import FINAL_STATUSES, Delivery, Order
 from partner.fulfillment.orders import announcements
+from partner.fulfillment.orders.services import order_assign
 from partner.platform import formats
 
 logger = logging.getLogger(__name__)
-
-CONNECTED = "connected"  # the fulfiller key of a connected product
 
 # announcement -> the event type it becomes
 EVENT_OF = {
@@ -241,11 +240,10 @@ def order_announced_receive(sender, *, order_id: int, what: str, delivery_id: in
     order = Order.objects.select_related("assigned_to", "ordered_by__company").get(pk=order_id)
     data = {}
     if what == announcements.ACKNOWLEDGED:
-        # The system works the order from now on: it answers as its connection's user.
-        Order.objects.filter(pk=order.pk, assigned_to__isnull=True).update(
-            assigned_to=connection.user, assigned_at=timezone.now(), updated_at=F("updated_at")
-        )
-        order.refresh_from_db()
+        # The system works the order from now on (unless someone took it first): it answers as its
+        # connection's user.
+        if order.assigned_to_id is None and not order_assign(order=order, user=connection.user):
+            order.refresh_from_db()
         data["request"] = order_request(order)
     elif what == announcements.TAKEN and order.assigned_to_id == connection.user_id:
         return  # the system's own assignment, not a staff member's
@@ -264,10 +262,9 @@ def connection_order_hand(*, product_name: str, previous: Connection, connection
         product_name=product_name, staff_worked=True, assigned_to=previous.user, connector_route__connection=previous
     ).exclude(status__in=FINAL_STATUSES)
     handed = 0
-    for order in orders.select_related("ordered_by__company").select_for_update(of=("self",)):
-        Order.objects.filter(pk=order.pk).update(assigned_to=connection.user, assigned_at=timezone.now())
+    for order in orders.select_related("assigned_to", "ordered_by__company").select_for_update(of=("self",)):
+        order_assign(order=order, user=connection.user)  # locked: always written
         OrderRoute.objects.update_or_create(order_id=order.pk, defaults={"connection": connection})
-        order.refresh_from_db()
         event_store(
             connection=connection, order=order, event_type="order.created", data={"request": order_request(order)}
         )

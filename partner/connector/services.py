@@ -1,5 +1,5 @@
-"""The rules of a connection and of its events: create one, replay events, take an order over, give
-events their place in the feed.
+"""The rules of a connection and of its events: create one, rotate its signing secrets, replay
+events, take an order over, give events their place in the feed.
 
 A connection is created with its user (who the system acts as) and its OAuth client (client
 credentials, confidential): the client secret is shown once, to the person who created it.
@@ -17,7 +17,9 @@ from django.utils import timezone
 from oauth2_provider.generators import generate_client_secret
 from oauth2_provider.models import get_application_model
 
+from partner.catalog.fulfiller_keys import CONNECTED
 from partner.catalog.models import Product
+from partner.catalog.services import product_fulfiller_set
 from partner.connector.events import connection_order_hand, event_store
 from partner.connector.models import EVENT_TYPES, Connection, Event, EventState, OrderRoute, secret_new
 from partner.connector.selectors import FEED_PAGE, events_after
@@ -128,7 +130,7 @@ def product_move(*, product_id: int, connection_id: int) -> str | None:
         product = Product.objects.select_for_update().filter(pk=product_id).first()  # one move at a time
         if connection is None or product is None:
             raise ConnectionRefused("No such connection or product.")
-        if product.fulfiller != "connected":
+        if product.fulfiller != CONNECTED:
             raise ConnectionRefused(f"{product.name} is not a connected product: set its fulfiller first.")
         links = Connection.products.through.objects.filter(product=product)
         link = links.select_related("connection").first()
@@ -145,6 +147,37 @@ def product_move(*, product_id: int, connection_id: int) -> str | None:
 def connection_enable(*, connection_id: int) -> None:
     """Enable a connection again: its waiting events go out, oldest first, from the next relay round."""
     Connection.objects.filter(pk=connection_id).update(enabled=True, disabled_reason="")
+
+
+# Rotation of the signing secrets: every event is signed with each secret held (Standard Webhooks'
+# several signatures), so a new secret is added, given to the partner's system, and the oldest
+# dropped once the system verifies with the new one; a connection always keeps one.
+
+
+def signing_secret_add(*, connection_id: int) -> str:
+    """Add a new signing secret to the connection, after those it holds; the new secret, which is
+    shown once by the caller and never again (it is kept encrypted)."""
+    with transaction.atomic():
+        connection = Connection.objects.select_for_update().filter(pk=connection_id).first()
+        if connection is None:
+            raise ConnectionRefused("No such connection.")
+        secret = secret_new()
+        connection.signing_secrets = "\n".join([*connection.secrets(), secret])
+        connection.save(update_fields=["signing_secrets", "updated_at"])
+    return secret
+
+
+def signing_secret_drop_oldest(*, connection_id: int) -> None:
+    """Drop the connection's oldest signing secret; its only one is kept (refused)."""
+    with transaction.atomic():
+        connection = Connection.objects.select_for_update().filter(pk=connection_id).first()
+        if connection is None:
+            raise ConnectionRefused("No such connection.")
+        held = connection.secrets()
+        if len(held) < 2:
+            raise ConnectionRefused(f"{connection.name}: its only secret is kept.")
+        connection.signing_secrets = "\n".join(held[1:])
+        connection.save(update_fields=["signing_secrets", "updated_at"])
 
 
 def _replayed(rows) -> int:
@@ -222,18 +255,13 @@ def demo_secrets_held(connection: Connection) -> list[str]:
 def connection_demo(*, product_name: str) -> Connection:
     """The local demo: `product_name` made a connected product, worked by the demo order system,
     unless another connection works it already (the one returned: one connection per product)."""
-    from django.conf import settings
-
-    from partner.catalog.product_cache import catalog_cache_drop
-
     if not settings.DEBUG:
         raise ConnectionRefused("The demo connection's secrets are public: with DJANGO_DEBUG off, make your own.")
     product = Product.objects.filter(name=product_name).first()
     if product is None:
         raise ConnectionRefused(f"No product named {product_name!r}: pull the products first.")
     with transaction.atomic():
-        Product.objects.filter(pk=product.pk).update(fulfiller="connected")
-        catalog_cache_drop()
+        product_fulfiller_set(name=product.name, fulfiller=CONNECTED)
         connection = Connection.objects.filter(name=DEMO_NAME).first()
         if connection is None:
             connection = connection_create(

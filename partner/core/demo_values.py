@@ -16,7 +16,7 @@ LOCAL_FIELD_ENCRYPTION_KEY = "bG9jYWwtZGV2LW9ubHkta2V5LW5vdC1zZWNyZXQtMDA="
 DEMO_STAFF_USERNAME = "staff.demo"
 DEMO_STAFF_PASSWORD = "staff-demo-password-1"  # noqa: S105 - public demo value
 
-# The demo company (config/settings/base.py's PARTNER_* defaults): `check --deploy` fails while any of
+# The demo company (config/settings/fulfillment.py's PARTNER_* defaults): `check --deploy` fails while any of
 # its name, address, phone or e-mail is still on a deployment's reports and responses (partner.E013).
 DEMO_PARTNER = {
     "PARTNER_NAME": "Keystone Property Data, Inc.",

@@ -1,4 +1,4 @@
-"""Error reporting to Sentry, on only when SENTRY_DSN is set (config/settings/base.py calls `error_reporting_init`).
+"""Error reporting to Sentry, on only when SENTRY_DSN is set (config/settings/observability.py starts it).
 
 Errors of requests (Django), of tasks (Celery) and lines logged at ERROR are sent with what the
 SDK gathers, less what must not leave us. Every event and transaction, with its breadcrumbs (the

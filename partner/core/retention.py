@@ -1,7 +1,7 @@
 """Retention: how long borrowers' personal data is kept, and the purge that holds to it.
 
 Loan data, reports and the raw notifications are borrowers' personal data: each kind is kept for
-the days of its RETENTION_* setting (config/settings/base.py; 0 keeps it for ever), counted from
+the days of its RETENTION_* setting (config/settings/retention.py; 0 keeps it for ever), counted from
 when its row was finished (a notification processed, an order completed or failed), then purged.
 Purging usually *erases* the personal fields and keeps the row's skeleton (ids, states, times) for
 the dashboard and for dedupe; a few kinds *delete* whole rows later.
@@ -103,7 +103,7 @@ def transactions_open(transaction_ids: Iterable[str]) -> set[str]:
 
 
 def _retention_settings() -> dict[str, int]:
-    """Every RETENTION_* setting by name (config/settings/base.py, each under its app), read now: a
+    """Every RETENTION_* setting by name (config/settings/retention.py), read now: a
     change holds at once. A kind registered with another name is a programming error (KeyError)."""
     return {
         "RETENTION_NOTIFICATION_BODY_DAYS": settings.RETENTION_NOTIFICATION_BODY_DAYS,

@@ -27,6 +27,13 @@ class FulfillmentConfig(AppConfig):
 
         lease_hand_back_register("orders", orders_left_hand_back)
 
+        # The staff hear of a new order once its acknowledgement went out: the sender announces it
+        # (`orders/announcements.py`), and the staff's package, above the sender, receives it.
+        from partner.fulfillment.orders.announcements import order_announced
+        from partner.fulfillment.staff.notices import order_acknowledged_receive
+
+        order_announced.connect(order_acknowledged_receive, dispatch_uid="staff-new-order-notice")
+
         from partner.core.metrics import metrics_collector_register
         from partner.fulfillment.orders.metrics import orders_collect
 

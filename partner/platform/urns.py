@@ -3,7 +3,7 @@
 The spec writes them with neutral words, `urn:svc:platform:…` and `urn:svc:host:…`; a real platform
 has words of its own in each of the three places (the prefix, the word of its own resources, the word
 of the host application's), named in its onboarding documents. So each is a setting
-(config/settings/base.py; docs/deployment.md says where to find them):
+(config/settings/platform.py; docs/deployment.md says where to find them):
 
     SVC_URN_PREFIX    (`urn:svc`)    <prefix>
     SVC_URN_PLATFORM  (`platform`)   <prefix>:<platform>:transaction          resource type: a new transaction

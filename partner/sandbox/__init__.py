@@ -21,7 +21,7 @@ leaves a choice open, the sandbox decides as follows:
   every other member is merged as RFC 7396.
 - Origins: refreshOrigin issues a new id and token for the same context; both
   are valid 300 s from generation.
-- Settings: the SANDBOX_* ones of config/settings/base.py (its partner.sandbox section),
+- Settings: the SANDBOX_* ones of config/settings/sandbox.py,
   each documented in .env.example. Installed only where SANDBOX_ENABLED (local runs and
   tests; production only when its process environment asks); no other app imports it.
 """

@@ -4,6 +4,12 @@
   operations (the dashboard, health and metrics) on top beside them, the sandbox apart (it may use
   core and platform; no domain app imports it), and core imports nothing of the project's config.
   Imports inside functions count.
+- Inside the fulfillment, imports go down too: the order and its state (`orders/`) at the bottom,
+  the work on an order above it (`sending/`, `automated/`, `recovery/`, which use `orders/` and
+  not each other), the staff's package (`staff/`) on top (it may use any of them; none of them uses
+  it: the sender tells staff of a new order by an announcement the staff's package receives). All
+  five stand on the package's ground (`models.py`, `enqueue.py`), never on the modules that drive
+  them (`runs.py`, `tasks.py`, `handlers.py`, `admin.py`, `apps.py`).
 - No import cycle between the project's modules.
 - Modules are cut by what they are for: none is a grab bag named utils, helpers, misc, common or
   shared, and every module with code opens with a docstring saying what it is for.
@@ -101,6 +107,57 @@ def test_imports_go_down_the_layers_only():
                 wrong.append(f"{source} -> {target}")
     # config/ may import anything; the check above also covers imports inside functions.
     assert wrong == []
+
+
+# Inside partner.fulfillment: what each sub-package may import of the others, and the ground all stand on.
+FULFILLMENT_ALLOWED = {
+    "orders": set(),
+    "sending": {"orders"},
+    "automated": {"orders"},
+    "recovery": {"orders"},
+    "staff": {"orders", "sending", "automated", "recovery"},
+}
+FULFILLMENT_GROUND = {"models", "enqueue"}
+
+
+def fulfillment_part(module: str) -> str | None:
+    """The part of partner.fulfillment a module is in ("orders", "models", "runs", …); None outside it
+    (and for the package's own __init__)."""
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["partner", "fulfillment"] and len(parts) > 2 else None
+
+
+def fulfillment_imports_wrong(graph: dict[str, set[str]]) -> list[str]:
+    wrong = []
+    for source, targets in graph.items():
+        a = fulfillment_part(source)
+        if a not in FULFILLMENT_ALLOWED:
+            continue
+        for target in targets:
+            b = fulfillment_part(target)
+            if b is not None and b != a and b not in FULFILLMENT_ALLOWED[a] | FULFILLMENT_GROUND:
+                wrong.append(f"{source} -> {target}")
+    return sorted(wrong)
+
+
+def test_inside_the_fulfillment_imports_go_down_from_staff_to_the_work_to_the_orders():
+    assert fulfillment_imports_wrong(project_imports()) == []
+
+
+def test_the_fulfillment_rule_sees_an_import_up():
+    """The rule above, on a graph where it must refuse: the sender importing the staff's notices, the
+    automated work the sender, the order's state a run."""
+    graph = {
+        "partner.fulfillment.sending.sender": {"partner.fulfillment.staff.notices", "partner.fulfillment.orders"},
+        "partner.fulfillment.automated.pipeline": {"partner.fulfillment.sending.sender"},
+        "partner.fulfillment.orders.services": {"partner.fulfillment.runs", "partner.fulfillment.models"},
+        "partner.fulfillment.staff.services": {"partner.fulfillment.sending.sender", "partner.fulfillment.enqueue"},
+    }
+    assert fulfillment_imports_wrong(graph) == [
+        "partner.fulfillment.automated.pipeline -> partner.fulfillment.sending.sender",
+        "partner.fulfillment.orders.services -> partner.fulfillment.runs",
+        "partner.fulfillment.sending.sender -> partner.fulfillment.staff.notices",
+    ]
 
 
 def test_no_import_cycle():

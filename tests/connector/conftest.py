@@ -2,6 +2,7 @@
 
 import pytest
 
+from partner.catalog.fulfiller_keys import CONNECTED
 from partner.connector.services import connection_create
 from tests.helpers.connector import APPRAISAL_ENTITLEMENTS, TXN, connected_order
 from tests.helpers.products import product_create
@@ -12,7 +13,7 @@ def connected_product(settings):
     settings.PUBLIC_BASE_URL = "https://partner.example"
     return product_create(
         name="appraisal",
-        fulfiller="connected",
+        fulfiller=CONNECTED,
         turnaround_hours=48,
         raw={"name": "appraisal", "entitlements": APPRAISAL_ENTITLEMENTS},
     )

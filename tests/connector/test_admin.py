@@ -5,6 +5,7 @@ admin's pages, the Django test client)."""
 import pytest
 from django.urls import reverse
 
+from partner.catalog.fulfiller_keys import CONNECTED
 from partner.connector.models import Connection, Event, EventAttempt, EventState
 from partner.fulfillment.models import Order
 
@@ -151,7 +152,7 @@ def test_the_demo_connection_is_refused_outside_debug_and_idempotent(settings, c
     call_command("connection_demo", "appraisal")
     [connection] = Connection.objects.filter(name="demo-order-system")
     assert connection.application.client_id == DEMO_CLIENT_ID
-    assert Product.objects.get(pk=connected_product.pk).fulfiller == "connected"
+    assert Product.objects.get(pk=connected_product.pk).fulfiller == CONNECTED
 
 
 def test_staff_replay_everything_since_a_time(staff, order, connection):

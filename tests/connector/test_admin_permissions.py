@@ -7,6 +7,7 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
 
+from partner.catalog.fulfiller_keys import CONNECTED
 from partner.catalog.models import Product
 from partner.connector.models import Connection, Event, EventState
 from partner.fulfillment.models import Order
@@ -35,7 +36,7 @@ def snapshot(connection, order):
 
 def test_a_view_only_login_runs_no_action_and_no_post(django_user_model, order, connection, connected_product):
     viewer = login(django_user_model, "viewer", VIEW_ONLY)
-    other = Product.objects.create(name="title", fulfiller="connected", turnaround_hours=24)
+    other = Product.objects.create(name="title", fulfiller=CONNECTED, turnaround_hours=24)
     Connection.objects.filter(pk=connection.pk).update(enabled=False)
     Connection.objects.filter(pk=connection.pk).update(signing_secrets="\n".join([*connection.secrets(), "whsec_b"]))
     Event.objects.filter(order=order).update(state=EventState.FAILED)

@@ -156,6 +156,24 @@ def test_a_staff_take_over_is_told_and_the_system_take_is_not(order, connection)
     assert events(order)[-1].payload["data"]["order"]["worked_by"] == "appraiser.ann"
 
 
+def test_the_system_is_given_its_order_by_the_one_assignment_with_its_step(order, connection):
+    # `orders.services.order_assign`, as a staff member's take: the step, by the system's user, and
+    # the announcement, which tells the system nothing of its own take.
+    taken = list(order.steps.filter(name__in=["taken", "taken_over"]).values_list("name", "detail", "actor"))
+    assert taken == [("taken", "", connection.user.get_username())]
+    assert [e.type for e in events(order)] == ["order.created"]
+
+
+def test_an_order_someone_took_before_its_acknowledgement_stays_theirs(order, connection):
+    person = staff_member("appraiser.bo")
+    Order.objects.filter(pk=order.pk).update(assigned_to=person)
+    with transaction.atomic():
+        announcements.order_announce(order_id=order.pk, what=announcements.ACKNOWLEDGED)
+    assert Order.objects.get(pk=order.pk).assigned_to == person
+    assert order.steps.filter(name__in=["taken", "taken_over"]).count() == 1  # the system's first, no other
+    assert events(order)[-1].payload["data"]["order"]["worked_by"] == "appraiser.bo"
+
+
 def test_an_event_is_stored_with_its_move_or_not_at_all(order):
     class Undone(Exception):
         pass

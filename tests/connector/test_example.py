@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from partner.catalog.fulfiller_keys import CONNECTED
 from partner.catalog.models import Product
-from partner.catalog.product_cache import catalog_cache_drop
+from partner.catalog.services import product_fulfiller_set
 from partner.connector.models import Event, EventState
 from partner.connector.services import DEMO_SIGNING_SECRET, connection_create
 from partner.fulfillment.models import OrderStatus
@@ -27,8 +28,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "order_system" / "o
 
 def test_the_example_order_system_works_an_order(demo, service, celery_worker_live, tmp_path):
     port = free_port()
-    Product.objects.filter(name="appraisal").update(fulfiller="connected")
-    catalog_cache_drop()
+    product_fulfiller_set(name="appraisal", fulfiller=CONNECTED)  # the cached catalog dropped with it
     created = connection_create(
         name="example",
         endpoint_url=f"http://127.0.0.1:{port}/events",

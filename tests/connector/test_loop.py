@@ -10,8 +10,9 @@ import uuid
 
 import pytest
 
+from partner.catalog.fulfiller_keys import CONNECTED
 from partner.catalog.models import Product
-from partner.catalog.product_cache import catalog_cache_drop
+from partner.catalog.services import product_fulfiller_set
 from partner.connector.models import Event, EventAttempt, EventState
 from partner.connector.services import connection_create
 from partner.fulfillment.models import DeliveryKind, OrderStatus
@@ -27,8 +28,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
 def connected(demo, service):
     """The demo's appraisal made a connected product, and its connection (no endpoint yet)."""
-    Product.objects.filter(name="appraisal").update(fulfiller="connected")
-    catalog_cache_drop()
+    product_fulfiller_set(name="appraisal", fulfiller=CONNECTED)  # the cached catalog dropped with it
     return connection_create(name="acme-amc", products=[Product.objects.get(name="appraisal")])
 
 

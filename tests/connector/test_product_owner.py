@@ -98,6 +98,10 @@ def test_a_product_is_moved_with_its_open_orders(staff, fake_platform, order, co
     assert order.assigned_to == other.user
     [told] = Event.objects.filter(connection=other, order=order)
     assert told.type == "order.created" and told.payload["data"]["order"]["version"] == 1
+    # handed by the one assignment: its step names both systems; the old one is told nothing more
+    step = order.steps.filter(name="taken_over").values_list("detail", "actor").get()
+    assert step == (f"from {connection.user.get_username()}", other.user.get_username())
+    assert [e.type for e in Event.objects.filter(connection=connection, order=order)] == ["order.created"]
     assert told.payload["data"]["request"]["loan"]["property"]["postalCode"] == "94105"
     with pytest.raises(OrderNotFound):
         order_of(connection=connection, order_id=order.pk)

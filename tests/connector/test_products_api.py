@@ -7,6 +7,7 @@ import uuid
 import pytest
 from jsonschema import Draft202012Validator
 
+from partner.catalog.fulfiller_keys import CONNECTED
 from partner.connector.services import connection_create
 from tests.helpers.connector import ApiClient
 from tests.helpers.products import product_create
@@ -21,7 +22,7 @@ def api(live_server, connection, tasks_sent):
 
 
 def test_the_connection_s_products_with_their_request_fields_and_delivery_form(api, connection):
-    product_create(name="flood-cert", fulfiller="connected", credentials=False)  # not this connection's
+    product_create(name="flood-cert", fulfiller=CONNECTED, credentials=False)  # not this connection's
     [product] = api.get("/products").json()
     assert product["name"] == "appraisal" and product["request_types"] == ["NEW_REQUEST"]
     [form] = product["forms"]

@@ -1,15 +1,17 @@
 """Production preflight: `manage.py check --deploy` fails, naming the problem, on what must not ship.
 
-Each case runs `manage.py check --deploy` in a subprocess with a controlled environment (no
-`.env` read unless the test writes one), so what is checked is what a deployment would start with.
+Each case reads the settings modules as a process with a controlled environment would (no `.env`
+read unless the test writes one) and runs `check --deploy`, or the refusals of a start, on them in
+this process (tests/helpers/settings_in_process.py), so what is checked is what a deployment would
+start with. Three cases start Python cold, as an operator and the servers do (`cold_start`): one
+`check --deploy` run, a web server's start and a worker's start refused.
 """
 
 import string
-import subprocess
-import sys
 
 import pytest
 from django.core.checks import Error, run_checks
+from django.core.exceptions import ImproperlyConfigured
 
 from partner.catalog.checks import signing_secrets_demo_check
 from partner.core import checks
@@ -19,13 +21,12 @@ from tests.helpers.processes import (
     DEMO_SIGNING_SECRET,
     PRODUCTION,
     ROOT,
-    django_env,
+    celery_worker_start,
+    manage_check_deploy,
     run_django,
 )
 from tests.helpers.products import product_create
-
-# Django started cold in another process (`make test` runs them, `make test-quick` leaves them out).
-pytestmark = pytest.mark.cold_start
+from tests.helpers.settings_in_process import check_deploy, settings_in_force, settings_read, start
 
 # Everything a real deployment sets: PostgreSQL, a Redis broker and cache, HTTPS addresses, its own
 # client and signing secret.
@@ -51,19 +52,6 @@ GOOD = {
     "PARTNER_PHONE": "503-555-0100",
     "PARTNER_EMAIL": "orders@ridgeline.example",
 }
-
-
-def check_deploy(env_overrides):
-    """`manage.py check --deploy` with exactly this environment; its output (stdout and stderr)."""
-    result = subprocess.run(
-        [sys.executable, "manage.py", "check", "--deploy"],
-        env=django_env(env_overrides),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    return result.returncode, result.stdout + result.stderr
 
 
 def partner_errors(output):
@@ -231,8 +219,10 @@ EVERYTHING_WRONG_NAMES = [
 ]
 
 
+@pytest.mark.cold_start
 def test_one_check_deploy_run_reports_every_problem_of_a_configuration():
-    code, output = check_deploy(EVERYTHING_WRONG)
+    # As an operator runs it: a new process (`make test-quick` leaves it out).
+    code, output = manage_check_deploy(EVERYTHING_WRONG)
     assert code != 0
     assert "Traceback" not in output and "ImproperlyConfigured" not in output, output
     expected = {"partner.E001", *(f"partner.E0{n:02d}" for n in (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16))}
@@ -244,6 +234,7 @@ def test_one_check_deploy_run_reports_every_problem_of_a_configuration():
     assert "not-a-fernet-key" not in output  # named, never echoed
 
 
+@pytest.mark.cold_start
 def test_a_server_refuses_to_start_listing_every_start_error_at_once():
     result = run_django(EVERYTHING_WRONG)  # `import config.wsgi`, as gunicorn does
     assert result.returncode != 0
@@ -261,17 +252,11 @@ def test_a_server_refuses_to_start_listing_every_start_error_at_once():
     assert "not-a-fernet-key" not in result.stderr
 
 
+@pytest.mark.cold_start
 def test_a_celery_worker_refuses_to_start_on_the_preflight():
     env = {k: v for k, v in PRODUCTION.items() if k != "DJANGO_SECRET_KEY"}
     env["CELERY_BROKER_URL"] = "redis://127.0.0.1:1/0"  # never reached: refused before connecting
-    result = subprocess.run(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=WARNING"],
-        env=django_env(env),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = celery_worker_start(env)
     assert result.returncode != 0
     assert "partner.E008" in result.stderr and "DJANGO_SECRET_KEY" in result.stderr, result.stderr
 
@@ -290,25 +275,22 @@ def test_a_celery_worker_refuses_to_start_on_the_preflight():
         pytest.param({"KUBERNETES_SERVICE_HOST": "10.0.0.1"}, "partner.E015", "Kubernetes", id="documents-on-a-pod"),
     ],
 )
-def test_web_and_worker_refuse_to_start_on_the_demo_company_or_unshared_documents(unsafe, check_id, named):
+def test_web_and_worker_refuse_to_start_on_the_demo_company_or_unshared_documents(unsafe, check_id, named, capsys):
+    from config.celery import _preflight as worker_preflight  # what a worker and the scheduler run at start
+
     env = {key: value for key, value in {**PRODUCTION, **unsafe}.items() if value is not None}
-    assert run_django(PRODUCTION).returncode == 0  # the same environment, safe, starts
-    web = run_django(env)
-    assert web.returncode != 0 and "Refusing to start" in web.stderr
-    assert check_id in web.stderr and named in web.stderr, web.stderr
-    worker = subprocess.run(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=WARNING"],
-        env=django_env({**env, "CELERY_BROKER_URL": "redis://127.0.0.1:1/0"}),  # refused before connecting
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert worker.returncode != 0 and check_id in worker.stderr, worker.stderr
+    start(PRODUCTION)  # the same environment, safe, starts
+    with pytest.raises(ImproperlyConfigured) as web:
+        start(env)
+    assert "Refusing to start" in str(web.value)
+    assert check_id in str(web.value) and named in str(web.value), web.value
+    with settings_in_force(settings_read(env)), pytest.raises(SystemExit) as worker:
+        worker_preflight()
+    assert worker.value.code != 0 and check_id in capsys.readouterr().err
 
 
 def test_the_local_settings_never_run_the_preflight_at_start():
-    assert run_django({}).returncode == 0
+    assert start({}).PREFLIGHT_AT_START is False
 
 
 @pytest.mark.parametrize(
@@ -391,6 +373,7 @@ def test_broker_check_catches_a_settings_module_that_sets_a_serverless_broker(se
     assert all("CELERY_BROKER_URL" in e.msg and "redis://" in e.hint for e in errors)
 
 
+@pytest.mark.django_db  # catalog.W001 reads the products (a new process: an unreachable database)
 @pytest.mark.parametrize(
     ("name", "value"),
     [
@@ -419,20 +402,9 @@ def test_dot_env_file_alone_cannot_mount_the_sandbox(tmp_path):
 
 def test_the_checks_know_the_settings_demo_values():
     # The checks' list of demo values is the local runs' defaults (config/settings/local.py).
-    code = (
-        "import django; django.setup(); from django.conf import settings as s; "
-        "print(s.SVC_CLIENT_ID, s.SVC_CLIENT_SECRET, *s.SVC_SIGNING_SECRETS, s.SECRET_KEY, *s.FIELD_ENCRYPTION_KEYS)"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); {code}"],
-        env=django_env({}),
-        cwd="/",
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    client_id, client_secret, signing_secret, secret_key, field_key = result.stdout.split()
+    s = settings_read({})
+    (signing_secret,), (field_key,) = s.SVC_SIGNING_SECRETS, s.FIELD_ENCRYPTION_KEYS
+    client_id, client_secret, secret_key = s.SVC_CLIENT_ID, s.SVC_CLIENT_SECRET, s.SECRET_KEY
     assert client_id == checks.SANDBOX_CLIENT_ID
     assert client_secret == checks.SANDBOX_CLIENT_SECRET
     assert signing_secret == checks.SANDBOX_SIGNING_SECRET

@@ -1,13 +1,16 @@
 """Settings: bad configuration stops start-up with a message that names the problem; production
 refuses the values of local runs and leaves the sandbox out; importing settings makes nothing.
 
-Each case starts Python in a subprocess with a controlled environment (no `.env` read unless the test
-writes one): `config.settings.local` unless the case names another (PRODUCTION names production).
+Each case reads the settings modules as a process with a controlled environment would (no `.env`
+read unless the test writes one): `config.settings.local` unless the case names another (PRODUCTION
+names production), in this process (tests/helpers/settings_in_process.py). `start` raises what a
+server's start refuses; the cases marked `cold_start` start Python, where only a new process shows it.
 """
 
 import sqlite3
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 
 from tests.helpers.processes import (
     DEMO_CLIENT_ID,
@@ -15,69 +18,61 @@ from tests.helpers.processes import (
     DEMO_SIGNING_SECRET,
     PRODUCTION,
     ROOT,
-    SETTINGS,
     run_django,
 )
+from tests.helpers.settings_in_process import settings_in_force, settings_read, start
 
-# Django started cold in another process (`make test` runs them, `make test-quick` leaves them out).
-pytestmark = pytest.mark.cold_start
+
+def refusal(env_overrides) -> str:
+    """The message a server's start with this environment stops with (ImproperlyConfigured)."""
+    with pytest.raises(ImproperlyConfigured) as refused:
+        start(env_overrides)
+    return str(refused.value)
 
 
 def test_production_settings_start():
-    result = run_django(PRODUCTION)
-    assert result.returncode == 0, result.stderr
-    assert "started" in result.stdout
+    assert start(PRODUCTION).SETTINGS_MODULE == "config.settings.production"
 
 
 def test_missing_secret_key_in_production_stops_startup():
     env = {k: v for k, v in PRODUCTION.items() if k != "DJANGO_SECRET_KEY"}
-    result = run_django(env)
-    assert result.returncode != 0
-    assert "DJANGO_SECRET_KEY is required" in result.stderr
+    assert "DJANGO_SECRET_KEY is required" in refusal(env)
 
 
 def test_missing_allowed_hosts_in_production_stops_startup():
     env = {k: v for k, v in PRODUCTION.items() if k != "DJANGO_ALLOWED_HOSTS"}
-    result = run_django(env)
-    assert result.returncode != 0
-    assert "DJANGO_ALLOWED_HOSTS is required" in result.stderr
+    assert "DJANGO_ALLOWED_HOSTS is required" in refusal(env)
 
 
 def test_malformed_database_url_stops_startup_without_echoing_it():
-    result = run_django({**PRODUCTION, "DATABASE_URL": "not a url:secretpw@@"})
-    assert result.returncode != 0
-    assert "DATABASE_URL" in result.stderr
-    assert "secretpw" not in result.stderr
+    message = refusal({**PRODUCTION, "DATABASE_URL": "not a url:secretpw@@"})
+    assert "DATABASE_URL" in message
+    assert "secretpw" not in message
 
 
 def test_unknown_database_scheme_stops_startup():
-    result = run_django({**PRODUCTION, "DATABASE_URL": "nosuchdb://u:p@h/x"})
-    assert result.returncode != 0
-    assert "DATABASE_URL" in result.stderr
+    assert "DATABASE_URL" in refusal({**PRODUCTION, "DATABASE_URL": "nosuchdb://u:p@h/x"})
 
 
 def test_production_defaults_are_safe():
-    code = (
-        "import django; django.setup(); from django.conf import settings as s; "
-        "print(s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_HSTS_SECONDS > 0, s.SANDBOX_ENABLED, "
-        "s.SESSION_COOKIE_SAMESITE, s.CSRF_COOKIE_SAMESITE, s.SECURE_PROXY_SSL_HEADER)"
-    )
-    result = run_django(PRODUCTION, code)
-    assert result.returncode == 0, result.stderr
+    s = start(PRODUCTION)
     # The admin's session cookie stays same-site; only the embedded page's CSRF cookie crosses sites.
     # No proxy named: X-Forwarded-Proto is not believed.
-    assert result.stdout.split() == ["True", "True", "True", "False", "Lax", "None", "None"]
+    assert [s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_HSTS_SECONDS > 0, s.SANDBOX_ENABLED] == [
+        True,
+        True,
+        True,
+        False,
+    ]
+    assert [s.SESSION_COOKIE_SAMESITE, s.CSRF_COOKIE_SAMESITE, s.SECURE_PROXY_SSL_HEADER] == ["Lax", "None", None]
 
 
 def test_sandbox_can_be_asked_for_in_production():
-    code = "import django; django.setup(); from django.conf import settings as s; print(s.SANDBOX_ENABLED)"
-    result = run_django({**PRODUCTION, "SANDBOX_ENABLED": "true"}, code)
-    assert result.stdout.strip() == "True"
+    assert settings_read({**PRODUCTION, "SANDBOX_ENABLED": "true"}).SANDBOX_ENABLED is True
 
 
 def test_debug_mode_runs_without_secrets():
-    result = run_django({"DJANGO_DEBUG": "true"})
-    assert result.returncode == 0, result.stderr
+    start({"DJANGO_DEBUG": "true"})
 
 
 # The sandbox's public demo values (config/settings/local.py, partner/sandbox/tokens.py): the defaults of
@@ -85,39 +80,34 @@ def test_debug_mode_runs_without_secrets():
 
 
 def test_debug_mode_keeps_the_sandbox_demo_values():
-    code = SETTINGS + "print(s.SVC_CLIENT_ID, s.SVC_CLIENT_SECRET, *s.SVC_SIGNING_SECRETS, s.SANDBOX_ENABLED)"
-    result = run_django({"DJANGO_DEBUG": "true"}, code)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == [DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, DEMO_SIGNING_SECRET, "True"]
+    s = start({"DJANGO_DEBUG": "true"})
+    assert [s.SVC_CLIENT_ID, s.SVC_CLIENT_SECRET, *s.SVC_SIGNING_SECRETS, s.SANDBOX_ENABLED] == [
+        DEMO_CLIENT_ID,
+        DEMO_CLIENT_SECRET,
+        DEMO_SIGNING_SECRET,
+        True,
+    ]
 
 
 def test_production_has_no_default_signing_secret():
     # Products may have their own secrets only: no list at all is allowed, the demo one is never filled in.
-    result = run_django(PRODUCTION, SETTINGS + "print(repr(s.SVC_SIGNING_SECRETS))")
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]"
+    assert start(PRODUCTION).SVC_SIGNING_SECRETS == []
 
 
 def test_production_refuses_the_demo_signing_secret():
     for value in (DEMO_SIGNING_SECRET, f"a-real-signing-secret,{DEMO_SIGNING_SECRET}"):
-        result = run_django({**PRODUCTION, "SVC_SIGNING_SECRETS": value})
-        assert result.returncode != 0, value
-        assert "ImproperlyConfigured" in result.stderr
-        assert "SVC_SIGNING_SECRETS" in result.stderr
+        assert "SVC_SIGNING_SECRETS" in refusal({**PRODUCTION, "SVC_SIGNING_SECRETS": value}), value
 
 
 def test_production_refuses_the_demo_client_secret_even_with_the_sandbox():
     for sandbox in ("false", "true"):
-        result = run_django({**PRODUCTION, "SVC_CLIENT_SECRET": DEMO_CLIENT_SECRET, "SANDBOX_ENABLED": sandbox})
-        assert result.returncode != 0, sandbox
-        assert "SVC_CLIENT_SECRET" in result.stderr
+        env = {**PRODUCTION, "SVC_CLIENT_SECRET": DEMO_CLIENT_SECRET, "SANDBOX_ENABLED": sandbox}
+        assert "SVC_CLIENT_SECRET" in refusal(env), sandbox
 
 
 def test_production_requires_a_client_secret_even_with_the_sandbox():
     env = {k: v for k, v in PRODUCTION.items() if k != "SVC_CLIENT_SECRET"}
-    result = run_django({**env, "SANDBOX_ENABLED": "true"})
-    assert result.returncode != 0
-    assert "SVC_CLIENT_SECRET is required" in result.stderr
+    assert "SVC_CLIENT_SECRET is required" in refusal({**env, "SANDBOX_ENABLED": "true"})
 
 
 def test_production_refuses_the_local_development_keys():
@@ -126,15 +116,12 @@ def test_production_refuses_the_local_development_keys():
         "FIELD_ENCRYPTION_KEYS": "bG9jYWwtZGV2LW9ubHkta2V5LW5vdC1zZWNyZXQtMDA=",
     }
     for name, value in cases.items():
-        result = run_django({**PRODUCTION, name: value})
-        assert result.returncode != 0, name
-        assert name in result.stderr
+        assert name in refusal({**PRODUCTION, name: value}), name
 
 
 def test_production_start_up_messages_do_not_echo_the_secret():
-    result = run_django({**PRODUCTION, "SVC_SIGNING_SECRETS": f"secret-of-ours-91f2,{DEMO_SIGNING_SECRET}"})
-    assert result.returncode != 0
-    assert "secret-of-ours-91f2" not in result.stderr
+    message = refusal({**PRODUCTION, "SVC_SIGNING_SECRETS": f"secret-of-ours-91f2,{DEMO_SIGNING_SECRET}"})
+    assert "secret-of-ours-91f2" not in message
 
 
 def write_env_file(tmp_path, text):
@@ -148,51 +135,43 @@ def test_dot_env_file_cannot_mount_the_sandbox_in_production(tmp_path):
     # environment; or the file itself edited to say DJANGO_DEBUG=false.
     for debug_in_file in ("", "DJANGO_DEBUG=false\n"):
         file_env = write_env_file(tmp_path, f"{debug_in_file}SANDBOX_ENABLED=true\nLOG_LEVEL=WARNING\n")
-        result = run_django({**PRODUCTION, **file_env}, SETTINGS + "print(s.SANDBOX_ENABLED, s.LOG_LEVEL)")
-        assert result.returncode == 0, result.stderr
+        s = start({**PRODUCTION, **file_env})
         # The file was read (LOG_LEVEL), its SANDBOX_ENABLED was not obeyed.
-        assert result.stdout.split() == ["False", "WARNING"], debug_in_file
+        assert [s.SANDBOX_ENABLED, s.LOG_LEVEL] == [False, "WARNING"], debug_in_file
 
 
 def test_dot_env_file_still_mounts_the_sandbox_in_local_runs(tmp_path):
     file_env = write_env_file(tmp_path, "DJANGO_DEBUG=true\nSANDBOX_ENABLED=true\n")
-    result = run_django(file_env, SETTINGS + "print(s.DEBUG, s.SANDBOX_ENABLED)")
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["True", "True"]
+    s = start(file_env)
+    assert [s.DEBUG, s.SANDBOX_ENABLED] == [True, True]
 
 
 def test_process_environment_wins_over_dot_env_file(tmp_path):
     file_env = write_env_file(tmp_path, "SANDBOX_ENABLED=false\n")
-    result = run_django({**PRODUCTION, **file_env, "SANDBOX_ENABLED": "true"}, SETTINGS + "print(s.SANDBOX_ENABLED)")
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "True"
+    assert start({**PRODUCTION, **file_env, "SANDBOX_ENABLED": "true"}).SANDBOX_ENABLED is True
 
 
 # The broker: the local runs' default needs no server; production refuses every such broker at start.
 
 
 def test_debug_mode_defaults_to_the_local_sqlite_broker():
-    code = SETTINGS + "print(s.CELERY_BROKER_URL); print(s.CELERY_RESULT_BACKEND)"
-    result = run_django({"DJANGO_DEBUG": "true"}, code)
-    assert result.returncode == 0, result.stderr
-    broker, results = result.stdout.split()
+    s = start({"DJANGO_DEBUG": "true"})
+    broker, results = s.CELERY_BROKER_URL, s.CELERY_RESULT_BACKEND
     assert broker == f"sqla+sqlite:///{ROOT / 'var' / 'broker.sqlite3'}"
     assert results == f"db+sqlite:///{ROOT / 'var' / 'celery-results.sqlite3'}"
 
 
 def test_debug_mode_opens_the_sqlite_broker_in_wal_mode_with_a_busy_timeout(tmp_path):
     url = f"sqla+sqlite:///{tmp_path / 'broker.sqlite3'}"
-    code = SETTINGS + (
-        "engine_connect = s.CELERY_BROKER_TRANSPORT_OPTIONS['creator']; db = engine_connect(); "
-        "print(db.execute('PRAGMA journal_mode').fetchone()[0], db.execute('PRAGMA busy_timeout').fetchone()[0])"
-    )
-    result = run_django({"DJANGO_DEBUG": "true", "CELERY_BROKER_URL": url}, code)
-    assert result.returncode == 0, result.stderr
-    journal, busy_ms = result.stdout.split()
+    s = start({"DJANGO_DEBUG": "true", "CELERY_BROKER_URL": url})
+    db = s.CELERY_BROKER_TRANSPORT_OPTIONS["creator"]()
+    journal, busy_ms = db.execute("PRAGMA journal_mode").fetchone()[0], db.execute("PRAGMA busy_timeout").fetchone()[0]
+    db.close()
     assert journal == "wal"
     assert int(busy_ms) >= 5000
 
 
+@pytest.mark.cold_start  # a process's Celery app, configured once: a new process (`make test-quick` leaves it out)
 def test_the_celery_app_makes_the_sqlite_broker_when_it_is_configured(tmp_path):
     # Not the settings (importing them makes nothing): the Celery app of each process, when it first
     # reads its configuration, makes the file, kombu's tables and its default queue.
@@ -221,49 +200,46 @@ def test_the_celery_app_makes_the_sqlite_broker_when_it_is_configured(tmp_path):
     ],
 )
 def test_production_refuses_a_broker_that_needs_no_server(url):
-    result = run_django({**PRODUCTION, "CELERY_BROKER_URL": url})
-    assert result.returncode != 0, url
-    assert "ImproperlyConfigured" in result.stderr
-    assert "CELERY_BROKER_URL" in result.stderr
-    assert "redis://" in result.stderr and "amqp://" in result.stderr
-    assert "broker-pw-7d1e" not in result.stderr  # the URL is named, never echoed
+    message = refusal({**PRODUCTION, "CELERY_BROKER_URL": url})
+    assert "CELERY_BROKER_URL" in message
+    assert "redis://" in message and "amqp://" in message
+    assert "broker-pw-7d1e" not in message  # the URL is named, never echoed
 
 
 def test_production_requires_a_broker_url():
     # No default with DJANGO_DEBUG off: the local one needs no server, and would be refused.
     env = {k: v for k, v in PRODUCTION.items() if k != "CELERY_BROKER_URL"}
-    result = run_django(env)
-    assert result.returncode != 0
-    assert "CELERY_BROKER_URL is required" in result.stderr
-    assert "redis://" in result.stderr and "amqp://" in result.stderr
+    message = refusal(env)
+    assert "CELERY_BROKER_URL is required" in message
+    assert "redis://" in message and "amqp://" in message
 
 
 def test_production_accepts_a_broker_server():
     for url in ("redis://:pw@redis.partner.example:6379/0", "amqp://partner:pw@rabbit.partner.example//"):
-        result = run_django({**PRODUCTION, "CELERY_BROKER_URL": url}, SETTINGS + "print(s.CELERY_BROKER_URL)")
-        assert result.returncode == 0, result.stderr
-        assert result.stdout.strip() == url
+        s = start({**PRODUCTION, "CELERY_BROKER_URL": url})
+        assert s.CELERY_BROKER_URL == url  # noqa: SIM300 - a setting read, not a constant
 
 
 def test_documents_go_to_an_s3_bucket_when_asked():
-    storage = 'from django.core.files.storage import storages; d = storages["default"]; '
-    code = SETTINGS + storage + "print(type(d).__name__, d.bucket_name)"
-    result = run_django({**PRODUCTION, "DOCUMENT_STORAGE": "s3", "DOCUMENTS_S3_BUCKET": "partner-docs"}, code)
-    assert result.stdout.split()[-2:] == ["S3Storage", "partner-docs"], result.stderr
-    missing = run_django({**PRODUCTION, "DOCUMENT_STORAGE": "s3"})
-    assert "DOCUMENTS_S3_BUCKET" in missing.stderr
-    unknown = run_django({**PRODUCTION, "DOCUMENT_STORAGE": "ftp"})
-    assert "DOCUMENT_STORAGE must be filesystem (the default) or s3" in unknown.stderr
+    from django.core.files.storage import storages
+
+    with settings_in_force(start({**PRODUCTION, "DOCUMENT_STORAGE": "s3", "DOCUMENTS_S3_BUCKET": "partner-docs"})):
+        documents = storages["default"]
+        assert [type(documents).__name__, documents.bucket_name] == ["S3Storage", "partner-docs"]
+    assert "DOCUMENTS_S3_BUCKET" in refusal({**PRODUCTION, "DOCUMENT_STORAGE": "s3"})
+    unknown = refusal({**PRODUCTION, "DOCUMENT_STORAGE": "ftp"})
+    assert "DOCUMENT_STORAGE must be filesystem (the default) or s3" in unknown
 
 
 def test_the_urn_words_are_read_from_the_environment():
-    code = SETTINGS + "print(s.SVC_URN_PREFIX, s.SVC_URN_PLATFORM, s.SVC_URN_HOST)"
-    assert run_django({}, code).stdout.split() == ["urn:svc", "platform", "host"]
+    from partner.platform import urns
+
+    s = start({})
+    assert [s.SVC_URN_PREFIX, s.SVC_URN_PLATFORM, s.SVC_URN_HOST] == ["urn:svc", "platform", "host"]
     words = {"SVC_URN_PREFIX": "urn:acme", "SVC_URN_PLATFORM": "lending", "SVC_URN_HOST": "desk-2"}
-    result = run_django(
-        {**PRODUCTION, **words}, code + "; from partner.platform import urns; print(urns.loan_urn('I', 'G'))"
-    )
-    assert result.stdout.split() == ["urn:acme", "lending", "desk-2", "urn:acme:desk-2:I:loan:G"], result.stderr
+    with settings_in_force(start({**PRODUCTION, **words})) as s:
+        assert [s.SVC_URN_PREFIX, s.SVC_URN_PLATFORM, s.SVC_URN_HOST] == ["urn:acme", "lending", "desk-2"]
+        assert urns.loan_urn("I", "G") == "urn:acme:desk-2:I:loan:G"
 
 
 @pytest.mark.parametrize(
@@ -281,11 +257,9 @@ def test_the_urn_words_are_read_from_the_environment():
     ],
 )
 def test_a_wrong_urn_word_stops_startup_naming_its_variable(name, value):
-    result = run_django({**PRODUCTION, name: value})
-    assert result.returncode != 0
-    assert "started" not in result.stdout
-    assert "ImproperlyConfigured: 1 environment variable(s) cannot be used" in result.stderr
-    assert f"- {name} must be " in result.stderr
+    message = refusal({**PRODUCTION, name: value})
+    assert message.startswith("1 environment variable(s) cannot be used")
+    assert f"- {name} must be " in message
 
 
 @pytest.mark.parametrize("settings_module", ["config.settings.local", "config.settings.production"])
@@ -299,9 +273,18 @@ def test_every_unusable_value_is_named_at_once_and_none_is_echoed(settings_modul
         "DJANGO_SECURE_HSTS_SECONDS": "year-sekret6",  # read by production.py, after base
     }
     env = {**PRODUCTION, "DJANGO_SETTINGS_MODULE": settings_module, **bad}
-    result = run_django(env)
-    assert result.returncode != 0 and "started" not in result.stdout
-    named = [line[2:].split(" ")[0] for line in result.stderr.splitlines() if line.startswith("- ")]
+    message = refusal(env)
+    named = [line[2:].split(" ")[0] for line in message.splitlines() if line.startswith("- ")]
     expected = set(bad) - ({"DJANGO_SECURE_HSTS_SECONDS"} if settings_module.endswith("local") else set())
     assert set(named) == expected
-    assert "sekret" not in result.stderr
+    assert "sekret" not in message
+
+
+def test_every_process_refuses_an_unusable_value_as_django_starts():
+    # The refusal `start` raises is partner.core's, when Django starts any process (web, worker,
+    # scheduler, manage.py): its app's ready() runs it before anything else.
+    from django.apps import apps
+
+    with settings_in_force(settings_read({"LEASE_SECONDS": "fifteen"})), pytest.raises(ImproperlyConfigured) as refused:
+        apps.get_app_config("core").ready()
+    assert "- LEASE_SECONDS is malformed" in str(refused.value)

@@ -1,5 +1,10 @@
 """The settings modules: which one each command picks, production without the sandbox, and importing
-settings makes no file and changes no environment variable (config/settings/)."""
+settings makes no file and changes no environment variable (config/settings/).
+
+What a process's start decides (its settings module, its app registry and tables, the metrics
+library) is tested in a new process (`cold_start`, left out of `make test-quick`); what the settings
+hold, in this process (tests/helpers/settings_in_process.py).
+"""
 
 import json
 import subprocess
@@ -8,11 +13,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+from django.apps import apps
+from django.contrib import admin
+from django.urls import Resolver404, resolve
 
 from tests.helpers.processes import PRODUCTION, ROOT, django_env, run_django
-
-# Django started cold in another process (`make test` runs them, `make test-quick` leaves them out).
-pytestmark = pytest.mark.cold_start
+from tests.helpers.settings_in_process import settings_import_changes, settings_read, urls_read
 
 SANDBOX_ABSENT = (
     "import django; django.setup(); from django.apps import apps; from django.conf import settings; "
@@ -30,8 +36,11 @@ def run_json(env_overrides, code):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.cold_start
 def test_production_settings_load_without_the_sandbox():
-    report = run_json(PRODUCTION, SANDBOX_ABSENT)
+    # Started as gunicorn starts it (`import config.wsgi`: the preflight at start, the middleware): a
+    # production start that goes through, which the tests of its refusals read in their own process.
+    report = run_json(PRODUCTION, "import config.wsgi\n" + SANDBOX_ABSENT)
     assert report["module"] == "config.settings.production"
     assert report["installed"] is False and report["app"] is False and report["enabled"] is False
     assert report["mounted"] is False
@@ -39,6 +48,7 @@ def test_production_settings_load_without_the_sandbox():
     assert "fulfillment" in report["admin"]  # the admin itself is there
 
 
+@pytest.mark.cold_start
 def test_production_migrations_leave_the_sandbox_tables_out(tmp_path):
     env = {**PRODUCTION, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
     code = (
@@ -49,19 +59,36 @@ def test_production_migrations_leave_the_sandbox_tables_out(tmp_path):
     assert run_json(env, code) == []
 
 
+def sandbox_report(env_overrides) -> dict:
+    """Whether the settings of a process with this environment install the sandbox and its URL map mounts it."""
+    read = settings_read(env_overrides)
+    try:
+        resolve("/sandbox/host/", urlconf=urls_read(read))
+        mounted = True
+    except Resolver404:
+        mounted = False
+    return {"installed": "partner.sandbox" in read.INSTALLED_APPS, "enabled": read.SANDBOX_ENABLED, "mounted": mounted}
+
+
 def test_the_sandbox_is_installed_in_local_runs_and_not_when_turned_off():
-    assert run_json({}, SANDBOX_ABSENT)["mounted"] is True
-    report = run_json({}, SANDBOX_ABSENT)
-    assert report["installed"] and report["app"] and "sandbox" in report["admin"]
-    report = run_json({"SANDBOX_ENABLED": "false"}, SANDBOX_ABSENT)
-    assert not report["installed"] and not report["mounted"]
+    assert sandbox_report({}) == {"installed": True, "enabled": True, "mounted": True}
+    # This process's settings are local's too (config/settings/test.py): its app and admin pages are there.
+    assert apps.is_installed("partner.sandbox")
+    assert "sandbox" in {model._meta.app_label for model in admin.site._registry}
+    assert sandbox_report({"SANDBOX_ENABLED": "false"}) == {"installed": False, "enabled": False, "mounted": False}
 
 
 def test_production_installs_the_sandbox_only_when_the_process_environment_asks():
-    report = run_json({**PRODUCTION, "SANDBOX_ENABLED": "true"}, SANDBOX_ABSENT)
-    assert report["installed"] and report["mounted"]
+    assert sandbox_report({**PRODUCTION, "SANDBOX_ENABLED": "true"}) == {
+        "installed": True,
+        "enabled": True,
+        "mounted": True,
+    }
+    # Without it: test_production_settings_load_without_the_sandbox, in a process of its own.
+    assert sandbox_report(PRODUCTION) == {"installed": False, "enabled": False, "mounted": False}
 
 
+@pytest.mark.cold_start
 def test_the_server_entry_points_default_to_production_and_manage_py_to_local():
     # A deployment that forgets DJANGO_SETTINGS_MODULE gets production's refusals, never local settings.
     env = {k: v for k, v in django_env({}).items() if k != "DJANGO_SETTINGS_MODULE"}
@@ -99,16 +126,8 @@ def test_the_server_entry_points_default_to_production_and_manage_py_to_local():
     assert result.stdout.split()[-1:] == ["config.settings.local"], result.stderr
 
 
-IMPORT_AND_COMPARE = """
-import importlib, json, os, sys
-before = dict(os.environ)
-module = importlib.import_module(os.environ["DJANGO_SETTINGS_MODULE"])
-changed = sorted(k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k))
-print(json.dumps({"changed": changed, "from_file": module.LOG_LEVEL, "run_dir": str(getattr(module, "RUN_DIR", ""))}))
-"""
-
-
-def test_importing_settings_makes_no_file_and_changes_no_environment_variable(tmp_path):
+def test_importing_settings_makes_no_file_and_changes_no_environment_variable(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     files = tmp_path / "files"
     files.mkdir()
     env_file = tmp_path / "dot.env"
@@ -132,25 +151,16 @@ def test_importing_settings_makes_no_file_and_changes_no_environment_variable(tm
         "config.settings.production": {**PRODUCTION, **places},
     }
     for module, env in cases.items():
-        env = {**env, "DJANGO_SETTINGS_MODULE": module}
-        result = subprocess.run(
-            [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r})\n{IMPORT_AND_COMPARE}"],
-            env=django_env(env),
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert result.returncode == 0, (module, result.stderr)
-        report = json.loads(result.stdout.strip().splitlines()[-1])
-        assert report["changed"] == [], module
-        assert report["from_file"] == "WARNING", module  # the .env file was read, into the settings only
+        read, environ_changed = settings_import_changes({**env, "DJANGO_SETTINGS_MODULE": module})
+        assert environ_changed == [], module
+        assert read.LOG_LEVEL == "WARNING", module  # the .env file was read, into the settings only
         assert list(files.iterdir()) == [], module
         assert sorted(p.name for p in tmp_path.iterdir()) == ["dot.env", "files"], module
-        if report["run_dir"]:  # the test settings' run folder (under var/test-runs/) is made by the suite
-            assert not Path(report["run_dir"]).exists(), module
+        if module.endswith(".test"):  # the test settings' run folder (under var/test-runs/) is made by the suite
+            assert not Path(read.RUN_DIR).exists(), module
 
 
+@pytest.mark.cold_start
 def test_the_metrics_library_counts_across_processes_once_django_has_started(tmp_path):
     # The folder is named to the library when Django starts (partner/core/apps.py), before the first
     # module that counts is imported: every metric then writes to the shared folder.

@@ -8,6 +8,9 @@ ENV and entry point:
 - `web` (gunicorn, gunicorn.conf.py) and `worker` (Celery, prefork) run against a Redis of the
   test's own, the sandbox mounted in the web process by its environment (this test only);
 - an order placed through the sandbox's host API is completed: its one PATCH accepted;
+- a staff-worked order is worked as staff work it, over HTTP: the admin's login, take, a document
+  uploaded to the web process and a final delivery confirmed; the worker, which shares only the
+  documents folder with the web process, sends that document: the platform receives its bytes;
 - every process of theirs runs as the image's user, none as root; and the image's own
   HEALTHCHECK passes against the web server.
 
@@ -16,9 +19,11 @@ base is cached; the first run also makes the base, about a minute more).
 """
 
 import os
+import re
 import secrets
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 
 import psycopg
@@ -47,6 +52,9 @@ WEB_PORT = free_port()
 REDIS_PORT = free_port()
 PG_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 SIGNING_SECRET = "image-test-signing-secret"  # noqa: S105 - this test's own, not a real secret
+STAFF_USERNAME = "appraiser.image"
+STAFF_PASSWORD = secrets.token_urlsafe(18)
+REPORT = b"%PDF-1.7\n% the image test's appraisal report, uploaded by staff\n%%EOF\n"
 DOCUMENTS = "/app/documents"  # the folder web and worker share (Containerfile, compose.yaml)
 
 _missing = podman_missing_reason()
@@ -187,6 +195,8 @@ def test_the_image_migrates_serves_and_completes_an_order_as_its_own_user(image,
         (["manage", "products_import", "/app/var/sandbox-products.json"], None),
         # The lender's partner account, its password on standard input (as `make demo` does).
         (["manage", "partner_account", "lender.demo", "--company", "DEMO01"], f"{DEMO_PASSWORD}\n"),
+        # The staff login that works the appraisal, its password on standard input.
+        (["manage", "staff_account", STAFF_USERNAME, "--email", "appraiser@image-test.example"], f"{STAFF_PASSWORD}\n"),
     ):
         code, log = image_root.run("seed", argv, {**env, **sandbox}, volumes=seed_volumes, input=stdin)
         assert code == 0, log
@@ -239,6 +249,29 @@ def test_the_image_migrates_serves_and_completes_an_order_as_its_own_user(image,
         platform_view = _platform_transaction(base, transaction_id)
         assert len(platform_view["patches"]) == 1, platform_view
 
+        # A staff-worked order: the document reaches the web process, the worker sends it.
+        appraisal = _order_placed(base, product_name="appraisal")
+        wait_for(
+            lambda: len(_platform_transaction(base, appraisal)["patches"]) >= 1,
+            timeout=120,
+            message=f"the appraisal acknowledged (worker log: {image_root.work / 'worker.log'})",
+        )
+        _staff_deliver(base, _order_id(database, appraisal))
+        wait_for(
+            lambda: _order_status(database, appraisal) in ("REQUEST_COMPLETED", "FAILED"),
+            timeout=120,
+            message=f"the appraisal delivered (worker log: {image_root.work / 'worker.log'})",
+        )
+        assert _order_status(database, appraisal) == "REQUEST_COMPLETED", (image_root.work / "worker.log").read_text()[
+            -4000:
+        ]
+        final = _platform_transaction(base, appraisal)["patches"][-1]
+        assert final["resources"] == ["report.pdf"], final
+        assert _uploads(database, appraisal) == [("report.pdf", REPORT)]
+        # Stored in the folder the two processes share (not in either one's own /app/var).
+        stored = [path.read_bytes() for path in (documents / "documents" / appraisal).glob("*") if path.is_file()]
+        assert stored == [REPORT], stored
+
         # Every process of the web server and the worker (gunicorn's master and its 2 workers; Celery's
         # one process, its tasks in threads) runs as the image's user.
         for process, least in ((web, 3), (worker, 1)):
@@ -272,12 +305,12 @@ def _answers(url: str) -> bool:
         return False
 
 
-def _order_placed(base: str) -> str:
+def _order_placed(base: str, product_name: str = "address-verification") -> str:
     """As the host does (the sandbox's host API, over HTTP): an origin, then a transaction on it;
     the sandbox sends its signed webhook to the web server."""
     context = requests.get(f"{base}/sandbox/host-api/context", timeout=10).json()
     user = next(user for user in context["users"] if user["username"] == "lender.demo")
-    product = next(product for product in context["products"] if product["name"] == "address-verification")
+    product = next(product for product in context["products"] if product["name"] == product_name)
     loan = context["loans"][2]
     origin = requests.post(
         f"{base}/sandbox/host-api/origins",
@@ -290,6 +323,78 @@ def _order_placed(base: str) -> str:
     )
     assert created.status_code == 200, created.text
     return created.json()["transactionId"]
+
+
+class _StaffBrowser:
+    """A staff member's browser over plain HTTP: the production settings mark the session and CSRF
+    cookies Secure, which a browser keeps but sends only over HTTPS, so they are kept and sent here by
+    hand, with the CSRF token read from each page's form, as the browser would post it."""
+
+    def __init__(self, base: str):
+        self.base = base
+        self.cookies: dict[str, str] = {}
+        self.token = ""
+
+    def _request(self, method: str, path: str, **kwargs) -> requests.Response:
+        cookie = "; ".join(f"{name}={value}" for name, value in self.cookies.items())
+        response = requests.request(
+            method, self.base + path, headers={"Cookie": cookie}, allow_redirects=False, timeout=30, **kwargs
+        )
+        self.cookies.update(response.cookies.get_dict())
+        return response
+
+    def get(self, path: str) -> requests.Response:
+        response = self._request("GET", path)
+        assert response.status_code == 200, f"GET {path}: {response.status_code}"
+        found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', response.text)
+        self.token = found.group(1) if found else self.token
+        return response
+
+    def post(self, path: str, data: dict, files=None) -> requests.Response:
+        response = self._request("POST", path, data={"csrfmiddlewaretoken": self.token, **data}, files=files)
+        assert response.status_code in (200, 302), f"POST {path}: {response.status_code} {response.text[:500]}"
+        return response
+
+
+def _staff_deliver(base: str, order_id: int) -> None:
+    """As staff work the order in the admin: sign in, take it, upload the report, send the final
+    delivery and confirm it."""
+    staff = _StaffBrowser(base)
+    staff.get("/admin/login/")
+    signed_in = staff.post("/admin/login/", {"username": STAFF_USERNAME, "password": STAFF_PASSWORD, "next": "/admin/"})
+    assert signed_in.status_code == 302 and "sessionid" in staff.cookies, signed_in.text[:2000]
+    order_page = f"/admin/fulfillment/stafforder/{order_id}"
+    staff.get(f"{order_page}/change/")
+    staff.post(f"{order_page}/take/", {})
+    staff.get(f"{order_page}/change/")
+    staff.post(
+        f"{order_page}/documents/",
+        {"upload-once": uuid.uuid4().hex},
+        files=[("upload-files", ("report.pdf", REPORT, "application/pdf"))],
+    )
+    page = staff.get(f"{order_page}/change/").text
+    assert "report.pdf" in page, "the uploaded report is not on the order's page"
+    final = {"deliver-kind": "final", "deliver-partner_status": "Appraisal report delivered"}
+    asked = staff.post(f"{order_page}/deliver/", {**final, "deliver-once": uuid.uuid4().hex})
+    assert asked.status_code == 200 and "report.pdf" in asked.text, asked.text[:2000]
+    sent = staff.post(f"{order_page}/deliver/", {**final, "deliver-once": uuid.uuid4().hex, "confirmed": "1"})
+    assert sent.status_code == 302, sent.text[:2000]
+
+
+def _order_id(database: str, transaction_id: str) -> int:
+    with psycopg.connect(database) as conn:
+        row = conn.execute("SELECT id FROM fulfillment_order WHERE transaction_id = %s", [transaction_id]).fetchone()
+    return row[0]
+
+
+def _uploads(database: str, transaction_id: str) -> list[tuple[str, bytes]]:
+    """What the platform received in the transaction's upload slots: each document's name and bytes."""
+    with psycopg.connect(database) as conn:
+        rows = conn.execute(
+            "SELECT name, content FROM sandbox_uploadslot WHERE transaction_id = %s AND uploaded_at IS NOT NULL",
+            [transaction_id],
+        ).fetchall()
+    return [(name, bytes(content)) for name, content in rows]
 
 
 def _order_status(database: str, transaction_id: str) -> str | None:

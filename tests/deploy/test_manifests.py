@@ -25,7 +25,7 @@ CONTAINERFILE = ROOT / "Containerfile"
 COMPOSE_ENV_EXAMPLE = ROOT / "deploy" / "partner.env.example"
 KUBERNETES_ENV_EXAMPLE = KUBERNETES / "secrets" / "partner-secrets.env.example"
 ENV_EXAMPLE = ROOT / ".env.example"
-BASE_SETTINGS = ROOT / "config" / "settings" / "base.py"
+CELERY_SETTINGS = ROOT / "config" / "settings" / "celery.py"
 DOCUMENTS = "/app/documents"  # where web and worker mount the documents volume on compose
 
 
@@ -269,20 +269,10 @@ def known_variables() -> set[str]:
 
 def check_deploy(env: dict) -> list[str]:
     """`manage.py check --deploy` under exactly `env`: the lines of our errors (each with its id)."""
-    import subprocess
-    import sys
+    from tests.helpers.processes import manage_check_deploy
 
-    from tests.helpers.processes import django_env
-
-    result = subprocess.run(
-        [sys.executable, "manage.py", "check", "--deploy"],
-        env=django_env(env),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    return [line for line in (result.stdout + result.stderr).splitlines() if "(partner.E" in line]
+    _code, output = manage_check_deploy(env)
+    return [line for line in output.splitlines() if "(partner.E" in line]
 
 
 # Asked for only through another: its default is the token path of SVC_BASE_URL.
@@ -320,14 +310,19 @@ def filled_in(values: dict[str, str]) -> dict[str, str]:
     }
 
 
+SHELL_VALUES = {"POSTGRES_PASSWORD": "db-password-1", "REDIS_PASSWORD": "redis-password-1"}
+
+
+def shell_filled(value: str) -> str:
+    """A compose value with its `${NAME:?message}` filled in from the shell, as compose does."""
+    return re.sub(r"\$\{(\w+):\?[^}]*\}", lambda match: SHELL_VALUES[match.group(1)], value)
+
+
 def compose_environment() -> dict[str, str]:
     """What a compose app container reads: partner.env (from the example) under compose.yaml's own."""
     environment = {**compose()["services"]["web"]["environment"]}
-    # `${POSTGRES_PASSWORD:?...}` as compose fills it in from the shell.
-    environment = {
-        name: re.sub(r"\$\{POSTGRES_PASSWORD:\?[^}]*\}", "db-password-1", str(value))
-        for name, value in environment.items()
-    }
+    # `${POSTGRES_PASSWORD:?...}` and `${REDIS_PASSWORD:?...}` as compose fills them in from the shell.
+    environment = {name: shell_filled(str(value)) for name, value in environment.items()}
     return {**filled_in(env_file(COMPOSE_ENV_EXAMPLE)), **environment}
 
 
@@ -391,9 +386,9 @@ def test_values_with_spaces_are_quoted_in_the_env_examples():
 
 def test_one_figure_for_the_worker_threads():
     """The settings' default, compose's and Kubernetes' worker, .env.example and the docs say one number.
-    The default is base.py's, as production reads it (the test settings run their workers smaller)."""
+    The default is config/settings/celery.py's, as production reads it (the test settings run their workers smaller)."""
     pattern = r'CELERY_WORKER_CONCURRENCY = env\.int\("CELERY_WORKER_CONCURRENCY", default=(\d+)\)'
-    default = re.search(pattern, BASE_SETTINGS.read_text())
+    default = re.search(pattern, CELERY_SETTINGS.read_text())
     threads = default.group(1)
     assert compose()["services"]["worker"]["environment"]["CELERY_WORKER_CONCURRENCY"] == threads
     worker = pod_specs()["partner-worker"]["containers"][0]
@@ -411,3 +406,32 @@ def test_no_process_holds_a_capability_a_cluster_token_or_unfiltered_system_call
         assert spec["automountServiceAccountToken"] is False, name
         assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, name
         assert spec["containers"][0]["securityContext"]["capabilities"]["drop"] == ["ALL"], name
+
+
+def test_compose_s_redis_asks_every_client_for_its_password():
+    redis = compose()["services"]["redis"]
+    command = [shell_filled(part) for part in redis["command"]]
+    assert command[command.index("--requirepass") + 1] == SHELL_VALUES["REDIS_PASSWORD"]
+    assert shell_filled(redis["environment"]["REDISCLI_AUTH"]) == SHELL_VALUES["REDIS_PASSWORD"]
+    environment = compose_environment()
+    for name in ("CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "CACHE_URL"):
+        assert environment[name].startswith(f"redis://:{SHELL_VALUES['REDIS_PASSWORD']}@redis:6379/"), name
+
+
+def test_only_the_ingress_controller_and_monitoring_reach_the_pods_and_they_reach_only_their_services():
+    import ipaddress
+
+    policies = of_kind("NetworkPolicy")
+    ingress, egress = policies["partner-ingress"]["spec"], policies["partner-egress"]["spec"]
+    for spec in (ingress, egress):
+        assert spec["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "partner"}}
+    (allowed,) = ingress["ingress"]
+    assert allowed["ports"] == [{"protocol": "TCP", "port": exposed_port()}]
+    namespaces = [rule["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for rule in allowed["from"]]
+    assert namespaces == ["ingress-nginx", "monitoring"]
+    ports = sorted({port["port"] for rule in egress["egress"] for port in rule["ports"]})
+    assert ports == [53, 443, 587, 5432, 6379]
+    # The proxies believed and the scrapers let in: the pod network, not a whole private range.
+    config = of_kind("ConfigMap")["partner-config"]["data"]
+    for name in ("TRUSTED_PROXIES", "METRICS_ALLOWED_NETWORKS"):
+        assert all(ipaddress.ip_network(net).prefixlen >= 16 for net in config[name].split(",")), name

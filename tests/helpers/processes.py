@@ -1,6 +1,6 @@
 """Django started in another process: the environment a settings case runs under and `run_django`,
-which starts Python with it, and the production settings that start; and a second process asking
-for a service token at the same moment as this one."""
+which starts Python with it, `manage_check_deploy` and `celery_worker_start`, and the production
+settings that start; and a second process asking for a service token at the same moment as this one."""
 
 import os
 import subprocess
@@ -44,11 +44,39 @@ def django_env(env_overrides):
 START = "import config.wsgi; print('started')"
 
 
-def run_django(env_overrides, code=START):
+def run_django(env_overrides, code=START, *, cwd="/"):
+    """Python started with this environment (`django_env`), running `code` (a server's start by default)."""
     return subprocess.run(
-        [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); {code}"],
+        [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r})\n{code}"],
         env=django_env(env_overrides),
-        cwd="/",
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def manage_check_deploy(env_overrides) -> tuple[int, str]:
+    """`manage.py check --deploy` in a new process, as an operator runs it, with exactly this
+    environment: its exit code and its output (stdout and stderr). tests/helpers/settings_in_process.py
+    runs the same command in this process, where a new one proves nothing more."""
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy"],
+        env=django_env(env_overrides),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return result.returncode, result.stdout + result.stderr
+
+
+def celery_worker_start(env_overrides):
+    """`celery -A config worker` started with this environment (its broker never reached when it refuses)."""
+    return subprocess.run(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=WARNING"],
+        env=django_env(env_overrides),
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=60,

@@ -23,6 +23,7 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
+from partner.catalog.fulfiller_keys import CONNECTED
 from partner.catalog.models import Product
 from partner.catalog.services import product_staff_settings_set, products_pull
 from partner.connector.models import Connection
@@ -105,7 +106,7 @@ def test_make_demo_fills_our_catalog_and_the_staff_login_before_the_service_is_u
     ours = Product.objects.get(name=APPRAISAL)
     # The default rule makes it staff-worked (interactive, not automated); the demo then connects it to
     # the example order system (connection_demo), from which staff can take its orders over.
-    assert ours.fulfiller == "connected"
+    assert ours.fulfiller == CONNECTED
     assert Connection.objects.filter(products=ours).count() == 1
     assert ours.listing_name == "Residential appraisal"
     assert ours.turnaround_hours == 48 and ours.staff_email == "appraisals@partner.example"

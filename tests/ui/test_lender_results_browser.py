@@ -10,8 +10,9 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
+from partner.catalog.fulfiller_keys import CONNECTED
 from partner.catalog.models import Product
-from partner.catalog.product_cache import catalog_cache_drop
+from partner.catalog.services import product_fulfiller_set
 from partner.connector.services import connection_create
 from partner.fulfillment.models import DeliveryKind, OrderStatus
 from tests.helpers.browser import ARTIFACTS, app_state
@@ -33,8 +34,7 @@ def test_an_appraisal_delivered_through_the_api_shows_its_figures_to_the_lender(
 ):
     settings.UI_STAFF_POLL_SECONDS = 1
     settings.UI_PROGRESS_POLL_SECONDS = 1
-    Product.objects.filter(name="appraisal").update(fulfiller="connected")
-    catalog_cache_drop()
+    product_fulfiller_set(name="appraisal", fulfiller=CONNECTED)  # the cached catalog dropped with it
     created = connection_create(name="acme-amc", products=[Product.objects.get(name="appraisal")])
     monkeypatch.setattr("tests.ui.test_staff_order_browser.SCREENSHOTS", ARTIFACTS / "api-delivery")
 

@@ -25,9 +25,8 @@ from partner.catalog.services import product_for_order
 from partner.fulfillment.automated.fulfillers import Fulfillment, FulfillmentRefused, fulfiller_for
 from partner.fulfillment.models import Delivery, DeliveryKind, FailureCode, Order, OrderDocument, OrderStatus
 from partner.fulfillment.orders.history import step_record
-from partner.fulfillment.orders.services import PARTNER_STATUS_MAX, OrderFailed, transaction_ref
+from partner.fulfillment.orders.services import PARTNER_STATUS_MAX, OrderFailed, due_at, transaction_ref
 from partner.fulfillment.orders.states import MoveNotAllowed, order_move
-from partner.fulfillment.staff.notices import due_at
 from partner.platform import client
 from partner.platform.errors import RequestRefused, ResourceOutsideServiceError, ServiceError
 from partner.platform.types import Transaction

@@ -1,9 +1,12 @@
-"""What happens to an order, announced to the apps above the fulfillment: one signal, sent from here.
+"""What happens to an order, announced to whatever sits above the code that makes it happen: one
+signal, sent from here.
 
 The connector (`partner.connector`, a layer above) tells a partner's own order system of its
-connected orders. The fulfillment must not import it, so the few places that make an order's
-moments happen (the sender's acknowledgement, a delivery confirmed or refused, the completion, the
-failure, the decline) call `order_announce`, and the connector receives the signal.
+connected orders; the staff's package (`partner.fulfillment.staff`, above the sending and the
+automated work inside the fulfillment) e-mails staff of a new order. Neither may be imported by the
+code that makes an order's moments happen (the sender's acknowledgement, a delivery confirmed or
+refused, the completion, the failure, the decline, an assignment): it calls `order_announce`, and
+they receive the signal (connected in their `AppConfig.ready`).
 
 The signal is sent inside the caller's transaction and its receivers run in it (Django signals
 are synchronous): what a receiver stores (an event for the partner's system) commits or rolls back
@@ -22,7 +25,7 @@ DELIVERY_FAILED = "delivery_failed"  # the service refused one of our deliveries
 COMPLETED = "completed"  # the service processed our final response
 FAILED = "failed"  # the order failed for good
 DECLINED = "declined"  # our decline reached the service
-TAKEN = "taken"  # a staff member took the order (or took it over)
+TAKEN = "taken"  # the order was assigned: a staff member took it (or took it over), or a system was given it
 
 
 def order_announce(*, order_id: int, what: str, delivery_id: int | None = None) -> None:

@@ -6,9 +6,14 @@ permanent failure and, where that helps the lender, stores the notice that tells
 run that failed the order); `order_complete` is the service's confirmation of our final response;
 `order_retry` puts a failed order back to work (the admin's action). Every status write goes
 through the order's table of moves (`partner.fulfillment.orders.states`).
+
+Who works an order and by when: `due_at` is when a staff-worked order is due (its product's
+turnaround from its arrival); `order_assign` is the one write of who works it (a staff member who
+takes it, a partner's own order system that is given it), with its step and its announcement.
 """
 
 import logging
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -65,6 +70,13 @@ class OrderFailed(ApplicationError):
 def transaction_ref(transaction_id: str) -> str:
     """The transaction's address on the service, for an order opened without a notification."""
     return f"{settings.SVC_BASE_URL}/partner/v2/transactions/{transaction_id}"
+
+
+def due_at(product, start: datetime) -> datetime | None:
+    """When an order of `product` that arrived at `start` is due: the product's turnaround later
+    (`Product.turnaround_hours`); None when the product promises none."""
+    hours = getattr(product, "turnaround_hours", None)
+    return start + timedelta(hours=hours) if hours else None
 
 
 def order_open(
@@ -272,4 +284,33 @@ def order_confirm(*, order_id: int, by: str) -> bool:
     if order is None:
         return False
     order_complete(transaction_id=order.transaction_id, because=f"confirmed by {by}")
+    return True
+
+
+def order_assign(*, order: Order, user) -> bool:
+    """`user` works the order from now on: it is assigned to them, the step written (`taken`, or
+    `taken_over` naming who held it; by `user`) and the order announced `TAKEN`, all in the caller's
+    transaction. Who may take an order is the caller's rule (`staff.services.order_take`, the
+    connector's systems); this is the one write of it.
+
+    Written only while the order is held by whoever the caller read (`order.assigned_to`, or
+    nobody): False, nothing written, when someone else took it meanwhile. True, nothing written,
+    when it is `user`'s already."""
+    held_by = order.assigned_to_id
+    if held_by == user.pk:
+        return True
+    rows = Order.objects.filter(pk=order.pk)
+    rows = rows.filter(assigned_to__isnull=True) if held_by is None else rows.filter(assigned_to=held_by)
+    now = timezone.now()
+    if not rows.update(assigned_to=user, assigned_at=now, updated_at=now):
+        return False
+    previous = order.assigned_to.get_username() if held_by is not None else ""
+    order.assigned_to, order.assigned_at, order.updated_at = user, now, now
+    step_record(
+        order,
+        "taken_over" if previous else "taken",
+        f"from {previous}" if previous else "",
+        actor=user.get_username(),
+    )
+    announcements.order_announce(order_id=order.pk, what=announcements.TAKEN)
     return True

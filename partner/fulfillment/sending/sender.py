@@ -43,7 +43,6 @@ from partner.fulfillment.orders.metrics import order_delivered
 from partner.fulfillment.orders.services import OrderFailed, order_fail, order_lock, order_settle
 from partner.fulfillment.orders.states import delivery_move, delivery_move_where_allowed_returning, order_move
 from partner.fulfillment.sending import uploads
-from partner.fulfillment.staff.notices import NEW_ORDER, staff_notice_request
 from partner.platform import client
 from partner.platform.errors import RequestRefused, ServiceError
 from partner.platform.formats import LOAN_FORMAT, RESPONSE_COMPLETED, RESPONSE_PROCESSING
@@ -93,7 +92,6 @@ def _acknowledged(order: Order, delivery: Delivery, now) -> None:
     order_move(Order.objects.filter(pk=order.pk), OrderStatus.WITH_STAFF, updated_at=now)
     step_record(order, "acknowledged", delivery.partner_status)
     announcements.order_announce(order_id=order.pk, what=announcements.ACKNOWLEDGED, delivery_id=delivery.pk)
-    staff_notice_request(order, NEW_ORDER)  # sent by a task after this commits
 
 
 def _result_delivered(order: Order, delivery: Delivery, now) -> None:

@@ -8,8 +8,10 @@ message it refuses, costs a retry, never the notice.
 - An order a partner's own system works (a connected order, assigned to its connection's account)
   owes no new-order notice: staff hear of it once one of them takes it over (then the new-order
   notice is owed as for any order) or once it is past due.
-- A new order: the sender enqueues its notice once the acknowledgement went out
-  (`staff_notice_enqueue`, after the commit that records it).
+- A new order: its notice is enqueued once the acknowledgement went out, by the receiver of the
+  order's `ACKNOWLEDGED` announcement (`order_acknowledged_receive`, connected in
+  `FulfillmentConfig.ready`; the sender announces, it never imports the staff's package), after
+  the commit that records it.
 - The periodic `notices_due` (beat, every few minutes) enqueues the notice of every open order
   past its due time that has none yet, and again the new-order notice of every order whose notice
   is not marked sent a while after it was due (its task gave up, or its message never reached the
@@ -21,7 +23,7 @@ property's city and state, the due time, and a link to the order's page; never t
 name, the street address or anything else of the borrower's (the retention rules keep those to the
 order's page). Text that goes into the subject is one line (`partner.catalog.validation.one_line`).
 
-`due_at` is when a staff-worked order is due (the product's turnaround from the order's arrival).
+When a staff-worked order is due is the order's own rule (`orders.services.due_at`).
 """
 
 import logging
@@ -38,6 +40,7 @@ from partner.catalog.validation import one_line
 from partner.core.mail import mail_send
 from partner.fulfillment.enqueue import staff_notice_enqueue
 from partner.fulfillment.models import Order, OrderStatus
+from partner.fulfillment.orders import announcements
 from partner.fulfillment.orders.history import step_record
 from partner.fulfillment.staff.selectors import by_staff_or_nobody
 
@@ -53,11 +56,6 @@ NOTICES = {
 # before the periodic pass enqueues it again.
 NOTICE_PENDING_SECONDS = 30 * 60
 BATCH = 500
-
-
-def due_at(product, start) -> object:
-    hours = getattr(product, "turnaround_hours", None)
-    return start + timedelta(hours=hours) if hours else None
 
 
 def _place(order: Order) -> str:
@@ -122,6 +120,17 @@ def staff_notice_request(order: Order, notice: str) -> bool:
         return False
     staff_notice_enqueue(order.pk, notice)
     return True
+
+
+def order_acknowledged_receive(sender, *, order_id: int, what: str, **kwargs) -> None:
+    """The receiver of the fulfillment's announcements (connected in `FulfillmentConfig.ready`): an
+    order acknowledged is with staff, so its new-order notice is requested (enqueued after the
+    sender's commit; whether it is owed is decided when it is sent, `staff_notice_send`)."""
+    if what != announcements.ACKNOWLEDGED:
+        return
+    order = Order.objects.filter(pk=order_id).only("pk", "created_at").first()
+    if order is not None:
+        staff_notice_request(order, NEW_ORDER)
 
 
 def notices_due(*, now=None) -> int:

@@ -38,8 +38,8 @@ from partner.fulfillment.models import (
     OrderDocument,
     OrderStatus,
 )
-from partner.fulfillment.orders import announcements
 from partner.fulfillment.orders.history import step_record
+from partner.fulfillment.orders.services import order_assign
 from partner.fulfillment.orders.states import delivery_move
 from partner.platform import formats
 from partner.platform.loan_labels import loan_field_label
@@ -110,12 +110,7 @@ def order_take(*, order_id: int, user, take_over: bool = False) -> Order:
         previous = order.assigned_to.get_username() if order.assigned_to else ""
         if previous and not take_over:
             raise StaffActionRefused(f"{previous} works this order (since {order.assigned_at:%Y-%m-%d %H:%M} UTC).")
-        order.assigned_to, order.assigned_at = user, timezone.now()
-        order.save(update_fields=["assigned_to", "assigned_at", "updated_at"])
-        step_record(
-            order, "taken_over" if previous else "taken", f"from {previous}" if previous else "", actor=_actor(user)
-        )
-        announcements.order_announce(order_id=order.pk, what=announcements.TAKEN)
+        order_assign(order=order, user=user)  # the row is locked above: always written
     return order
 
 

@@ -7,11 +7,12 @@ it through the connector's API (`partner.connector`), which stores each answer a
 connected order over by hand and work it as a staff-worked order.
 """
 
+from partner.catalog.fulfiller_keys import CONNECTED
 from partner.fulfillment.automated.fulfillers.staff_worked import StaffWorkedFulfiller
 
 
 class ConnectedFulfiller(StaffWorkedFulfiller):
-    key = "connected"
+    key = CONNECTED
     label = "Connected: the partner's own order system answers it (acknowledged at once)"
 
     @classmethod
