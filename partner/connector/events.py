@@ -263,8 +263,9 @@ def connection_order_hand(*, product_name: str, previous: Connection, connection
     ).exclude(status__in=FINAL_STATUSES)
     handed = 0
     for order in orders.select_related("assigned_to", "ordered_by__company").select_for_update(of=("self",)):
-        order_assign(order=order, user=connection.user)  # locked: always written
+        # Routed first: the assignment's TAKEN is then the new system's own (the old one is told nothing more).
         OrderRoute.objects.update_or_create(order_id=order.pk, defaults={"connection": connection})
+        order_assign(order=order, user=connection.user)  # locked: always written
         event_store(
             connection=connection, order=order, event_type="order.created", data={"request": order_request(order)}
         )
