@@ -133,7 +133,7 @@ audit: $(VENV)/.installed node_modules/.installed
 	@echo "make audit: no known vulnerability in the pinned dependencies"
 
 # The benchmarks and the drills, from the one table in bench/run.py (`bench/run.py --list`): all of
-# them, or some with ARGS, e.g. `make bench ARGS="--only intake,statements"`. Both need PostgreSQL
+# them, or some with ARGS, e.g. `make bench ARGS="--only intake,latency"`. Both need PostgreSQL
 # and Redis; the drill restarts the machine's PostgreSQL.
 bench: setup
 	$(PY) bench/run.py $(ARGS)

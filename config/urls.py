@@ -3,7 +3,7 @@ the sandbox. Every `/v1/` route of the partner API is declared here, in one plac
 
 from django.conf import settings
 from django.contrib import admin
-from django.urls import include, path, reverse_lazy
+from django.urls import include, path, re_path, reverse_lazy
 
 from partner.connector.views import (
     EventListApi,
@@ -16,6 +16,7 @@ from partner.connector.views import (
     OrderStatusUpdateApi,
     ProductDetailApi,
     ProductListApi,
+    RouteUnknownApi,
     revoke_view,
     token_view,
 )
@@ -50,6 +51,8 @@ connector_v1 = [
     path("events", EventListApi.as_view(), name="events"),
     path("products", ProductListApi.as_view(), name="products"),
     path("products/<str:name>", ProductDetailApi.as_view(), name="product"),
+    # Last: every other path under /api/v1/ is an unknown route of this API (404 in its shape).
+    re_path(r"^.*$", RouteUnknownApi.as_view(), name="route-unknown"),
 ]
 
 urlpatterns = [

@@ -98,8 +98,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "partner.core.middleware.TrustedProxyMiddleware",
     "partner.core.middleware.RequestIdMiddleware",
-    # Every error under /api/v1/ as application/problem+json, the 413 below and 500s included.
-    "partner.connector.problems.ProblemMiddleware",
+    # Errors made outside a view (the 413 below, 500s) in the error shape its path's view declares.
+    "partner.core.api.ErrorShapeMiddleware",
     # A body past REQUEST_MAX_BYTES is refused from its Content-Length, before it is read.
     "partner.core.middleware.RequestSizeMiddleware",
     "django.middleware.security.SecurityMiddleware",

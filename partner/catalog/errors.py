@@ -4,9 +4,12 @@ from partner.core.errors import ApplicationError
 
 
 class ProductNotFound(ApplicationError):
-    """Neither we nor the service know the product asked for."""
+    """Neither we nor the service know the product asked for (nor, in the connector's API, the
+    connection works it)."""
 
     status_code = 404
+    slug = "product-not-found"
+    title = "Product not found"
 
 
 class ProductSyncError(ApplicationError):

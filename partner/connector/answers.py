@@ -19,13 +19,19 @@ from partner.fulfillment.staff import services as staff
 
 
 class OrderNotFound(ApplicationError):
+    """No such order of the connection (another connection's included)."""
+
     status_code = 404
+    slug = "order-not-found"
+    title = "Order not found"
 
 
 class TakenOver(ApplicationError):
     """A staff member took the order over: the system's answers to it are refused (422)."""
 
     status_code = 422
+    slug = "taken-over"
+    title = "A staff member took the order over"
 
 
 ID_MAX = 9_223_372_036_854_775_807  # the largest bigint key: a larger number names no order or event

@@ -17,15 +17,37 @@ class ConnectorConfig(AppConfig):
         from partner.core.leases import lease_hand_back_register
         from partner.fulfillment.orders.announcements import order_announced
 
-        from . import (
-            checks,  # noqa: F401 - registers the preflight's checks of the stored connections
-            retention,  # noqa: F401 - registers what it keeps and how it is purged
-        )
-
         # The fulfillment announces an order's moments inside the transaction that makes them; the
         # connector stores an event in that transaction (a layer below never imports this one).
         order_announced.connect(order_announced_receive, dispatch_uid="connector-events")
         lease_hand_back_register("events", events_left_hand_back)
+
+        from partner.connector import retention
+        from partner.core.retention import DELETE, purge_register
+
+        purge_register(
+            "connector events",
+            setting="RETENTION_ORDER_DATA_DAYS",
+            action=DELETE,
+            plan=retention.events_plan,
+            purge=retention.events_purge,
+        )
+        purge_register(
+            "idempotent answers",
+            setting="RETENTION_ORDER_DATA_DAYS",
+            action=DELETE,
+            plan=retention.answers_plan,
+            purge=retention.answers_purge,
+        )
+
+        from django.core.checks import register
+
+        from partner.connector import checks
+        from partner.core.checks import START
+
+        # The preflight's checks of the stored connections (check --deploy, and the servers' start).
+        register(checks.demo_connection_check, START, deploy=True)
+        register(checks.connection_endpoints_check, START, deploy=True)
 
         from partner.connector.selectors import connection_health_warnings
         from partner.core.health import health_warning_register

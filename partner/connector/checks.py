@@ -1,5 +1,5 @@
 """The preflight's checks of the stored connections (`manage.py check --deploy`, and the servers'
-start: tagged `start`, `partner.core.checks.preflight_at_start`).
+start: tagged `start`, `partner.core.checks.preflight_at_start`), registered by `ConnectorConfig.ready`.
 
 - connector.E001: with DJANGO_DEBUG off, a connection holds the demo's public secrets (`connection_demo`:
   its OAuth client secret, or its signing secret): anyone can get a token and read and answer its
@@ -13,10 +13,8 @@ A database not migrated yet, or not reachable, has no connection to check.
 """
 
 from django.conf import settings
-from django.core.checks import Error, register
+from django.core.checks import Error
 from django.db import DatabaseError
-
-from partner.core.checks import START
 
 
 def _stored_connections():
@@ -28,7 +26,6 @@ def _stored_connections():
         return []
 
 
-@register(START, deploy=True)
 def demo_connection_check(app_configs=None, **kwargs):
     """connector.E001: a connection with the demo's public secrets, DJANGO_DEBUG off."""
     if settings.DEBUG:
@@ -50,7 +47,6 @@ def demo_connection_check(app_configs=None, **kwargs):
     return errors
 
 
-@register(START, deploy=True)
 def connection_endpoints_check(app_configs=None, **kwargs):
     """connector.E002: a connection whose endpoint the current rule refuses."""
     from partner.connector.services import endpoint_problem

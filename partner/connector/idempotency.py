@@ -31,10 +31,14 @@ KEY_MAX = 255
 
 class IdempotencyKeyMissing(ApplicationError):
     status_code = 400
+    slug = "idempotency-key-missing"
+    title = "Every POST takes an Idempotency-Key"
 
 
 class IdempotencyKeyReused(ApplicationError):
     status_code = 422
+    slug = "idempotency-key-reused"
+    title = "The Idempotency-Key was used with another request"
 
 
 def fingerprint(*, method: str, path: str, data: dict, files: dict) -> str:

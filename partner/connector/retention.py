@@ -5,6 +5,8 @@
   before the cut-off, is deleted with its attempts. The events feed serves what is left.
 - idempotent answers: deleted once past their own window (CONNECTOR_IDEMPOTENCY_HOURS), with every
   purge that runs (an answer carries order data too).
+
+Registered with the purge by the app's AppConfig.ready (partner/connector/apps.py).
 """
 
 from collections.abc import Iterator
@@ -15,7 +17,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from partner.connector.models import Event, EventState, IdempotentAnswer
-from partner.core.retention import DELETE, pk_batches, purge_register
+from partner.core.retention import pk_batches
 from partner.fulfillment.recovery.retention import orders_open
 
 
@@ -49,11 +51,3 @@ def answers_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
     for batch in pk_batches(_answers_before(cutoff), size=batch_size):
         deleted, _ = IdempotentAnswer.objects.filter(pk__in=batch).delete()
         yield deleted
-
-
-purge_register(
-    "connector events", setting="RETENTION_ORDER_DATA_DAYS", action=DELETE, plan=events_plan, purge=events_purge
-)
-purge_register(
-    "idempotent answers", setting="RETENTION_ORDER_DATA_DAYS", action=DELETE, plan=answers_plan, purge=answers_purge
-)

@@ -4,12 +4,11 @@ serializer, call one service (`answers`), under an Idempotency-Key for every POS
 
 import base64
 import binascii
-import functools
 import json
 from urllib.parse import unquote_plus
 
 from django.conf import settings
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from oauth2_provider.contrib.rest_framework import OAuth2Authentication, TokenHasScope
@@ -22,10 +21,11 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
+from partner.catalog.errors import ProductNotFound
 from partner.connector import answers
 from partner.connector.idempotency import answer_once, fingerprint
 from partner.connector.models import Connection
-from partner.connector.problems import CONTENT_TYPE, TYPE_BASE, BoundedJSONParser, problem_handler, too_many
+from partner.connector.parsers import BoundedJSONParser
 from partner.connector.selectors import FEED_PAGE, connection_orders, connection_products
 from partner.connector.serializers import (
     AcknowledgeIn,
@@ -44,8 +44,9 @@ from partner.connector.serializers import (
     StrictQuery,
 )
 from partner.connector.services import events_feed
+from partner.core.api import PROBLEM, PROBLEM_CONTENT_TYPE, error_answer
 from partner.core.errors import ApplicationError
-from partner.core.ratelimits import address_rate_limited, request_counted
+from partner.core.ratelimits import request_counted
 from partner.fulfillment.models import OrderStatus
 
 IDEMPOTENCY_KEY = OpenApiParameter(
@@ -55,7 +56,7 @@ IDEMPOTENCY_KEY = OpenApiParameter(
     required=True,
     description="Unique per answer: a retry with the same key and body gets the first answer and changes nothing.",
 )
-PROBLEM = inline_serializer(
+PROBLEM_BODY = inline_serializer(
     "Problem",
     {
         "type": serializers.CharField(),
@@ -65,12 +66,16 @@ PROBLEM = inline_serializer(
         "errors": serializers.JSONField(required=False),
     },
 )
-# Every error is application/problem+json (partner/connector/problems.py).
-ERRORS = {(code, "application/problem+json"): PROBLEM for code in (400, 401, 403, 404, 422, 429)}
+# Every error is application/problem+json (partner/core/api.py).
+ERRORS = {(code, PROBLEM_CONTENT_TYPE): PROBLEM_BODY for code in (400, 401, 403, 404, 422, 429)}
 
 
 class NoConnection(ApplicationError):
+    """The token's client is not the client of a connection."""
+
     status_code = 403
+    slug = "no-connection"
+    title = "The client has no connection"
 
 
 class TokenIn(serializers.Serializer):
@@ -100,6 +105,40 @@ TOKEN_PROBLEM = inline_serializer(
 )
 
 
+def token_client_id(request) -> str:
+    """The client id a token request names (HTTP Basic, else the form), as sent; empty if none."""
+    kind, _, value = request.headers.get("Authorization", "").partition(" ")
+    if kind.lower() == "basic":
+        try:
+            return unquote_plus(base64.b64decode(value, validate=True).decode("utf-8").partition(":")[0])
+        except (binascii.Error, UnicodeDecodeError):
+            return ""
+    return request.POST.get("client_id", "") if request.method == "POST" else ""
+
+
+class TokenThrottle(BaseThrottle):
+    """RATELIMIT_API_TOKEN token requests per client address (an IPv6 client per /64), and as many per
+    client id from whatever addresses (guesses at one client's secret spread over many addresses are
+    held back too), whatever the secret; past either, 429 with Retry-After. Counted before any
+    secret is checked: a refused request costs no hash. It guards the secrets, so with the cache
+    unreachable it refuses: 503 (`partner.core.ratelimits`)."""
+
+    def allow_request(self, request, view) -> bool:
+        self.seconds = request_counted(request, group="connector-token", rate=settings.RATELIMIT_API_TOKEN)
+        client_id = token_client_id(request)[:200]
+        if self.seconds is None and client_id:
+            self.seconds = request_counted(
+                request,
+                group="connector-token:client",
+                rate=settings.RATELIMIT_API_TOKEN,
+                key=lambda _group, _request: client_id,
+            )
+        return self.seconds is None
+
+    def wait(self) -> float | None:
+        return self.seconds
+
+
 class TokenApi(APIView):
     """POST /api/v1/oauth/token: django-oauth-toolkit issues the token (client credentials); a
     refusal is problem+json like every error of the API, still carrying RFC 6749's `error` and
@@ -107,11 +146,10 @@ class TokenApi(APIView):
 
     authentication_classes = []
     permission_classes = []
+    throttle_classes = [TokenThrottle]
     renderer_classes = [JSONRenderer]
+    error_shape = PROBLEM
     _issue = staticmethod(TokenView.as_view())
-
-    def get_exception_handler(self):
-        return problem_handler
 
     @extend_schema(
         operation_id="oauth_token",
@@ -119,7 +157,7 @@ class TokenApi(APIView):
         request={"application/x-www-form-urlencoded": TokenIn},
         responses={
             200: TokenOut,
-            **{(code, "application/problem+json"): TOKEN_PROBLEM for code in (400, 401, 429)},
+            **{(code, PROBLEM_CONTENT_TYPE): TOKEN_PROBLEM for code in (400, 401, 429, 503)},
         },
     )
     def post(self, request):
@@ -145,11 +183,18 @@ class TokenRevokeApi(TokenApi):
         request={"application/x-www-form-urlencoded": RevokeIn},
         responses={
             200: None,
-            **{(code, "application/problem+json"): TOKEN_PROBLEM for code in (400, 401, 429)},
+            **{(code, PROBLEM_CONTENT_TYPE): TOKEN_PROBLEM for code in (400, 401, 429, 503)},
         },
     )
     def post(self, request):
         return token_problem(self._issue(request._request))
+
+
+class TokenRefused(ApplicationError):
+    """The token endpoint refused a request (the toolkit's answer, as a problem with OAuth's members)."""
+
+    slug = "token-refused"
+    title = "The token request was refused"
 
 
 def token_problem(response):
@@ -167,17 +212,8 @@ def token_problem(response):
         "error": error,
         **({"error_description": body["error_description"]} if body.get("error_description") else {}),
     }
-    answer = JsonResponse(
-        {
-            "type": TYPE_BASE + "token-refused",
-            "title": "The token request was refused",
-            "status": status,
-            "detail": TOKEN_ERRORS.get(error, "The token request was refused."),
-            **oauth,
-        },
-        status=status,
-        content_type=CONTENT_TYPE,
-    )
+    refusal = TokenRefused(TOKEN_ERRORS.get(error, "The token request was refused."), status_code=status)
+    answer = PROBLEM.json_response(error_answer(refusal), **oauth)
     for header in ("WWW-Authenticate", "Cache-Control", "Pragma"):
         if header in response:
             answer[header] = response[header]
@@ -195,48 +231,8 @@ TOKEN_ERRORS = {
 }
 
 
-def token_client_id(request) -> str:
-    """The client id a token request names (HTTP Basic, else the form), as sent; empty if none."""
-    kind, _, value = request.headers.get("Authorization", "").partition(" ")
-    if kind.lower() == "basic":
-        try:
-            return unquote_plus(base64.b64decode(value, validate=True).decode("utf-8").partition(":")[0])
-        except (binascii.Error, UnicodeDecodeError):
-            return ""
-    return request.POST.get("client_id", "") if request.method == "POST" else ""
-
-
-def client_id_limited(view):
-    """At most RATELIMIT_API_TOKEN token requests per client id, from whatever addresses: guesses at
-    one client's secret spread over many addresses (or IPv6 networks) are held back too."""
-
-    @functools.wraps(view)  # keeps the view's csrf_exempt
-    def limited(request, *args, **kwargs):
-        client_id = token_client_id(request)[:200]
-        if client_id:
-            seconds = request_counted(
-                request,
-                group="connector-token:client",
-                rate=settings.RATELIMIT_API_TOKEN,
-                key=lambda _group, _request: client_id,
-            )
-            if seconds is not None:
-                return too_many(seconds)
-        return view(request, *args, **kwargs)
-
-    return limited
-
-
-# The token endpoint: RATELIMIT_API_TOKEN requests per address (an IPv6 client per /64) and as many
-# per client id (a client secret guessed, a system that asks for a token per call), past either a
-# 429 in the API's shape. Counted before the secret is checked: a refused request costs no hash.
-token_view = address_rate_limited(group="connector-token", rate=lambda: settings.RATELIMIT_API_TOKEN, refused=too_many)(
-    client_id_limited(TokenApi.as_view())
-)
-# Revocation shares the token endpoint's counts: a client secret is checked there too.
-revoke_view = address_rate_limited(
-    group="connector-token", rate=lambda: settings.RATELIMIT_API_TOKEN, refused=too_many
-)(client_id_limited(TokenRevokeApi.as_view()))
+token_view = TokenApi.as_view()
+revoke_view = TokenRevokeApi.as_view()  # the token endpoint's counts (TokenThrottle): a secret is checked there too
 
 
 class ClientThrottle(BaseThrottle):
@@ -250,7 +246,9 @@ class ClientThrottle(BaseThrottle):
         def key(_group, _request):
             return f"client:{client}"
 
-        self.seconds = request_counted(request, group="connector-api", rate=settings.RATELIMIT_API, key=key)
+        self.seconds = request_counted(
+            request, group="connector-api", rate=settings.RATELIMIT_API, key=key, fail_open=True
+        )
         return self.seconds is None
 
     def wait(self) -> float | None:
@@ -263,15 +261,15 @@ class ConnectorApi(APIView):
     throttle_classes = [ClientThrottle]
     renderer_classes = [JSONRenderer]
     required_scopes = ["read"]
-
-    def get_exception_handler(self):
-        return problem_handler
+    error_shape = PROBLEM
 
     def permission_denied(self, request, message=None, code=None):
         """A request without a valid token counts per address (RATELIMIT_API_TOKEN, as the token
         endpoint's guesses do), never against a client's own count: past it, 429 instead of 401."""
         if request.successful_authenticator is None:
-            seconds = request_counted(request, group="connector-untokened", rate=settings.RATELIMIT_API_TOKEN)
+            seconds = request_counted(
+                request, group="connector-untokened", rate=settings.RATELIMIT_API_TOKEN, fail_open=True
+            )
             if seconds is not None:
                 raise exceptions.Throttled(wait=seconds)
         super().permission_denied(request, message=message, code=code)
@@ -364,10 +362,6 @@ class OrderListApi(ConnectorApi):
         page = self.Page()
         rows = page.paginate_queryset(orders, request, view=self)
         return page.get_paginated_response(OrderSummaryOut(rows, many=True).data)
-
-
-class ProductNotFound(ApplicationError):
-    status_code = 404
 
 
 class ProductListApi(ConnectorApi):
@@ -487,3 +481,18 @@ class EventListApi(ConnectorApi):
         events = events_feed(connection=self.connection(), after=after, limit=cursor.validated_data["limit"])
         next_after = events[-1].position if events else after
         return Response({"events": EventOut(events, many=True).data, "next_after": next_after})
+
+
+class RouteUnknownApi(APIView):
+    """Any path under /api/v1/ that names none of its routes (the last of them): a 404 problem, as
+    every error of the API. Not an operation of the API's document."""
+
+    authentication_classes = []
+    permission_classes = []
+    renderer_classes = [JSONRenderer]
+    error_shape = PROBLEM
+    schema = None
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        raise exceptions.NotFound("No such route in this API (see the OpenAPI document).")

@@ -1,9 +1,16 @@
 """A Redis cache that shares its Redis database: every key under its KEY_PREFIX, and a clear() that
-deletes those keys only, where Django's RedisCache empties the whole database (FLUSHDB)."""
+deletes those keys only, where Django's RedisCache empties the whole database (FLUSHDB). And what
+the cache raises when its Redis cannot be reached (`CACHE_UNREACHABLE`)."""
 
 import re
 
 from django.core.cache.backends.redis import RedisCache
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+# The cache's Redis is down or does not answer (refused, reset, timed out): Django's Redis cache lets
+# redis-py's errors through.
+CACHE_UNREACHABLE = (RedisConnectionError, RedisTimeoutError)
 
 _GLOB_SPECIAL = re.compile(r"([\\*?\[\]])")
 

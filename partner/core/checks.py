@@ -369,7 +369,7 @@ def service_addresses_check(app_configs=None, **kwargs):
     """partner.E011: with DJANGO_DEBUG off, an address of the service that is not https. http only
     for a run against an emulator: loopback where the sandbox is mounted, or any address where a
     settings module of a test or benchmark turned SVC_UPLOAD_LOCATION_STRICT off (no variable of
-    the environment can: tests/deploy/image_settings, bench/settings_loopback.py)."""
+    the environment can: tests/deploy/image_settings, bench/harness/settings.py)."""
     if settings.DEBUG:
         return []
     return [

@@ -6,10 +6,17 @@ requests do nothing else: the view is not called, so no call goes to the service
 
 - `address_rate_limited(group=..., rate=...)`: every request counts against the client's address
   (`rate()` says the rate when the request comes, so a change of its setting holds at once);
-  beyond the rate, 429 with the UI's error shape `{"errors": [{status, code, message}]}` (or the
-  answer the view's API gives, `refused`).
+  beyond the rate, 429 with the UI's error shape `{"errors": [{status, code, message}]}`.
 - `request_counted(request, group=..., rate=..., key=...)`: the count itself, for a caller that
-  answers in its own way (the connector API's throttle counts per OAuth client).
+  answers in its own way (the connector API's throttles: per OAuth client, and its token endpoint's
+  per address).
+
+With the cache unreachable (its Redis down) nothing can be counted. A limit that guards secrets
+(the token endpoint's, the admin's sign-in) refuses then: the cache's error goes up, and the API
+answers it 503 with Retry-After (partner/core/api.py). A limit that guards capacity only
+(`fail_open=True`: the connector API's per-client count, and its count of requests without a
+token, which are refused anyway) lets the request through, so the API's reads, which need no
+cache, keep working; a warning says so, once per outage and process.
 - `admin_login_limited(view)`: the admin's sign-in. Every POST counts against the address (counted
   before the attempt, so parallel requests cannot slip past); failed attempts count against the
   username tried, so that a botnet cannot share the guessing at one account while the account's owner
@@ -23,11 +30,16 @@ IPv6 client counts by its /64, the share one host is usually given.
 
 import functools
 import ipaddress
+import logging
 from collections.abc import Callable
 
 from django.conf import settings
 from django.http import HttpResponse, JsonResponse
 from django_ratelimit.core import get_usage
+
+from partner.core.cache import CACHE_UNREACHABLE
+
+logger = logging.getLogger(__name__)
 
 # An IPv6 client may change addresses inside the /64 it was given: count the network.
 IPV6_PREFIX = 64
@@ -66,21 +78,35 @@ def _rate_limited_json(seconds: int) -> JsonResponse:
     return response
 
 
-def request_counted(request, *, group: str, rate: str, key=client_address) -> int | None:
+# Whether this process's last count found the cache unreachable: the warning once per outage.
+_uncounted = False
+
+
+def request_counted(request, *, group: str, rate: str, key=client_address, fail_open: bool = False) -> int | None:
     """Count `request` in `group` (key: the client's address unless told) against `rate`; the whole
-    seconds to wait when it is over the limit, None when it may go on."""
-    usage = get_usage(request, group=group, key=key, rate=rate, increment=True)
+    seconds to wait when it is over the limit, None when it may go on. With the cache unreachable,
+    None when `fail_open`, else the cache's error."""
+    global _uncounted
+    try:
+        usage = get_usage(request, group=group, key=key, rate=rate, increment=True)
+    except CACHE_UNREACHABLE as exc:
+        if not fail_open:
+            raise
+        if not _uncounted:
+            logger.warning("rate limits not counted, the cache is unreachable (%s)", type(exc).__name__)
+            _uncounted = True
+        return None
+    _uncounted = False
     if usage is not None and usage["should_limit"]:
         return retry_after(usage)
     return None
 
 
-def address_rate_limited(*, group: str, rate: Callable[[], str], unless=None, refused=_rate_limited_json):
+def address_rate_limited(*, group: str, rate: Callable[[], str], unless=None):
     """Decorate a view: at most `rate()` requests ("60/m", e.g. a setting's value) per client address in `group`.
 
     Views decorated with the same group share one count. `unless(request)` true: the request is
-    not counted (it costs nothing the limit protects). `refused(seconds)` is the 429 answered past
-    the limit (the UI's error shape unless told).
+    not counted (it costs nothing the limit protects).
     """
 
     def decorate(view):
@@ -90,7 +116,7 @@ def address_rate_limited(*, group: str, rate: Callable[[], str], unless=None, re
                 return view(request, *args, **kwargs)
             wait = request_counted(request, group=group, rate=rate())
             if wait is not None:
-                return refused(wait)
+                return _rate_limited_json(wait)
             return view(request, *args, **kwargs)
 
         return limited

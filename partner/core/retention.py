@@ -6,9 +6,10 @@ when its row was finished (a notification processed, an order completed or faile
 Purging usually *erases* the personal fields and keeps the row's skeleton (ids, states, times) for
 the dashboard and for dedupe; a few kinds *delete* whole rows later.
 
-Each app owns what it keeps and how it is purged: its `retention` module registers each kind with
-`purge_register` (a plan: how many rows are past the cut-off; a purge: erase or delete them), imported
-by the app's AppConfig.ready: this layer knows no app. The daily task `core.purge` and
+Each app owns what it keeps and how it is purged: its `retention` module holds each kind's plan (how
+many rows are past the cut-off) and purge (erase or delete them), and the app's AppConfig.ready
+registers them with `purge_register`, as every registry is filled (never at a module's import): this
+layer knows no app. The daily task `core.purge` and
 `manage.py purge [--dry-run]` both run `purge_run` / `purge_plan`.
 
 A purge works in batches of primary keys (BATCH_SIZE rows per UPDATE or DELETE, each committed on

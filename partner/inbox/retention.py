@@ -15,6 +15,8 @@ an event of it), whatever its age.
   evidence of a webhook signed with one product's secret but naming another (headers, an excerpt,
   the digest) is deleted after days, not kept as long as real notifications; never processed, it
   belongs to no order.
+
+Registered with the purge by the app's AppConfig.ready (partner/inbox/apps.py).
 """
 
 from collections.abc import Iterator
@@ -23,7 +25,7 @@ from datetime import datetime
 from django.db.models import Exists, OuterRef, Q, QuerySet, Value
 from django.db.models.functions import Concat, StrIndex
 
-from partner.core.retention import DELETE, ERASE, pk_batches, purge_register
+from partner.core.retention import pk_batches
 from partner.fulfillment.recovery.retention import orders_open
 from partner.inbox.models import Notification, NotificationState
 
@@ -89,26 +91,3 @@ def refused_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
     for batch in pk_batches(_refused(cutoff), size=batch_size):
         deleted, _ = _refused(cutoff).filter(pk__in=batch).delete()
         yield deleted
-
-
-purge_register(
-    "refused notifications",
-    setting="RETENTION_REFUSED_NOTIFICATION_DAYS",
-    action=DELETE,
-    plan=refused_plan,
-    purge=refused_purge,
-)
-purge_register(
-    "notification bodies",
-    setting="RETENTION_NOTIFICATION_BODY_DAYS",
-    action=ERASE,
-    plan=bodies_plan,
-    purge=bodies_purge,
-)
-purge_register(
-    "notifications",
-    setting="RETENTION_NOTIFICATION_DAYS",
-    action=DELETE,
-    plan=notifications_plan,
-    purge=notifications_purge,
-)

@@ -11,7 +11,7 @@ becomes Django's 500 (`convert_exception_to_response`: logged, got_request_excep
 gets Django's django.request line, written inside the middleware so that it carries the request id.
 
 What it leaves out of Django's WSGIHandler is generality one route never uses, at a cost in CPU per
-webhook that bench/intake.py measures:
+webhook that bench/benchmarks/intake.py measures:
 - resolving the URL per request: the route is resolved once, when the handler is made;
 - the view, exception and template-response hooks of middleware: none of the kept middleware has
   one, and the handler refuses to start if one does;

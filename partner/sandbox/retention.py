@@ -13,6 +13,8 @@ RETENTION_SANDBOX_DAYS, counted from when each was created, they are deleted.
 
 The host's lender instance, users, loans and the products are the emulated host's own records
 (seeded demo data) and stay.
+
+Registered with the purge by the app's AppConfig.ready (partner/sandbox/apps.py).
 """
 
 from collections.abc import Iterator
@@ -21,7 +23,7 @@ from datetime import datetime
 from django.db import transaction
 from django.db.models import QuerySet
 
-from partner.core.retention import DELETE, pk_batches, purge_register, transactions_open
+from partner.core.retention import pk_batches, transactions_open
 
 from .models import Event, Origin, Transaction, WebhookDelivery
 
@@ -98,11 +100,3 @@ def origins_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
         if ids:
             deleted, _ = _origins(cutoff).filter(pk__in=ids).delete()
             yield deleted
-
-
-for _kind, _plan, _purge in (
-    ("sandbox transactions", transactions_plan, transactions_purge),
-    ("sandbox webhook deliveries", deliveries_plan, deliveries_purge),
-    ("sandbox origins", origins_plan, origins_purge),
-):
-    purge_register(_kind, setting="RETENTION_SANDBOX_DAYS", action=DELETE, plan=_plan, purge=_purge)

@@ -1,5 +1,6 @@
 """Every error under /api/v1/ is application/problem+json: a body nested too deeply (a 400, never a
-500), an unknown route, a body too large, a server error; outside /api/v1/ nothing changes."""
+500), an unknown route (answered by the API's last route, whatever the method), a body too large, a
+server error; outside /api/v1/ nothing changes (partner/core/api.py: the shape is the view's)."""
 
 import uuid
 
@@ -8,7 +9,8 @@ import requests
 from django.http import HttpResponse, HttpResponseServerError
 from django.test import RequestFactory
 
-from partner.connector.problems import CONTENT_TYPE, ProblemMiddleware
+from partner.core.api import PROBLEM_CONTENT_TYPE as CONTENT_TYPE
+from partner.core.api import ErrorShapeMiddleware
 from tests.helpers.connector import ApiClient
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -43,6 +45,9 @@ def test_a_body_nested_too_deeply_is_a_400_problem(api, order, depth):
 def test_an_unknown_route_is_a_404_problem(api, live_server):
     is_problem(api.session.get(f"{api.base}/no-such-thing", timeout=10), 404)
     is_problem(requests.get(f"{live_server.url}/api/v1/", timeout=10), 404)
+    # Any method, without a token: the route is unknown before anything else (not a 401, a 405, an OPTIONS 200).
+    for method in ("POST", "OPTIONS", "DELETE"):
+        is_problem(requests.request(method, f"{live_server.url}/api/v1/orders/1/no-such-thing", timeout=10), 404)
     outside = requests.get(f"{live_server.url}/no-such-page-either", timeout=10)
     assert outside.status_code == 404 and CONTENT_TYPE not in outside.headers["Content-Type"]
 
@@ -55,12 +60,14 @@ def test_a_body_too_large_is_a_413_problem(client, settings):
 
 
 def test_a_server_error_under_the_api_is_a_problem_and_elsewhere_left_alone():
-    middleware = ProblemMiddleware(lambda request: HttpResponseServerError("<h1>Server Error (500)</h1>"))
+    middleware = ErrorShapeMiddleware(lambda request: HttpResponseServerError("<h1>Server Error (500)</h1>"))
     answer = middleware(RequestFactory().get("/api/v1/orders"))
     assert answer.status_code == 500 and answer["Content-Type"] == CONTENT_TYPE
     assert answer.content.startswith(b"{") and b"<h1>" not in answer.content
     assert middleware(RequestFactory().get("/admin/"))["Content-Type"].startswith("text/html")
-    oauth = ProblemMiddleware(
+    # The shape is the path's view's: /v1/'s views declare none, so Django's answer stays as it is.
+    assert middleware(RequestFactory().get("/v1/status/T-1"))["Content-Type"].startswith("text/html")
+    oauth = ErrorShapeMiddleware(
         lambda request: HttpResponse('{"error": "invalid_client"}', status=401, content_type="application/json")
     )
     assert oauth(RequestFactory().post("/api/v1/oauth/token"))["Content-Type"] == "application/json"

@@ -2,7 +2,7 @@
 
 The intake must answer 503 with Retry-After (the service redelivers on any
 non-2xx), never 202 without the row and never an unhandled 500. The long
-version, a real PostgreSQL restart under load, is bench/drill_postgres_restart.py.
+version, a real PostgreSQL restart under load, is bench/drills/postgres_restart.py.
 """
 
 import json

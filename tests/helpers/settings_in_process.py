@@ -159,12 +159,18 @@ def urls_read(read: Settings):
     from django.contrib import admin
 
     site = {name: getattr(admin.site, name) for name in ("site_url", "site_header", "site_title", "index_title")}
-    package, ours = sys.modules["config"], sys.modules.pop(URLCONF)
+    package, ours = sys.modules["config"], sys.modules.pop(URLCONF, None)
     try:
         with settings_in_force(read):
             return importlib.import_module(URLCONF)
     finally:
-        sys.modules[URLCONF] = ours
-        package.urls = ours
+        # This process's own map, or none yet (the next request or resolve imports it afresh).
+        if ours is None:
+            sys.modules.pop(URLCONF, None)
+            if hasattr(package, "urls"):
+                del package.urls
+        else:
+            sys.modules[URLCONF] = ours
+            package.urls = ours
         for name, value in site.items():
             setattr(admin.site, name, value)

@@ -16,6 +16,9 @@ open order is ever touched. Counted from when the order finished:
 The order's skeleton stays for good: transaction id, product, who ordered, request type, status,
 reference number, resource id and every step time. It holds no borrower data, feeds the dashboard,
 and is what makes a late or repeated notification of that transaction open nothing new.
+
+Registered with the purge by the app's AppConfig.ready (partner/fulfillment/apps.py), with the
+finder of the transactions whose order is open (`transactions_with_open_order`).
 """
 
 from collections.abc import Iterator
@@ -24,7 +27,7 @@ from datetime import datetime
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from partner.core.retention import DELETE, ERASE, pk_batches, purge_register, transactions_open_register
+from partner.core.retention import pk_batches
 from partner.fulfillment.models import FINAL_STATUSES, Delivery, Order, OrderDocument, OrderStatus, OrderStep
 
 FINISHED_STATUSES = FINAL_STATUSES
@@ -111,11 +114,3 @@ def steps_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
     for batch in pk_batches(_steps(cutoff), size=batch_size):
         deleted, _ = _steps(cutoff).filter(pk__in=batch).delete()
         yield deleted
-
-
-transactions_open_register(transactions_with_open_order)
-purge_register(
-    "order data", setting="RETENTION_ORDER_DATA_DAYS", action=ERASE, plan=order_data_plan, purge=order_data_purge
-)
-purge_register("documents", setting="RETENTION_DOCUMENT_DAYS", action=ERASE, plan=documents_plan, purge=documents_purge)
-purge_register("order steps", setting="RETENTION_STEP_DAYS", action=DELETE, plan=steps_plan, purge=steps_purge)

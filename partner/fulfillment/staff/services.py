@@ -60,7 +60,12 @@ _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._ -]+")
 
 
 class StaffActionRefused(ApplicationError):
-    """A staff action that breaks a rule: `message` says which, for the person who tried it."""
+    """A staff action (or a partner system's answer, made as one) that breaks a rule of the order:
+    `message` says which, for the person who tried it. A well-formed request a rule refused: 422."""
+
+    status_code = 422
+    slug = "answer-refused"
+    title = "The answer breaks a rule of the order"
 
 
 def _actor(user) -> str:

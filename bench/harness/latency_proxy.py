@@ -1,18 +1,11 @@
 """The platform at its real latency: a reverse proxy in front of the sandbox that answers each call late.
 
-Run in its own process (`python -m bench.latency_proxy --port P --upstream 127.0.0.1:Q`): every
-request under `/sandbox/` waits `--api-ms` (an upload, under `/sandbox/uploads/`, `--upload-ms`)
-before it is forwarded to the sandbox served by gunicorn, and its answer is passed back. The waits
-are asyncio sleeps in one event loop, so a thousand waiting calls hold no thread and no gunicorn
-worker: what the bench measures is what *our* side does while the platform is slow. Paths outside
-`/sandbox/` are forwarded at once.
-
-HTTP/1.1 with keep-alive towards the client (request bodies by Content-Length or chunked); one
-connection per call towards the sandbox (`Connection: close`), its answer read to the end and sent
-back with a Content-Length. The `Host` header is passed unchanged, so the sandbox builds its upload
-locations on the proxy's address and the uploads are late too; `X-Forwarded-For` names the caller
-(the hosts drill's platform logs it, to tell which worker host sent which call). It listens on
-127.0.0.1 unless `--bind` names another address (the hosts drill's bridge).
+`python -m bench.harness.latency_proxy --port P --upstream 127.0.0.1:Q`: each request under `/sandbox/`
+waits `--api-ms` (an upload, under `/sandbox/uploads/`, `--upload-ms`) before it is forwarded, in one
+asyncio loop, so a thousand waiting calls hold no thread and no gunicorn worker; other paths go at once.
+HTTP/1.1 keep-alive towards the client (bodies by Content-Length or chunked), a connection per call
+towards the sandbox. `Host` passes unchanged (the upload locations the sandbox builds name the proxy,
+so uploads are late too); `X-Forwarded-For` names the caller. `--bind` another address than 127.0.0.1.
 """
 
 import argparse

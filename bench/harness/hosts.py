@@ -1,9 +1,9 @@
 """Several hosts on one machine: network namespaces on a bridge, and the servers each one runs.
 
-The hosts drill (bench/drill_hosts.py) builds this layout, every name and address its own:
+The hosts drill (bench/drills/hosts.py) builds this layout, every name and address its own:
 
     bridge pd-br0 10.231.0.1   this process: the platform (the sandbox under gunicorn, behind the
-                               emulator of its latency, bench/latency_proxy.py) and the drill
+                               emulator of its latency, bench/harness/latency_proxy.py) and the drill
     pd-db     10.231.0.2       PostgreSQL (a cluster of its own), Redis (cache), RabbitMQ (broker)
     pd-lb     10.231.0.3       haproxy, the load balancer in front of the two web hosts
     pd-web1   10.231.0.11      gunicorn config.wsgi (the repository's gunicorn.conf.py)
@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import stack
+from bench.harness import stack
 
 NET = os.environ.get("BENCH_HOSTS_NET", "10.231.0")  # a private /24 of the drill's own
 BRIDGE = "pd-br0"
@@ -215,28 +215,10 @@ class Hosts:
             raise RuntimeError(f"initdb failed: {made.stderr.strip()}")
         with (data / "pg_hba.conf").open("a") as hba:
             hba.write(f"host all all {NET}.0/24 trust\n")
-        self.spawn(
-            "postgres",
-            "db",
-            [
-                *as_postgres,
-                str(PG_BIN / "postgres"),
-                "-D",
-                str(data),
-                "-c",
-                f"listen_addresses={address('db')}",
-                "-c",
-                f"port={PORT_POSTGRES}",
-                "-c",
-                f"unix_socket_directories={data}",
-                "-c",
-                "max_connections=200",
-                "-c",
-                "fsync=off",
-                "-c",
-                "full_page_writes=off",
-            ],
-        )
+        options = [f"listen_addresses={address('db')}", f"port={PORT_POSTGRES}", f"unix_socket_directories={data}"]
+        options += ["max_connections=200", "fsync=off", "full_page_writes=off"]
+        server = [*as_postgres, str(PG_BIN / "postgres"), "-D", str(data)]
+        self.spawn("postgres", "db", server + [word for option in options for word in ("-c", option)])
         self.wait_port("postgres", address("db"), PORT_POSTGRES)
         import psycopg
 
@@ -250,25 +232,8 @@ class Hosts:
         raise RuntimeError(f"PostgreSQL on pd-db did not accept connections:\n{self.processes['postgres'].log_tail()}")
 
     def redis_start(self) -> None:
-        self.spawn(
-            "redis",
-            "db",
-            [
-                "redis-server",
-                "--bind",
-                address("db"),
-                "--port",
-                str(PORT_REDIS),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--protected-mode",
-                "no",
-                "--dir",
-                str(self.scratch),
-            ],
-        )
+        argv = ["redis-server", "--bind", address("db"), "--port", str(PORT_REDIS), "--save", "", "--appendonly", "no"]
+        self.spawn("redis", "db", [*argv, "--protected-mode", "no", "--dir", str(self.scratch)])
         self.wait_port("redis", address("db"), PORT_REDIS)
 
     def rabbitmq_start(self, timeout: float = 120) -> float:

@@ -1,5 +1,5 @@
-"""The processes a benchmark runs against: PostgreSQL and Redis checks, the bench database,
-gunicorn and Celery worker processes, and their peak memory.
+"""The processes a benchmark runs against: PostgreSQL and Redis checks, the bench database, gunicorn,
+Celery and relay processes, their CPU and peak memory from /proc, and this process configured as theirs.
 
 Everything a run creates is its own: the PostgreSQL database `bench_partner`
 (dropped and created again each run) and Redis databases 10 (broker) and 11
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", ROOT / "bench" / "results"))
 LOGS = Path(os.environ.get("BENCH_LOGS_DIR", ROOT / "var" / "bench"))
 PYTHON = sys.executable
@@ -32,6 +32,8 @@ DB_NAME = os.environ.get("BENCH_DB_NAME", "bench_partner")
 # BENCH_REDIS_DBS names others (two benches side by side on one Redis).
 BROKER_DB, CACHE_DB = (int(number) for number in os.environ.get("BENCH_REDIS_DBS", "10,11").split(","))
 SIGNING_SECRET = "bench-webhook-signing-secret"  # noqa: S105 - a benchmark's own, not a real secret
+# The settings of the processes that call the sandbox on the loopback (bench/harness/settings.py).
+SETTINGS = "bench.harness.settings"
 
 
 class NotAnswering(SystemExit):
@@ -58,21 +60,17 @@ def services_check() -> None:
     import redis
 
     problems = []
-    try:
-        with psycopg.connect(PG_URL, connect_timeout=3) as conn:
-            conn.execute("SELECT 1")
-    except Exception as exc:
-        problems.append(f"PostgreSQL at {_safe(PG_URL)} does not answer: {type(exc).__name__}: {exc}".strip())
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3).ping()
-    except Exception as exc:
-        problems.append(f"Redis at {_safe(REDIS_URL)} does not answer: {type(exc).__name__}: {exc}".strip())
+    for name, url, ask in (
+        ("PostgreSQL", PG_URL, lambda: psycopg.connect(PG_URL, connect_timeout=3).close()),
+        ("Redis", REDIS_URL, lambda: redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3).ping()),
+    ):
+        try:
+            ask()
+        except Exception as exc:
+            problems.append(f"{name} at {_safe(url)} does not answer: {type(exc).__name__}: {exc}".strip())
     if problems:
-        raise NotAnswering(
-            "make bench needs PostgreSQL and Redis:\n  "
-            + "\n  ".join(problems)
-            + "\nSet BENCH_PG_URL / BENCH_REDIS_URL if they live elsewhere."
-        )
+        hint = "\nSet BENCH_PG_URL / BENCH_REDIS_URL if they live elsewhere."
+        raise NotAnswering("make bench needs PostgreSQL and Redis:\n  " + "\n  ".join(problems) + hint)
 
 
 def _safe(url: str) -> str:
@@ -148,8 +146,15 @@ def app_env(
         "SVC_CLIENT_SECRET": "bench-client-secret-not-for-production",
         "LOG_LEVEL": "WARNING",
         "PYTHONDONTWRITEBYTECODE": "1",
+        # What the preflight refuses to start without (partner.E013, E015): a company of our own, and
+        # the documents on this one machine's disk.
+        "PARTNER_NAME": "Bench Property Data",
+        "PARTNER_ADDRESS": "1 Bench Street",
+        "PARTNER_PHONE": "555-0100",
+        "PARTNER_EMAIL": "orders@bench.example",
+        "DOCUMENTS_SINGLE_HOST": "true",
     }
-    if not sandbox and settings != "bench.settings_loopback":
+    if not sandbox and settings != SETTINGS:
         # Processes that never call the service (the intake, memory and restart benchmarks): an https
         # address, as the production settings require at start (partner.E011).
         env["SVC_BASE_URL"] = "https://service.invalid"
@@ -243,17 +248,16 @@ def cpu_seconds(pid: int) -> float:
 
 def cpu_seconds_of_command(command: str) -> float:
     """CPU time so far of every process whose name is `command` (PostgreSQL's backends, say)."""
-    total = 0.0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if (entry / "comm").read_text().strip() != command:
-                continue
-        except OSError:
-            continue
-        total += cpu_seconds(int(entry.name))
-    return total
+    return sum(
+        cpu_seconds(int(entry.parent.name)) for entry in Path("/proc").glob("[0-9]*/comm") if _is(entry, command)
+    )
+
+
+def _is(comm: Path, command: str) -> bool:
+    try:
+        return comm.read_text().strip() == command
+    except OSError:
+        return False
 
 
 def spawn(name: str, argv: list[str], env: dict) -> tuple[subprocess.Popen, Path]:
@@ -276,32 +280,11 @@ def wait_port(process: Process, timeout: float = 60) -> None:
     raise RuntimeError(f"{process.name} did not listen on {process.port} within {timeout:g}s:\n{process.log_tail()}")
 
 
-def gunicorn_start(
-    name: str,
-    app: str,
-    env: dict,
-    *,
-    workers: int,
-    threads: int = 1,
-    port: int | None = None,
-    access_log: Path | None = None,
-) -> Process:
-    """gunicorn on 127.0.0.1 with `workers` processes (gthread with `threads` > 1)."""
+def gunicorn_start(name: str, app: str, env: dict, *, workers: int, threads: int = 1, port=None, access_log=None):
+    """gunicorn on 127.0.0.1 with `workers` processes (gthread with `threads` > 1); its Process, listening."""
     port = port or free_port()
-    argv = [
-        str(VENV_BIN / "gunicorn"),
-        app,
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--workers",
-        str(workers),
-        "--backlog",
-        "2048",
-        "--keep-alive",
-        "30",
-        "--log-level",
-        "warning",
-    ]
+    argv = [str(VENV_BIN / "gunicorn"), app, "--bind", f"127.0.0.1:{port}", "--workers", str(workers)]
+    argv += ["--backlog", "2048", "--keep-alive", "30", "--log-level", "warning"]
     if threads > 1:
         argv += ["--worker-class", "gthread", "--threads", str(threads)]
     if access_log is not None:
@@ -319,23 +302,9 @@ def web_workers(process: Process) -> list[int]:
 
 def celery_start(name: str, env: dict, *, concurrency: int, beat: bool = False, pool: str = "prefork") -> Process:
     """`celery -A config worker` with `concurrency` slots of `pool` (prefork processes, threads)."""
-    argv = [
-        PYTHON,
-        "-m",
-        "celery",
-        "-A",
-        "config",
-        "worker",
-        f"--pool={pool}",
-        f"--concurrency={concurrency}",
-        "--loglevel=WARNING",
-        "--without-gossip",
-        "--without-mingle",
-        f"--hostname={name}@%h",
-    ]
-    if beat:
-        argv.append("-B")
-    popen, log = spawn(name, argv, env)
+    argv = [PYTHON, "-m", "celery", "-A", "config", "worker", f"--pool={pool}", f"--concurrency={concurrency}"]
+    argv += ["--loglevel=WARNING", "--without-gossip", "--without-mingle", f"--hostname={name}@%h"]
+    popen, log = spawn(name, argv + (["-B"] if beat else []), env)
     return Process(name=name, popen=popen, log=log, extra={"concurrency": concurrency, "pool": pool})
 
 
@@ -355,3 +324,39 @@ def percentile(values: list[float], fraction: float) -> float | None:
 
 def ms(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds * 1000, 2)
+
+
+# What this process takes from a server's environment when it is configured as they are.
+_SHARED = ("DJANGO_", "FIELD_ENCRYPTION_KEYS", "SANDBOX_", "DATABASE_URL", "CELERY_", "CACHE_URL", "PUBLIC_BASE_URL")
+_SHARED += ("SVC_", "LOG_LEVEL", "PARTNER_", "DOCUMENTS_SINGLE_HOST")
+
+
+def django_setup(env: dict) -> None:
+    """Configure this process like the servers of `env` (its database, cache, broker and addresses)."""
+    import django
+    from django.apps import apps
+
+    if apps.ready:  # a later benchmark in the same process: the settings were read once
+        from django.conf import settings
+
+        for key in ("PUBLIC_BASE_URL", "SVC_BASE_URL", "SVC_TOKEN_URL"):
+            setattr(settings, key, env[key])
+        return
+    os.environ.update({key: value for key, value in env.items() if key.startswith(_SHARED)})
+    django.setup()
+
+
+def worker_ready(timeout: float = 60) -> None:
+    """Until a Celery worker answers a ping (`celery inspect ping`)."""
+    from config.celery import app
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if app.control.ping(timeout=0.5):
+            return
+    raise RuntimeError("the Celery worker did not answer a ping")
+
+
+def cpu_of(*processes: Process) -> float:
+    """User plus system CPU so far of every process of `processes` (and their descendants)."""
+    return sum(cpu_seconds(pid) for process in processes for pid in process.pids())

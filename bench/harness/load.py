@@ -1,15 +1,10 @@
 """The load generator: many concurrent keep-alive HTTP/1.1 connections posting pre-signed webhooks.
 
-Run in its own process (`python -m bench.load ...`) so that it never shares an
-interpreter with the server it measures. It reads a JSON file of
-`[body, signature]` pairs, sends each one exactly once over raw asyncio
-sockets (reusing a connection while the server keeps it open), and writes the
-status and latency of every request to a JSON file.
-
-Two modes: closed loop (`--rate 0`: each connection sends its next request as
-soon as the previous one is answered; measures the highest rate) and fixed
-rate (`--rate R`: request i is due at start + i/R and its latency counts from
-that moment, so a stalled server cannot hide its queue: no coordinated omission).
+Run in its own process (`python -m bench.harness.load ...`), never in the server's interpreter: it
+sends each `[body, signature]` pair of a JSON file once over raw asyncio sockets (reusing a connection
+while the server keeps it open) and writes each request's status and latency. Closed loop (`--rate 0`:
+each connection sends its next request when the previous one is answered) or fixed rate (`--rate R`:
+request i is due at start + i/R and its latency counts from then: no coordinated omission).
 """
 
 import argparse

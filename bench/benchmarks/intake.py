@@ -2,8 +2,8 @@
 
 Our application runs as in production (`gunicorn config.wsgi`, DEBUG off, PostgreSQL, Redis
 broker and cache) over plain HTTP, with the inbox relay in a process beside it; then the bare
-handler (bench/bare_webhook.py) under the same gunicorn configuration. The load generator
-(bench/load.py) runs in its own process and posts distinct, pre-signed notifications. Phases per
+handler (bench/harness/bare_webhook.py) under the same gunicorn configuration. The load generator
+(bench/harness/load.py) runs in its own process and posts distinct, pre-signed notifications. Phases per
 server: closed loop (the highest rate it sustains at a fixed number of connections), a fixed rate
 (latency counted from when each request was due) and half the closed loop's rate. Afterwards
 every accepted (202) notification must be stored exactly once and, for ours, handed to the
@@ -19,7 +19,7 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-from bench import bare_webhook, stack
+from bench.harness import bare_webhook, stack
 from partner.platform.signatures import signature_compute
 
 URN_PREFIX = "urn:svc"
@@ -52,25 +52,9 @@ def load_run(port: int, items: list[tuple[str, str, str]], *, concurrency: int, 
     with tempfile.TemporaryDirectory() as folder:
         source, target = Path(folder) / "in.json", Path(folder) / "out.json"
         source.write_text(json.dumps([[body, sig] for body, sig, _ in items]))
-        subprocess.run(
-            [
-                stack.PYTHON,
-                "-m",
-                "bench.load",
-                "--port",
-                str(port),
-                "--input",
-                str(source),
-                "--output",
-                str(target),
-                "--concurrency",
-                str(concurrency),
-                "--rate",
-                str(rate),
-            ],
-            cwd=stack.ROOT,
-            check=True,
-        )
+        argv = [stack.PYTHON, "-m", "bench.harness.load", "--port", str(port), "--input", str(source)]
+        argv += ["--output", str(target), "--concurrency", str(concurrency), "--rate", str(rate)]
+        subprocess.run(argv, cwd=stack.ROOT, check=True)
         return json.loads(target.read_text())
 
 
@@ -116,10 +100,6 @@ def stored_check(database: str, table: str, items, result: dict, *, accepted_sta
     }
 
 
-def server_cpu(process: stack.Process) -> float:
-    return sum(stack.cpu_seconds(pid) for pid in process.pids())
-
-
 def relay_drained(database: str, *, timeout: float = 120) -> float | None:
     """Seconds until no notification waits for the relay (None: still waiting after `timeout`)."""
     import psycopg
@@ -134,26 +114,16 @@ def relay_drained(database: str, *, timeout: float = 120) -> float | None:
     return None
 
 
-def phases_run(
-    process: stack.Process,
-    *,
-    database: str,
-    table: str,
-    requests: int,
-    concurrency: int,
-    rate: float,
-    tag: str,
-    warmup: int = 1000,
-    check_queue: bool = False,
-    relay: stack.Process | None = None,
-    phases=("closed_loop", "fixed_rate", "half_capacity"),
-) -> dict:
-    """Warm up, then the closed-loop phase and the fixed-rate phase against one server."""
-    load_run(process.port, notifications_build(warmup, tag=f"{tag}-warm"), concurrency=concurrency)
+def phases_run(process: stack.Process, sizes: dict, *, table: str, tag: str, relay=None) -> dict:
+    """Warm up, then the closed-loop, fixed-rate and half-capacity phases against one server (`sizes`:
+    its database, requests, concurrency and rate; with the `relay` beside it, every accepted
+    notification counted on the queue)."""
+    database, requests, concurrency, rate = (sizes[key] for key in ("database", "requests", "concurrency", "rate"))
+    load_run(process.port, notifications_build(1000, tag=f"{tag}-warm"), concurrency=concurrency)
     if relay is not None:
         relay_drained(database)  # the warm-up's messages are on the queue before it is emptied
     results = {}
-    for phase in phases:
+    for phase in ("closed_loop", "fixed_rate", "half_capacity"):
         if phase == "closed_loop":
             phase_rate, count = 0.0, requests
         elif phase == "fixed_rate":
@@ -161,16 +131,13 @@ def phases_run(
         else:  # half of what the closed loop sustained: the latency of a server that keeps up
             phase_rate = max(10.0, round(results["closed_loop"]["accepted_per_s"] / 2))
             count = int(phase_rate * 10)
-        if check_queue:
+        if relay is not None:
             stack.redis_flush()
         items = notifications_build(count, tag=f"{tag}-{phase}")
-        cpu_before = server_cpu(process)
-        relay_cpu_before = server_cpu(relay) if relay else 0.0
-        result = load_run(
-            process.port, items, concurrency=concurrency if not phase_rate else concurrency * 2, rate=phase_rate
-        )
+        cpu_before, relay_before = stack.cpu_of(process), stack.cpu_of(relay) if relay else 0.0
+        result = load_run(process.port, items, concurrency=concurrency * (2 if phase_rate else 1), rate=phase_rate)
         summary = summarize(result)
-        summary["server_cpu_s"] = round(server_cpu(process) - cpu_before, 2)
+        summary["server_cpu_s"] = round(stack.cpu_of(process) - cpu_before, 2)
         summary["server_cpu_ms_per_request"] = round(summary["server_cpu_s"] * 1000 / max(1, count), 2)
         summary["rate_asked"] = phase_rate or None
         # Other work on the machine skews every figure: keep the load next to them.
@@ -179,9 +146,7 @@ def phases_run(
         if relay is not None:
             # The relay publishes while the load runs; what it had left when the load ended:
             summary["relay_drained_after_s"] = relay_drained(database)
-            relay_cpu = server_cpu(relay) - relay_cpu_before
-            summary["relay_cpu_ms_per_request"] = round(relay_cpu * 1000 / max(1, count), 2)
-        if check_queue:
+            summary["relay_cpu_ms_per_request"] = round((stack.cpu_of(relay) - relay_before) * 1000 / max(1, count), 2)
             summary["queue_length"] = stack.queue_length()
             summary["queue_matches_accepted"] = summary["queue_length"] == summary["stored"]["accepted"]
         results[phase] = summary
@@ -190,66 +155,25 @@ def phases_run(
 
 def intake_bench(*, database: str, workers: int, threads: int, requests: int, concurrency: int, rate: float) -> dict:
     """Our intake, then the bare handler under the same gunicorn and load: {"ours", "bare"}."""
-    options = {"database": database, "workers": workers, "threads": threads, "requests": requests}
-    return {
-        "ours": ours_bench(**options, concurrency=concurrency, rate=rate),
-        "bare": bare_bench(**options, concurrency=concurrency, rate=rate),
-    }
-
-
-def ours_bench(*, database: str, workers: int, threads: int, requests: int, concurrency: int, rate: float) -> dict:
+    sizes = {"database": database, "requests": requests, "concurrency": concurrency, "rate": rate}
     env = stack.app_env(database=database, public_base_url="http://127.0.0.1:9", sandbox=False)
-    web = stack.gunicorn_start("intake-web", "config.wsgi", env, workers=workers, threads=threads)
-    # No worker runs here (nothing would answer its calls): the relay runs on its own and is
-    # counted, since it shares the cores; every accepted notification must reach the queue.
-    relay = stack.relay_start("intake-relay", env)
-    try:
-        phases = phases_run(
-            web,
-            database=database,
-            table="inbox_notification",
-            requests=requests,
-            concurrency=concurrency,
-            rate=rate,
-            tag="intake",
-            check_queue=True,
-            relay=relay,
-        )
-        memory = {f"web_worker_{pid}": stack.peak_rss_kib(pid) for pid in stack.web_workers(web)}
-        memory["relay"] = stack.peak_rss_kib(relay.popen.pid)
-    finally:
-        relay.stop()
-        web.stop()
-    return {
-        "server": f"gunicorn config.wsgi, {workers} workers" + (f" x {threads} threads" if threads > 1 else ""),
-        "concurrency": concurrency,
-        **phases,
-        "peak_rss_kib": memory,
-    }
-
-
-def bare_bench(*, database: str, workers: int, threads: int, requests: int, concurrency: int, rate: float) -> dict:
-    """bench/bare_webhook.py under the same gunicorn configuration and the same phases."""
-    bare_webhook.table_create(database)
-    env = stack.app_env(database=database, public_base_url="http://127.0.0.1:9", sandbox=False)
-    web = stack.gunicorn_start("bare-web", "bench.bare_webhook:application", env, workers=workers, threads=threads)
-    try:
-        phases = phases_run(
-            web,
-            database=database,
-            table=bare_webhook.TABLE,
-            requests=requests,
-            concurrency=concurrency,
-            rate=rate,
-            tag="bare",
-        )
-        memory = {f"web_worker_{pid}": stack.peak_rss_kib(pid) for pid in stack.web_workers(web)}
-    finally:
-        web.stop()
-    return {
-        "server": f"gunicorn bench.bare_webhook:application, {workers} workers"
-        + (f" x {threads} threads" if threads > 1 else ""),
-        "concurrency": concurrency,
-        **phases,
-        "peak_rss_kib": memory,
-    }
+    found = {}
+    for kind, app in (("ours", "config.wsgi"), ("bare", "bench.harness.bare_webhook:application")):
+        if kind == "bare":
+            bare_webhook.table_create(database)
+        web = stack.gunicorn_start(f"{kind}-web", app, env, workers=workers, threads=threads)
+        # No worker runs with ours (nothing would answer its calls): the relay runs on its own and is
+        # counted, since it shares the cores; every accepted notification must reach the queue.
+        relay = stack.relay_start("intake-relay", env) if kind == "ours" else None
+        try:
+            table = "inbox_notification" if relay else bare_webhook.TABLE
+            phases = phases_run(web, sizes, table=table, tag=f"intake-{kind}", relay=relay)
+            memory = {f"web_worker_{pid}": stack.peak_rss_kib(pid) for pid in stack.web_workers(web)}
+            memory |= {"relay": stack.peak_rss_kib(relay.popen.pid)} if relay else {}
+        finally:
+            for process in (relay, web):
+                if process:
+                    process.stop()
+        server = f"gunicorn {app}, {workers} workers" + (f" x {threads} threads" if threads > 1 else "")
+        found[kind] = {"server": server, "concurrency": concurrency, **phases, "peak_rss_kib": memory}
+    return found

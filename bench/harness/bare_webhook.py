@@ -1,7 +1,7 @@
 """The bare webhook handler: the least a `POST /v1/webhooks` must do, the intake benchmark's yardstick.
 
 `application` is a bare WSGI callable served by the same gunicorn configuration under the same
-load as our intake (bench/intake.py runs both): it reads the body, checks the HMAC-SHA256
+load as our intake (bench/benchmarks/intake.py runs both): it reads the body, checks the HMAC-SHA256
 signature (base64, constant-time compare), parses the JSON for the columns, and INSERTs one row
 with psycopg into a table shaped like inbox_notification (same columns, indexes and unique key).
 No Django, no broker. Our intake's CPU per webhook over this one's is what our stack adds.

@@ -1,30 +1,16 @@
-"""Drill: more than one machine (`make drill`, or `bench/run.py --only hosts`).
+"""Drill: more than one machine (`make drill`, or `bench/run.py --only hosts`; bench/README.md says more).
 
-Network namespaces are the hosts (bench/hosts.py): two web hosts (gunicorn with the repository's
-gunicorn.conf.py) behind haproxy, two worker hosts (Celery with the settings' pool: one process of
-threads, the beat on the second), and PostgreSQL, Redis and RabbitMQ on a host of their own. The
-platform is the sandbox under gunicorn on the bridge, behind the emulator of its real latency
-(bench/latency_proxy.py: API_MS per API call, UPLOAD_MS per upload, on the bridge too): every call
-of a worker host, and every upload location and reference the sandbox hands out, goes through it.
-This process plays the platform's users, creating transactions whose webhooks the sandbox sends to
-the load balancer, and retries as the service does. Under a steady stream of orders:
-
-- worker_cut: while a worker host is in the middle of an order (its upload running: the sandbox
-  holds every upload UPLOAD_PAUSE seconds, longer than a lease, until then), its link goes down; it
-  comes back once what it sent before has ended at the platform, the lease of its orders ended and
-  the other host completed them. It must send nothing for them; the other host's orders, their
-  uploads held as long, must stay its own (their leases renewed while the slow call runs).
-- web_stop: during a burst of webhooks one web host is killed (SIGKILL); the platform's retries land
-  on the other, and every webhook is stored once.
-- broker_restart: the broker host's RabbitMQ is stopped and started; nothing lost, nothing sent twice.
-- scaleout: a batch of orders with two worker hosts, then the same with one; orders/s each, the
-  ratio, and the CPU every process used meanwhile (`bench/run.py --only scaleout` runs this part
-  alone, in a process of its own).
-
-Every scenario reports its orders, the accepted PATCHes per order counted in the sandbox's records
-(1 for every automated order) and its time to recover; "ok" is the drill's verdict. The platform's
-access log (gunicorn's format, with the caller's address from the emulator's X-Forwarded-For) says
-which host sent which call.
+Network namespaces are the hosts (bench/harness/hosts.py): two web hosts behind haproxy, two worker
+hosts (the deployment's worker command, the beat on the second), PostgreSQL, Redis and RabbitMQ on a
+host of their own; the platform is the sandbox behind the emulator of its real latency, every call
+and reference of the worker hosts through it. This process plays the platform's users. Scenarios,
+under a stream of orders: `worker_cut` (a worker host cut off mid-upload, back after its lease ended:
+it must send nothing for the orders the other took over, whose own orders stay its own), `web_stop`
+(a web host killed during a burst of webhooks: each stored once), `broker_restart` (RabbitMQ stopped
+and started: nothing lost, nothing sent twice) and `scaleout` (orders/s with two worker hosts, then
+one; `bench/run.py --only scaleout` runs it alone). Each reports its orders, the accepted PATCHes per
+order from the sandbox's records and its time to recover; "ok" is its verdict. The platform's access
+log (the caller's address from the emulator's X-Forwarded-For) says which host sent which call.
 """
 
 import argparse
@@ -40,16 +26,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from bench import stack
-from bench.hosts import (
-    PLATFORM_ADDRESS,
-    PORT_PLATFORM,
-    PORT_PLATFORM_LATENT,
-    PORT_WEB,
-    Hosts,
-    address,
-    missing,
-)
+from bench.harness import stack
+from bench.harness.hosts import PLATFORM_ADDRESS, PORT_PLATFORM, PORT_PLATFORM_LATENT, PORT_WEB, Hosts, address, missing
 
 # Shorter than production's (15 s, 120 s, 30 s), so a cut-off host's order is taken over within
 # seconds; not so short that a renewal every third of it is missed on a busy shared machine.
@@ -61,7 +39,7 @@ SWEEP_INTERVAL = 5
 # that one slow call runs.
 UPLOAD_PAUSE = 1.5 * LEASE_SECONDS
 WEB_WORKERS = 2
-# The platform's real latency (bench/latency.py's), in front of every call of the worker hosts.
+# The platform's real latency (bench/benchmarks/orders.py's), in front of every call of the worker hosts.
 API_MS = 300
 UPLOAD_MS = 500
 # What one order waits on the platform: GET transaction, slots, upload, PATCH, and the callback's GET.
@@ -99,7 +77,7 @@ class Drill:
             database=urls.database,
             public_base_url=urls.balancer,
             sandbox=sandbox,
-            settings="bench.settings_loopback",  # the sandbox's upload slots are http on a private address
+            settings=stack.SETTINGS,  # the sandbox's upload slots are http on a private address
             DJANGO_ALLOWED_HOSTS="*",
             CELERY_BROKER_URL=urls.broker,
             CELERY_RESULT_BACKEND=f"{urls.cache[:-2]}/1",
@@ -157,7 +135,7 @@ class Drill:
         latent = ["--bind", PLATFORM_ADDRESS, "--port", str(PORT_PLATFORM_LATENT)]
         latent += ["--upstream", f"{PLATFORM_ADDRESS}:{PORT_PLATFORM}", "--api-ms", str(API_MS)]
         self.hosts.spawn(
-            "latency", None, [stack.PYTHON, "-m", "bench.latency_proxy", *latent, "--upload-ms", str(UPLOAD_MS)]
+            "latency", None, [stack.PYTHON, "-m", "bench.harness.latency_proxy", *latent, "--upload-ms", str(UPLOAD_MS)]
         )
         self.hosts.wait_port("latency", PLATFORM_ADDRESS, PORT_PLATFORM_LATENT)
         for host in ("web1", "web2"):
@@ -522,14 +500,12 @@ def web_stop(drill: Drill, *, burst: int = 30, host: str = "web1", stop_after: i
 
 def broker_restart(drill: Drill, *, rate: float = 1.0, before: float = 5.0, after: float = 8.0) -> dict:
     """The broker host's RabbitMQ stopped and started under a steady stream of orders."""
-    from django.utils import timezone
-
     stream = Stream(drill, rate).start()
     time.sleep(before)
     down_at = time.monotonic()
     stop_s = drill.hosts.rabbitmq_stop()
     start_s = drill.hosts.rabbitmq_start()
-    up_at, up_wall = time.monotonic(), timezone.now()
+    up_at = time.monotonic()
     time.sleep(after)
     ids = stream.stop()
     finished = orders_wait(ids, timeout=300)
@@ -540,35 +516,10 @@ def broker_restart(drill: Drill, *, rate: float = 1.0, before: float = 5.0, afte
             "broker_start_s": round(start_s, 1),
             "broker_down_s": round(up_at - down_at, 1),
             "time_to_recover_s": round(finished - up_at, 1) if finished else None,
-            "slowest_orders": _slowest(ids, since=up_wall),
         }
     )
     report["ok"] = bool(finished_ok(report) and finished)
     return report
-
-
-def _slowest(ids: list[str], *, since, count: int = 2) -> list[dict]:
-    """The orders of `ids` completed last: when each was created and each step recorded, in seconds
-    after `since` (to trace a slow recovery afterwards)."""
-    from partner.fulfillment.models import Order, OrderStep
-    from partner.sandbox.models import Transaction
-
-    def after(moment) -> float | None:
-        return round((moment - since).total_seconds(), 1) if moment else None
-
-    found = []
-    for order in Order.objects.filter(transaction_id__in=ids).order_by("-completed_at")[:count]:
-        created = Transaction.objects.filter(id=order.transaction_id).values_list("created_at", flat=True).first()
-        steps = OrderStep.objects.filter(order=order).order_by("created_at", "id").values_list("name", "created_at")
-        found.append(
-            {
-                "transaction": order.transaction_id,
-                "created_s": after(created),
-                "completed_s": after(order.completed_at),
-                "steps_s": [[name, after(moment)] for name, moment in steps],
-            }
-        )
-    return found
 
 
 def scaleout(drill: Drill, *, orders: int = SCALEOUT_ORDERS, concurrency: int = SCALEOUT_CONCURRENCY) -> dict:
@@ -684,7 +635,7 @@ def drill(
     if absent:
         return {"ok": False, "skipped": f"this machine lacks {', '.join(absent)}"}
     hosts = Hosts()
-    report: dict = {"layout": Path(__file__).with_name("hosts.py").name}
+    report: dict = {"layout": "bench/harness/hosts.py"}
     began = time.monotonic()
     current = Drill(hosts)
     try:
@@ -726,7 +677,7 @@ def scaleout_bench(*, database: str | None = None, orders: int | None = None, co
         return {"ok": False, "skipped": f"this machine lacks {', '.join(absent)}"}
     with tempfile.TemporaryDirectory(prefix="pd-scaleout-") as folder:
         output = Path(folder) / "report.json"
-        argv = [stack.PYTHON, "-m", "bench.drill_hosts", "--scenarios", "scaleout", "--output", str(output)]
+        argv = [stack.PYTHON, "-m", "bench.drills.hosts", "--scenarios", "scaleout", "--output", str(output)]
         argv += [f"--orders={orders}"] if orders else []
         argv += [f"--concurrency={concurrency}"] if concurrency else []
         ran = subprocess.run(argv, cwd=stack.ROOT, env=stack.ENVIRON_AT_START, check=False)

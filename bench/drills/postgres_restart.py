@@ -14,8 +14,8 @@ import threading
 import time
 from collections import Counter
 
-from bench import stack
-from bench.intake import load_run, notifications_build
+from bench.benchmarks.intake import load_run, notifications_build
+from bench.harness import stack
 
 
 def restart_command(cluster: str) -> list[str]:
@@ -64,15 +64,10 @@ def drill(
         }
     classes = Counter()
     for (_, _, key), code in zip(items, result["status"], strict=True):
-        has_row = key in stored
         if code == 202:
-            classes["202 with its row" if has_row else "202 WITHOUT its row"] += 1
-        elif code >= 500:
-            classes[f"{code} (row {'stored' if has_row else 'not stored'})"] += 1
-        elif code == 0:
-            classes[f"connection dropped (row {'stored' if has_row else 'not stored'})"] += 1
+            classes["202 with its row" if key in stored else "202 WITHOUT its row"] += 1
         else:
-            classes[f"{code} (row {'stored' if has_row else 'not stored'})"] += 1
+            classes[f"{code or 'connection dropped'} (row {'stored' if key in stored else 'not stored'})"] += 1
     report = {
         "rate": rate,
         "requests": len(items),

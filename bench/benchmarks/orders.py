@@ -1,0 +1,233 @@
+"""Orders through the whole stack on the platform's side of bench/harness/platform.py: `end_to_end`
+(against the platform at once) and `latency` (at its real latency); bench/README.md says what each
+figure is.
+
+A batch: a worker of one model ("prefork:2", "threads:64", ...) started with an empty queue and no
+token, N transactions created at once, waited for until our status endpoint says each order is
+finished; its rate, the platform's webhook to the first PATCH it accepted, CPU per order by process,
+the worker's peak RSS, and the calls and token requests in the platform's access log. `latency` runs
+each model against two emulators of the platform (~1 ms, and `api_ms`/`upload_ms`), then the staff's
+burst: orders of the staff-worked product, each taken and given a PDF in the admin over HTTP, every
+final delivery requested while the worker takes no task and released to it at once, against what the
+waits alone explain (ceil(N / threads) x (slots + upload + PATCH)), the admin's order page meanwhile.
+"""
+
+import contextlib
+import math
+import threading
+import time
+
+from bench.harness import stack
+from bench.harness.platform import Admin, Platform, emulator
+
+# Calls of a staff delivery of one document: the slot request, the upload, the PATCH.
+DELIVERY_CALLS = ("api", "upload", "api")
+STAFF, STAFF_PASSWORD = "bench.staff", "quiet-harbor-lantern-7342"  # noqa: S105 - the bench's own login
+REPORT = b"%PDF-1.7\n% the appraisal report\n" + b"0" * 20_000
+
+
+def pool_parse(model: str) -> tuple[str, int]:
+    pool, _, concurrency = model.partition(":")
+    return pool, int(concurrency or 1)
+
+
+def batch(platform: Platform, model: str, *, transactions: int, base: str | None = None, label: str = "") -> dict:
+    """`transactions` orders through a worker of `model` calling the platform at `base`; their figures."""
+    pool, concurrency = pool_parse(model)
+    name = f"{platform.name}-worker-{pool}-{concurrency}{label}"
+    worker = platform.worker(name, pool=pool, concurrency=concurrency, base=base)
+    peak = Peak(worker)
+    try:
+        offset, cpu_before = platform.access_log.stat().st_size, _cpu(platform, worker)
+        peak.start()
+        began = time.monotonic()
+        ids = platform.orders_create(transactions)
+        statuses, done = platform.orders_wait(ids, timeout=max(180, transactions * 3))
+        cpu, rss = _cpu(platform, worker), peak.stop()
+    finally:
+        worker.stop()
+    kinds, answers = platform.calls(offset)
+    tokens, span = kinds.pop("token", 0), (done - began) if done else None
+    waits = platform.to_first_patch(ids)
+    return {
+        "order_statuses": statuses,
+        "span_s": round(span, 2) if span else None,
+        "orders_per_s": round(transactions / span, 2) if span else 0.0,
+        "webhook_to_patch_p50_ms": stack.ms(stack.percentile(waits, 0.5)),
+        "webhook_to_patch_p99_ms": stack.ms(stack.percentile(waits, 0.99)),
+        "cpu_ms_per_order": {part: round((cpu[part] - cpu_before[part]) * 1000 / transactions, 1) for part in cpu},
+        "worker_peak_rss_mib": rss,
+        "service_calls_by_kind": dict(kinds),
+        "service_call_statuses": dict(answers),
+        "service_calls_per_order": round(sum(n for kind, n in kinds.items() if kind != "other") / transactions, 2),
+        "token_requests": tokens,
+        "token_lifetime_s": platform.lifetime,
+        "token_lifetimes_spanned": max(1, math.ceil((span or 0) / platform.lifetime)),
+    }
+
+
+def _cpu(platform: Platform, worker: stack.Process) -> dict:
+    return {
+        "worker": stack.cpu_of(worker),
+        "our_web": stack.cpu_of(platform.ours),
+        "platform_web_and_emulators": stack.cpu_of(platform.web, *platform.emulators),
+        "bench_process_platform_side": time.process_time(),
+        "postgresql": stack.cpu_seconds_of_command("postgres"),
+    }
+
+
+class Peak:
+    """The worker host's peak RSS: VmHWM of each of its processes, summed, sampled while it runs (a
+    prefork child replaced meanwhile keeps its figure)."""
+
+    def __init__(self, worker: stack.Process):
+        self.worker, self.seen, self.done = worker, {}, threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self.done.wait(0.5):
+            self._read()
+
+    def _read(self) -> None:
+        for pid in self.worker.pids():
+            self.seen[pid] = max(stack.peak_rss_kib(pid) or 0, self.seen.get(pid, 0))
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> float:
+        self._read()
+        self.done.set()
+        self.thread.join()
+        return round(sum(self.seen.values()) / 1024, 1)
+
+
+def end_to_end_bench(
+    *, database: str, transactions: int = 200, pools=("prefork:1", "prefork:2"), web_workers: int = 4
+) -> dict:
+    with Platform(database=database, web_workers=web_workers, name="e2e") as platform:
+        runs = {model: batch(platform, model, transactions=transactions) for model in pools}
+    return {"server": f"gunicorn config.wsgi, {web_workers} workers, ours and the platform's", "runs": runs}
+
+
+def latency_bench(
+    *,
+    database: str,
+    transactions: int = 200,
+    pools: tuple[str, ...] = ("threads:64",),
+    api_ms: float = 300,
+    upload_ms: float = 500,
+    staff_deliveries: int = 200,
+    web_workers: int = 4,
+) -> dict:
+    models, staff = {}, None
+    with contextlib.ExitStack() as stack_of:
+        platform = stack_of.enter_context(Platform(database=database, web_workers=web_workers, name="latency"))
+        fast, slow = (
+            stack_of.enter_context(emulator(platform.port, api_ms=api, upload_ms=up, name=f"latency-platform-{label}"))
+            for label, api, up in (("fast", 0, 0), ("slow", api_ms, upload_ms))
+        )
+        platform.emulators = (fast, slow)
+        for model in pools:
+            runs = {
+                label: batch(platform, model, transactions=transactions, base=emulated.url, label=f"-{label}")
+                for label, emulated in (("fast", fast), ("slow", slow))
+            }
+            fast_rate = runs["fast"]["orders_per_s"]
+            runs["slow_over_fast"] = round(runs["slow"]["orders_per_s"] / fast_rate, 3) if fast_rate else None
+            models[model] = runs
+        if staff_deliveries:
+            waits = {"api": api_ms / 1000, "upload": upload_ms / 1000}
+            staff = staff_burst(platform, pools[0], base=slow.url, deliveries=staff_deliveries, waits=waits)
+    return {
+        "platform": {"api_ms": api_ms, "upload_ms": upload_ms, "fast": "the same emulator, no wait"},
+        "transactions": transactions,
+        "models": models,
+        "staff": staff,
+    }
+
+
+def staff_burst(platform: Platform, model: str, *, base: str, deliveries: int, waits: dict) -> dict:
+    """`deliveries` staff deliveries requested at once; their time against the waits' share, and the
+    admin's order page meanwhile."""
+    from config.celery import app
+
+    pool, concurrency = pool_parse(model)
+    platform.command("staff_account", STAFF, "--email", "bench.staff@partner.example", stdin=STAFF_PASSWORD)
+    worker = platform.worker(f"latency-staff-{pool}-{concurrency}", pool=pool, concurrency=concurrency, base=base)
+    try:
+        ids = platform.orders_create(deliveries, product="appraisal")
+        acknowledged = _wait(lambda: _all_more(platform.patches(ids), {}), timeout=deliveries * 3)
+        admin = Admin(platform.ours.url, STAFF, STAFF_PASSWORD)
+        pages = [admin.order_page(txn) for txn in ids]
+        for page in pages:
+            admin.send(page, "/take/", {})
+            admin.send(page, "/documents/", {}, files={"upload-files": ("report.pdf", REPORT, "application/pdf")})
+        loads = PageLoads(admin, pages[0])
+        # "At once": the worker takes no task while the requests are made (the admin's form work, one
+        # after another from this process, is no part of sending them), then takes them all.
+        queue = app.conf.task_default_queue
+        app.control.cancel_consumer(queue, reply=True, timeout=10, limit=1)  # one worker: its reply ends the wait
+        before, made = platform.patches(ids), time.monotonic()
+        for page in pages:
+            final = {"deliver-kind": "final", "deliver-partner_status": "Report attached", "confirmed": "Send"}
+            admin.send(page, "/deliver/", final)
+        requested_s, started = time.monotonic() - made, time.monotonic()
+        app.control.add_consumer(queue, reply=True, timeout=10, limit=1)
+        sent = _wait(lambda: _all_more(platform.patches(ids), before), timeout=deliveries * 3)
+        elapsed, admin_page = time.monotonic() - started, loads.stop()
+    finally:
+        worker.stop()
+    explained = math.ceil(len(ids) / concurrency) * sum(waits[kind] for kind in DELIVERY_CALLS)
+    return {
+        "deliveries": len(ids),
+        "acknowledged_first": acknowledged,
+        "all_sent": sent,
+        "requests_made_in_s": round(requested_s, 2),
+        "burst_s": round(elapsed, 2),
+        "latency_explains_s": round(explained, 2),
+        "over_latency": round(elapsed / explained, 2),
+        "admin_page": admin_page,
+    }
+
+
+def _all_more(now: dict, before: dict) -> bool:
+    return all(count > before.get(txn, 0) for txn, count in now.items())
+
+
+def _wait(done, *, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if done():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+class PageLoads:
+    """The staff member's browser reloading an order's page in a loop, over HTTP, until stopped."""
+
+    def __init__(self, admin: Admin, page: str):
+        self.admin, self.page, self.timings, self.statuses = admin, page, [], {}
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._load, daemon=True)
+        self.thread.start()
+
+    def _load(self) -> None:
+        browser = Admin(self.admin.base, cookies=self.admin.cookies)  # the same sign-in, a connection of its own
+        while not self.done.is_set():
+            began = time.monotonic()
+            status = browser.get(self.page).status_code
+            self.timings.append(time.monotonic() - began)
+            self.statuses[status] = self.statuses.get(status, 0) + 1
+            self.done.wait(0.1)
+
+    def stop(self) -> dict:
+        self.done.set()
+        self.thread.join(timeout=60)
+        return {
+            "loads": len(self.timings),
+            "statuses": self.statuses,
+            "p50_ms": stack.ms(stack.percentile(self.timings, 0.5)),
+            "p99_ms": stack.ms(stack.percentile(self.timings, 0.99)),
+        }

@@ -1,0 +1,269 @@
+"""The platform's side of the order benchmarks: our application driven as the platform, its lenders,
+an operator and the staff drive it, through its public surface.
+
+`Platform` runs two gunicorns on the bench database: ours (PUBLIC_BASE_URL: the webhooks the
+sandbox sends us, the admin, `GET /v1/status/{transaction}`) and the platform's (the sandbox's
+API, with its own access log), as the real platform is another host. This process is the
+platform's back end: it creates the transactions, whose signed webhooks the sandbox's thread pool
+sends us. Our side is set up as an operator sets it up (`manage.py partner_account`, `sync_products
+--pull`, `staff_account`), workers are the deployment's command, and what an order became is read
+where the platform and the lender read it: the PATCHes the platform accepted (its records) and our
+status endpoint. Workers reach the platform directly or through an emulator of its latency
+(`emulator`, bench/harness/latency_proxy.py); `use` makes the references the sandbox hands out
+name the same one. `Admin` is a staff member's browser on our admin, over HTTP.
+"""
+
+import contextlib
+import re
+import subprocess
+import time
+from collections import Counter
+from html.parser import HTMLParser
+from urllib.parse import urljoin
+
+import requests
+
+from bench.harness import stack
+
+FINAL = ("REQUEST_COMPLETED", "FAILED", "DECLINED")
+LENDER, LENDER_PASSWORD = "lender.demo", "demo-password-1"  # the sandbox's demo lender (partner/sandbox/demo.py)
+ACCESS_LINE = re.compile(r"^(?P<method>[A-Z]+) (?P<path>/sandbox/\S*) (?P<status>\d{3})$")
+
+
+def call_kind(path: str) -> str:
+    """What a call to the platform was, by its path."""
+    kinds = (("/oauth2/v1/token", "token"), ("/response/resources", "slots"), ("/response", "patch"))
+    if path.startswith("/sandbox/uploads/"):
+        return "upload"
+    for end, kind in kinds:
+        if path.endswith(end):
+            return kind
+    return "event" if "/events/" in path else "transaction" if "/transactions/" in path else "other"
+
+
+@contextlib.contextmanager
+def emulator(upstream_port: int, *, api_ms: float, upload_ms: float, name: str):
+    """The platform's latency emulator in its own process, in front of `upstream_port`; yields it."""
+    argv = [stack.PYTHON, "-m", "bench.harness.latency_proxy", "--port", str(port := stack.free_port())]
+    argv += ["--upstream", f"127.0.0.1:{upstream_port}", "--api-ms", str(api_ms), "--upload-ms", str(upload_ms)]
+    popen, log = stack.spawn(name, argv, dict(stack.ENVIRON_AT_START))
+    process = stack.Process(name=name, popen=popen, log=log, port=port)
+    try:
+        stack.wait_port(process)
+        yield process
+    finally:
+        process.stop()
+
+
+class Platform:
+    """Our web server and the platform's, seeded and set up; this process configured as both."""
+
+    def __init__(self, *, database: str, web_workers: int = 4, lifetime: int = 3600, name: str = "orders"):
+        self.port, self.ours_port, self.name, self.web_workers = stack.free_port(), stack.free_port(), name, web_workers
+        self.url, self.lifetime, self.emulators = f"http://127.0.0.1:{self.port}", lifetime, ()
+        ours, settings = f"http://127.0.0.1:{self.ours_port}", stack.SETTINGS
+        calling = self._calling(self.url)
+        self.env = stack.app_env(database=database, public_base_url=ours, sandbox=True, settings=settings, **calling)
+        self.env["SANDBOX_TOKEN_LIFETIME"] = str(lifetime)
+        self.access_log = stack.LOGS / f"{name}-platform-access.log"
+        self.http = requests.Session()
+        self.http.trust_env = False
+
+    @staticmethod
+    def _calling(base: str) -> dict:
+        return {"SVC_BASE_URL": f"{base}/sandbox", "SVC_TOKEN_URL": f"{base}/sandbox/oauth2/v1/token"}
+
+    def __enter__(self) -> "Platform":
+        stack.manage("migrate", "--no-input", "-v", "0", env=self.env)  # the sandbox's tables too
+        stack.django_setup(self.env)
+        stack.LOGS.mkdir(parents=True, exist_ok=True)
+        self.access_log.write_text("")
+        web = {"workers": self.web_workers}
+        self.ours = stack.gunicorn_start(f"{self.name}-web", "config.wsgi", self.env, port=self.ours_port, **web)
+        web |= {"port": self.port, "access_log": self.access_log}
+        self.web = stack.gunicorn_start(f"{self.name}-platform", "config.wsgi", self.env, **web)
+        from partner.sandbox.seeding import sandbox_seed
+
+        self.seed = sandbox_seed(public_base_url=self.ours.url)  # the products' webhooks come to our server
+        self.command("partner_account", LENDER, "--company", "DEMO01", stdin=LENDER_PASSWORD)
+        self.command("sync_products", "--pull")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.ours.stop()
+        self.web.stop()
+
+    def command(self, *args: str, stdin: str = "") -> None:
+        """`manage.py ARGS` as an operator runs it, against our settings (a password on standard input)."""
+        argv = [stack.PYTHON, "manage.py", *args]
+        subprocess.run(argv, cwd=stack.ROOT, env=self.env, input=stdin, text=True, check=True, capture_output=True)
+
+    def use(self, base: str) -> None:
+        """The references and upload locations the sandbox hands out name `base` (the platform or an emulator)."""
+        from django.conf import settings
+
+        settings.SANDBOX_BASE_URL = f"{base}/sandbox"
+
+    def worker(self, name: str, *, pool: str, concurrency: int, base: str | None = None) -> stack.Process:
+        """A Celery worker of ours calling the platform at `base` (the platform itself by default), ready,
+        with an empty queue and no token yet (the bench's Redis databases flushed)."""
+        base = base or self.url
+        self.use(base)
+        stack.redis_flush()
+        worker = stack.celery_start(name, {**self.env, **self._calling(base)}, concurrency=concurrency, pool=pool)
+        try:
+            stack.worker_ready()
+        except Exception:
+            worker.stop()
+            raise
+        return worker
+
+    # Orders -------------------------------------------------------------------------------------
+
+    def orders_create(self, count: int, *, product: str = "address-verification") -> list[str]:
+        """`count` transactions of the demo lender, each sending its signed `created` webhook to us."""
+        from partner.sandbox.transactions import transaction_create
+
+        seed = self.seed
+        user, loan = seed.users[LENDER], seed.loans[2]
+        return [transaction_create(product=seed.products[product], user=user, loan=loan).id for _ in range(count)]
+
+    def patches(self, ids: list[str]) -> dict[str, int]:
+        """The PATCHes of its response the platform accepted, by transaction."""
+        from django.db.models import Count
+
+        from partner.sandbox.models import Transaction
+
+        return dict(Transaction.objects.filter(id__in=ids).annotate(n=Count("patches")).values_list("id", "n"))
+
+    def statuses(self, ids) -> dict[str, str]:
+        """Each transaction's order status, as our `GET /v1/status/{transaction}` answers it."""
+        found = {}
+        for txn in ids:
+            answer = self.http.get(f"{self.ours.url}/v1/status/{txn}", timeout=30)
+            found[txn] = answer.json()["status"] if answer.status_code == 200 else f"HTTP {answer.status_code}"
+        return found
+
+    def orders_wait(self, ids: list[str], *, timeout: float) -> tuple[dict, float | None]:
+        """Until our status endpoint says every order of `ids` is finished, asked once the platform holds
+        a PATCH of each (or every 10 s, for an order that ends without one): (the statuses counted, the
+        monotonic time they all were seen so; None after `timeout`)."""
+        pending, seen = set(ids), {}
+        deadline, asked = time.monotonic() + timeout, time.monotonic()
+        while pending and time.monotonic() < deadline:
+            if all(self.patches(list(pending)).values()) or time.monotonic() - asked > 10:
+                asked = time.monotonic()
+                seen.update(self.statuses(pending))
+                pending -= {txn for txn in pending if seen[txn] in FINAL}
+            if pending:
+                time.sleep(0.25)
+        done = None if pending else time.monotonic()
+        return dict(Counter(seen.get(txn, "NO ANSWER") for txn in ids)), done
+
+    def to_first_patch(self, ids: list[str]) -> list[float]:
+        """Seconds from each transaction's first webhook created to the first PATCH the platform accepted."""
+        from django.db.models import Min
+
+        from partner.sandbox.models import ResponsePatch, WebhookDelivery
+
+        sent = WebhookDelivery.objects.filter(resource_id__in=ids).values("resource_id").annotate(at=Min("created_at"))
+        sent = {row["resource_id"]: row["at"] for row in sent}
+        first = ResponsePatch.objects.filter(transaction_id__in=ids, number=1).values_list(
+            "transaction_id", "created_at"
+        )
+        return [(at - sent[txn]).total_seconds() for txn, at in first if txn in sent]
+
+    def calls(self, offset: int = 0) -> tuple[Counter, Counter]:
+        """(calls by kind, answers by status) of the platform's access log after byte `offset`."""
+        time.sleep(1.0)  # the access log is written after each answer
+        with self.access_log.open() as handle:
+            handle.seek(offset)
+            matches = [ACCESS_LINE.match(line.strip()) for line in handle.read().splitlines()]
+        found = [match for match in matches if match]
+        return Counter(call_kind(match["path"]) for match in found), Counter(match["status"] for match in found)
+
+
+class _Forms(HTMLParser):
+    """The forms of an HTML page: {action: {field: value}} as a browser would send them unchanged."""
+
+    def __init__(self):
+        super().__init__()
+        self.forms: dict[str, dict] = {}
+        self.form = self.select = self.text = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        name = attrs.get("name")
+        if tag == "form":
+            self.form = self.forms.setdefault(attrs.get("action") or "", {})
+        elif self.form is None or (tag != "option" and not name):
+            return
+        elif tag == "input" and attrs.get("type") not in ("submit", "file", "checkbox", "radio"):
+            self.form[name] = attrs.get("value") or ""
+        elif tag == "input" and attrs.get("type") in ("checkbox", "radio") and "checked" in attrs:
+            self.form[name] = attrs.get("value", "on")
+        elif tag == "select":
+            self.select = name
+        elif tag == "option" and self.select and ("selected" in attrs or self.select not in self.form):
+            self.form[self.select] = attrs.get("value", "")
+        elif tag == "textarea":
+            self.text = name
+            self.form[name] = ""
+
+    def handle_data(self, data):
+        if self.text:
+            self.form[self.text] += data.removeprefix("\n") if not self.form[self.text] else data
+
+    def handle_endtag(self, tag):
+        if tag == "form":
+            self.form = None
+        elif tag == "select":
+            self.select = None
+        elif tag == "textarea":
+            self.text = None
+
+
+class Admin:
+    """A staff member's browser on our admin, over HTTP: signed in, it reads a page's form and sends it
+    as its button does. The cookies are kept by hand: the production settings mark them Secure, and
+    the bench speaks plain HTTP."""
+
+    def __init__(self, base: str, username: str = "", password: str = "", *, cookies: dict | None = None):
+        self.base, self.cookies = base, dict(cookies or {})
+        self.http = requests.Session()
+        self.http.trust_env = False
+        if not cookies:
+            self.send("/admin/login/", "/admin/login/", {"username": username, "password": password})
+
+    def get(self, path: str) -> requests.Response:
+        answer = self.http.get(urljoin(self.base, path), cookies=self.cookies, allow_redirects=False, timeout=60)
+        self._keep(answer)
+        return answer
+
+    def _keep(self, answer: requests.Response) -> None:
+        self.cookies.update(answer.cookies.get_dict())
+        self.http.cookies.clear()
+
+    def send(self, page: str, action: str, values: dict, files: dict | None = None) -> requests.Response:
+        """The form of `page` whose action ends with `action`, its fields as drawn with `values` over them,
+        sent; the answer must be the redirect that follows a done action."""
+        parser = _Forms()
+        parser.feed(self.get(page).text)
+        target = next((url for url in parser.forms if url.endswith(action)), None)
+        if target is None:
+            raise RuntimeError(f"no form sending to {action} on {page}")
+        data = {**parser.forms[target], **values}
+        url = urljoin(urljoin(self.base, page), target)
+        answer = self.http.post(url, data=data, files=files, cookies=self.cookies, allow_redirects=False, timeout=60)
+        self._keep(answer)
+        if answer.status_code != 302:
+            raise RuntimeError(f"{action} on {page} answered {answer.status_code}: {answer.text[:300]}")
+        return answer
+
+    def order_page(self, transaction_id: str) -> str:
+        """The path of the order's page in the staff's queue, found by its transaction id."""
+        listing = self.get(f"/admin/fulfillment/stafforder/?q={transaction_id}").text
+        found = re.search(r'href="(/admin/fulfillment/stafforder/\d+/change/)', listing)
+        if not found:
+            raise RuntimeError(f"the order of {transaction_id} is not in the staff's queue")
+        return found[1]

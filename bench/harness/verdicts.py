@@ -1,0 +1,160 @@
+"""The targets, and each benchmark's figures judged against them: MET or MISSED, printed and kept.
+
+`verdicts(results)` asks the judge of every benchmark or drill that ran (JUDGES, by entry name);
+each judge reads its own figures only and returns {key: verdict line}.
+"""
+
+TARGETS = {
+    # Issue 38: the intake at most 1.6x the bare handler's CPU per webhook at a fixed 1,000/s, at
+    # least 1,000/s in the closed loop on two cores, p99 < 50 ms at 1,000/s.
+    "intake_per_s": 1000,
+    "intake_p99_ms": 50,
+    "intake_cpu_over_bare": 1.6,
+    "end_to_end_per_s_2_workers": 30,
+    "service_calls_per_transaction": 5,  # 4 for the order with one attachment + 1 for the callback event
+    # At the platform's real latency (300 ms per API call, 500 ms per upload), issue 26:
+    "latency_over_fast": 0.8,  # one worker host's orders/s / its orders/s against the ~1 ms platform
+    "latency_worker_rss_mib": 1024,  # every worker process of the host together
+    "staff_burst_over_latency": 1.5,  # 200 staff deliveries at once / the time the waits alone explain
+    "staff_admin_page_p99_ms": 300,  # the admin's order page while they send
+    "scaleout_two_over_one": 1.8,  # two worker hosts at the platform's real latency / one
+    "memory_growth_pct": 5,  # RSS, first to last 10,000 webhooks, by process kind
+}
+
+
+def verdict(name: str, measured, target, ok: bool) -> dict:
+    print(f"  {'MET   ' if ok else 'MISSED'} {name}: {measured} (target {target})")
+    return {"measured": measured, "target": target, "met": bool(ok)}
+
+
+def at_least(name: str, measured, key: str) -> dict:
+    return verdict(name, measured, TARGETS[key], measured is not None and measured >= TARGETS[key])
+
+
+def at_most(name: str, measured, key: str) -> dict:
+    return verdict(name, measured, TARGETS[key], measured is not None and measured <= TARGETS[key])
+
+
+def intake(figures: dict) -> dict:
+    ours, bare = figures["ours"], figures["bare"]
+    closed, fixed = ours["closed_loop"], ours["fixed_rate"]
+    phases = (closed, fixed)
+    lost = sum(p["stored"]["accepted_missing"] + p["stored"]["accepted_stored_twice_or_more"] for p in phases)
+    off_queue = sum(abs(p["queue_length"] - p["stored"]["accepted"]) for p in phases if "queue_length" in p)
+    least = bare["fixed_rate"]["server_cpu_ms_per_request"]
+    ratio = round(fixed["server_cpu_ms_per_request"] / least, 2) if least else None
+    p99, most = fixed["p99_ms"], TARGETS["intake_p99_ms"]
+    return {
+        "intake_per_s": at_least("intake webhooks/s (closed loop)", closed["accepted_per_s"], "intake_per_s"),
+        "intake_p99_ms": verdict(
+            f"intake p99 ms at {fixed['rate_asked']:g}/s", p99, most, p99 is not None and p99 < most
+        ),
+        "intake_cpu_over_bare": at_most(
+            f"gunicorn CPU per webhook / the bare handler's at {fixed['rate_asked']:g}/s", ratio, "intake_cpu_over_bare"
+        ),
+        "intake_nothing_lost": verdict("accepted but not stored exactly once", lost, 0, lost == 0),
+        "intake_all_relayed": verdict("accepted but not relayed once", off_queue, 0, off_queue == 0),
+    }
+
+
+def end_to_end(figures: dict) -> dict:
+    found = {}
+    for model, run in figures["runs"].items():
+        if model == "prefork:2":
+            rate = run["orders_per_s"]
+            found["end_to_end_per_s_2_workers"] = at_least(
+                "orders/s, 2 worker processes", rate, "end_to_end_per_s_2_workers"
+            )
+        calls, target = run["service_calls_per_order"], TARGETS["service_calls_per_transaction"]
+        found[f"service_calls_{model}"] = verdict(f"service calls per order ({model})", calls, target, calls == target)
+        tokens, lifetimes = run["token_requests"], run["token_lifetimes_spanned"]
+        found[f"token_requests_{model}"] = verdict(
+            f"token requests ({model}, lifetime {run['token_lifetime_s']} s)", tokens, lifetimes, tokens <= lifetimes
+        )
+    return found
+
+
+def latency(figures: dict) -> dict:
+    found = {}
+    for model, runs in figures["models"].items():
+        rates = f"{runs['slow']['orders_per_s']} / {runs['fast']['orders_per_s']}"
+        found[f"latency_over_fast_{model}"] = at_least(
+            f"orders/s at 300/500 ms / at 1 ms ({model}: {rates})", runs["slow_over_fast"], "latency_over_fast"
+        )
+        rss = max(runs["slow"]["worker_peak_rss_mib"], runs["fast"]["worker_peak_rss_mib"])
+        found[f"latency_worker_rss_{model}"] = at_most(
+            f"peak RSS of the worker host, MiB ({model})", rss, "latency_worker_rss_mib"
+        )
+    staff = figures.get("staff")
+    if staff:
+        times = f"{staff['burst_s']} s / {staff['latency_explains_s']} s the waits explain"
+        over = staff["over_latency"] if staff["all_sent"] else None
+        found["staff_burst_over_latency"] = at_most(
+            f"{staff['deliveries']} staff deliveries at once: {times}", over, "staff_burst_over_latency"
+        )
+        p99 = staff["admin_page"]["p99_ms"]
+        found["staff_admin_page_p99_ms"] = at_most("admin order page p99 ms meanwhile", p99, "staff_admin_page_p99_ms")
+    return found
+
+
+def scaleout(figures: dict) -> dict:
+    """The scale-out: its own entry's report, or the hosts drill's, whose `scaleout` part it is."""
+    if "skipped" in figures:
+        print(f"  SKIPPED scaleout: {figures['skipped']}")
+        return {}
+    runs = figures.get("scaleout")
+    if not runs:
+        return {"scaleout_two_over_one": verdict("scale-out: no figure", figures.get("error"), "a ratio", False)}
+    one, two = runs["1_worker_host"], runs["2_worker_hosts"]
+    rates = f"{two['orders_per_s']} / {one['orders_per_s']}, {runs['threads_per_worker_host']} threads each"
+    ratio = runs["two_over_one"] if runs.get("ok") else None
+    return {"scaleout_two_over_one": at_least(f"2 worker hosts / 1 ({rates})", ratio, "scaleout_two_over_one")}
+
+
+def memory(figures: dict) -> dict:
+    growth = {kind: summary["growth_pct"] for kind, summary in figures["by_kind"].items()}
+    flat = all(pct is not None and pct <= TARGETS["memory_growth_pct"] for pct in growth.values())
+    return {"memory_flat": verdict("RSS growth, first to last chunk (% by process kind)", growth, "≤ 5", flat)}
+
+
+def postgres_restart(figures: dict) -> dict:
+    lost = figures["answers"].get("202 WITHOUT its row", 0)
+    return {"postgres_restart": verdict("202s without their row (PostgreSQL restarted)", lost, 0, figures["ok"])}
+
+
+def hosts(figures: dict) -> dict:
+    if "skipped" in figures:
+        print(f"  SKIPPED hosts drill: {figures['skipped']}")
+        return {}
+    found = {}
+    for scenario in ("worker_cut", "web_stop", "broker_restart"):
+        report = figures.get(scenario) or {}
+        found[f"hosts_{scenario}"] = verdict(
+            f"hosts drill, {scenario.replace('_', ' ')}: accepted PATCHes per order {{patches: orders}}",
+            report.get("accepted_patches_per_order"),
+            "{1: every order}",
+            bool(report.get("ok")),
+        )
+    if figures.get("scaleout"):
+        found.update({f"hosts_{key}": line for key, line in scaleout(figures).items()})
+    return found
+
+
+JUDGES = {
+    "intake": intake,
+    "end_to_end": end_to_end,
+    "latency": latency,
+    "scaleout": scaleout,
+    "memory": memory,
+    "postgres_restart": postgres_restart,
+    "hosts": hosts,
+}
+
+
+def verdicts(results: dict) -> dict:
+    """Every target of the benchmarks and drills in `results` (by entry name), judged."""
+    found = {}
+    for name, judge in JUDGES.items():
+        if results.get(name):
+            found.update(judge(results[name]))
+    return found
