@@ -17,6 +17,7 @@ from partner.connector.views import (
     ProductDetailApi,
     ProductListApi,
     RouteUnknownApi,
+    revoke_view,
     token_view,
 )
 from partner.core.ratelimits import admin_login_limited
@@ -35,9 +36,11 @@ api_v1 = [
 ]
 
 # The connector's API (docs/connecting.md): a partner's own order system reads its orders and
-# events and answers its orders; OAuth 2.0 client credentials at /api/v1/oauth/token.
+# events and answers its orders; OAuth 2.0 client credentials at /api/v1/oauth/token (revoked at
+# /api/v1/oauth/revoke).
 connector_v1 = [
     path("oauth/token", token_view, name="token"),
+    path("oauth/revoke", revoke_view, name="revoke"),  # RFC 7009
     path("orders", OrderListApi.as_view(), name="orders"),
     path("orders/<str:order_id>", OrderDetailApi.as_view(), name="order"),
     path("orders/<str:order_id>/acknowledge", OrderAcknowledgeApi.as_view(), name="order-acknowledge"),

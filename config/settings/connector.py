@@ -55,7 +55,10 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_REDIRECT_URI_SCHEME": True,
     "COMPLIANT_BCP_RFC9700_REDIRECT_URI_MATCHING": True,
     "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
-    # Refuses a client id no client can have (a NUL byte) before the lookup PostgreSQL would refuse.
+    # Refuses a client id no client can have (a NUL byte) before the lookup PostgreSQL would refuse;
+    # equal work for an unknown client id.
     "OAUTH2_VALIDATOR_CLASS": "partner.connector.oauth.ClientCredentialsValidator",
+    # Client secrets (128 random characters) under a keyed HMAC-SHA256, not PBKDF2 (partner/connector/oauth.py).
+    "CLIENT_SECRET_HASHER": "client_hmac_sha256",
 }
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"

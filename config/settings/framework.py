@@ -160,6 +160,18 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
+# https://docs.djangoproject.com/en/5.2/ref/settings/#password-hashers
+# Django's own, and last (so no password is ever made with it) the connector's OAuth client
+# secrets' keyed hash (CLIENT_SECRET_HASHER in connector.py; why in partner/connector/oauth.py).
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+    "django.contrib.auth.hashers.Argon2PasswordHasher",
+    "django.contrib.auth.hashers.BCryptSHA256PasswordHasher",
+    "django.contrib.auth.hashers.ScryptPasswordHasher",
+    "partner.connector.oauth.ClientSecretHasher",
+]
+
 # STATIC
 # ------------------------------------------------------------------------------
 # https://docs.djangoproject.com/en/5.2/ref/settings/#static-files

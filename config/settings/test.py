@@ -26,7 +26,8 @@ if _XDIST_WORKER and not RUN_ID.endswith(f"_{_XDIST_WORKER}"):
     RUN_ID = f"{RUN_ID}_{_XDIST_WORKER}"
 RUN_DIR = VAR_DIR / "test-runs" / RUN_ID
 # https://docs.djangoproject.com/en/5.2/ref/settings/#password-hashers
-PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# The connector's client-secret hash as well (CLIENT_SECRET_HASHER): it is its own, never a password's.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher", "partner.connector.oauth.ClientSecretHasher"]
 
 # DATABASES
 # ------------------------------------------------------------------------------

@@ -199,11 +199,29 @@ def ordered_properties(schema: dict) -> list[tuple[str, dict]]:
 def loan_field_schemas(response_form, allowed: list[str] | None) -> dict[str, dict | None]:
     """The schema of each loan field a delivery may carry, in order: the product's form first, then
     the seed's; None for an allowed field nothing describes. `allowed` None (the product names no
-    fields): every field a schema describes."""
+    fields): every field a schema describes. Each is closed (`closed`): a key its form does not
+    describe is refused, never sent to the service."""
     own = response_form.get("properties", {}) if isinstance(response_form, dict) else {}
     known = {**SEED_FIELD_SCHEMAS, **own}
     names = list(known) if allowed is None else allowed
-    return {name: known.get(name) for name in names}
+    return {name: closed(known[name]) if isinstance(known.get(name), dict) else None for name in names}
+
+
+def closed(schema: dict) -> dict:
+    """A copy of `schema` in which every object that names its properties allows no other key
+    (`additionalProperties: false`, unless it says otherwise): what a form does not describe, a
+    delivery may not carry (a hand-made POST, the API) into the lender's loan data."""
+    schema = copy.deepcopy(schema)
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        if node.get("type") == "object" and isinstance(node.get("properties"), dict):
+            node.setdefault("additionalProperties", False)
+        stack += [value for value in node.values() if isinstance(value, dict)]
+        stack += [item for value in node.values() if isinstance(value, list) for item in value]
+    return schema
 
 
 _TYPE_WORDS = {"string": "text", "number": "a number", "integer": "a whole number", "boolean": "yes or no"}
@@ -231,6 +249,10 @@ def _in_words(error) -> str:
         return f"is longer than {value} characters."
     if rule == "type":
         return f"must be {_TYPE_WORDS.get(value, value)}."
+    if rule == "additionalProperties" and isinstance(error.instance, dict):
+        described = (error.schema.get("properties") or {}) if isinstance(error.schema, dict) else {}
+        unknown = ", ".join(sorted(repr(key) for key in error.instance if key not in described))
+        return f"holds {unknown}, which its form does not describe."
     return error.message
 
 

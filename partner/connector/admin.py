@@ -383,12 +383,12 @@ class ConnectedOrderAdmin(admin.ModelAdmin):
     search_fields = ["reference_number", "transaction_id"]
     fields = readonly_fields = ["reference_number", "product_name", "status", "assigned_to", "due_at", "updated_at"]
     inlines = [EventInline]
-    actions = ["take_over"]
+    actions = ["take_over", "hand_back"]
     change_form_template = "admin/connector/connectedorder/change_form.html"
 
     def get_queryset(self, request):
-        connected = Product.objects.filter(fulfiller=CONNECTED).values("name")
-        return super().get_queryset(request).filter(staff_worked=True, product_name__in=connected)
+        # The orders routed to a connection when they arrived, whatever their product is now.
+        return super().get_queryset(request).filter(connector_route__isnull=False)
 
     def has_add_permission(self, request):
         return False
@@ -413,6 +413,20 @@ class ConnectedOrderAdmin(admin.ModelAdmin):
     def take_over(self, request, queryset):
         taken = sum(self._take_over(request, pk) for pk in queryset.values_list("pk", flat=True))
         self.message_user(request, f"{taken} order(s) are yours to work in “Orders to work”.")
+
+    @admin.action(
+        description="Hand back to the system (taken-over orders: its answers are accepted again)",
+        permissions=["take_over"],
+    )
+    def hand_back(self, request, queryset):
+        handed = 0
+        for pk in queryset.values_list("pk", flat=True):
+            try:
+                services.order_hand_back(order_id=pk, user=request.user)
+                handed += 1
+            except ApplicationError as refusal:
+                self.message_user(request, refusal.message, messages.ERROR)
+        self.message_user(request, f"{handed} order(s) handed back to their system.")
 
     def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
         # The one POST of this page is the take-over: a service call, never a save of the order.

@@ -47,16 +47,32 @@ def order_of(*, connection: Connection, order_id) -> Order:
     return order
 
 
+def document_of(*, connection: Connection, document_id: int) -> OrderDocument:
+    """A document uploaded to one of the connection's orders."""
+    document = OrderDocument.objects.filter(pk=document_id, order__in=connection_orders(connection)).first()
+    if document is None:
+        raise OrderNotFound(f"The connection has no document {document_id}.")
+    return document
+
+
 def answerable(*, connection: Connection, order_id) -> Order:
-    """The connection's order, refused with TakenOver when a staff member works it now (the staff's
-    own rule refuses it again, under the order's lock, should a take-over come in between)."""
+    """The connection's order, when its system works it (it is assigned to the connection's user
+    from its arrival); refused with TakenOver once staff took it over, whoever works it now: a
+    staff member, or none after a release (a release gives the order back to the staff, not to
+    the system; only staff hand it back, `services.order_hand_back`). The staff's own rule refuses
+    it again, under the order's lock, should a take-over come in between."""
     order = order_of(connection=connection, order_id=order_id)
-    if order.assigned_to_id is not None and order.assigned_to_id != connection.user_id:
+    if order.assigned_to_id == connection.user_id:
+        return order
+    if order.assigned_to_id is None:
         raise TakenOver(
-            f"A staff member ({order.assigned_to.get_username()}) took order {order.pk} over: "
-            "your system's answers to it are refused from now on."
+            f"Staff took order {order.pk} over and released it to the staff: your system's answers to it "
+            "are refused until a staff member hands it back."
         )
-    return order
+    raise TakenOver(
+        f"A staff member ({order.assigned_to.get_username()}) took order {order.pk} over: "
+        "your system's answers to it are refused from now on."
+    )
 
 
 def order_acknowledge(*, connection: Connection, order_id: int | str) -> Order:

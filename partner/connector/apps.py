@@ -40,6 +40,15 @@ class ConnectorConfig(AppConfig):
             purge=retention.answers_purge,
         )
 
+        from django.core.checks import register
+
+        from partner.connector import checks
+        from partner.core.checks import START
+
+        # The preflight's checks of the stored connections (check --deploy, and the servers' start).
+        register(checks.demo_connection_check, START, deploy=True)
+        register(checks.connection_endpoints_check, START, deploy=True)
+
         from partner.connector.selectors import connection_health_warnings
         from partner.core.health import health_warning_register
 

@@ -24,7 +24,7 @@ from partner.catalog.fulfiller_keys import CONNECTED
 from partner.catalog.product_cache import catalog_product, catalog_products
 from partner.catalog.selectors import product_get
 from partner.connector.metrics import ENTITLEMENT_UNREADABLE
-from partner.connector.models import Connection, Event, EventState
+from partner.connector.models import Connection, Event, EventState, OrderRoute
 from partner.fulfillment.models import FINAL_STATUSES, Delivery, Order
 from partner.fulfillment.orders import announcements
 from partner.fulfillment.orders.services import order_assign
@@ -214,12 +214,27 @@ def event_store(*, connection: Connection, order: Order, event_type: str, data: 
 
 
 def order_announced_receive(sender, *, order_id: int, what: str, delivery_id: int | None = None, **kwargs) -> None:
-    """The receiver of the fulfillment's announcements (connected in `ConnectorConfig.ready`)."""
+    """The receiver of the fulfillment's announcements (connected in `ConnectorConfig.ready`).
+
+    The acknowledgement routes the order: to the connection that works its product then, recorded
+    for good (`OrderRoute`). Every later event goes to that recorded connection, whatever the
+    product's settings are by then. Where no product is connected at all the shared catalog answers
+    without a query and nothing is stored: an automated order costs nothing (a partner that switches
+    its last connected product back to staff work stops its routed orders' events with it; the
+    API still serves them to their connection)."""
     event_type = EVENT_OF.get(what)
     if event_type is None or not any(product.fulfiller == CONNECTED for product in catalog_products()):
-        return  # the shared catalog answers without a query: an order costs nothing where none is connected
-    product_name = Order.objects.filter(pk=order_id).values_list("product_name", flat=True).first()
-    connection = connection_of(product_name or "")
+        return
+    found = Order.objects.filter(pk=order_id).values_list("product_name", "connector_route__connection_id").first()
+    if found is None:
+        return
+    product_name, routed_to = found
+    if what == announcements.ACKNOWLEDGED and routed_to is None:
+        connection = connection_of(product_name or "")
+        if connection is not None:
+            OrderRoute.objects.get_or_create(order_id=order_id, defaults={"connection": connection})
+    else:
+        connection = Connection.objects.select_related("user").filter(pk=routed_to).first() if routed_to else None
     if connection is None:
         return
     order = Order.objects.select_related("assigned_to", "ordered_by__company").get(pk=order_id)
@@ -241,13 +256,15 @@ def order_announced_receive(sender, *, order_id: int, what: str, delivery_id: in
 
 def connection_order_hand(*, product_name: str, previous: Connection, connection: Connection) -> int:
     """A moved product's open orders that `previous`'s system works (not those staff took over):
-    assigned to `connection`'s user, which is told of each as it would be of a new one
+    routed and assigned to `connection`'s user, which is told of each as it would be of a new one
     (`order.created`); in the caller's transaction. How many."""
-    orders = Order.objects.filter(product_name=product_name, staff_worked=True, assigned_to=previous.user).exclude(
-        status__in=FINAL_STATUSES
-    )
+    orders = Order.objects.filter(
+        product_name=product_name, staff_worked=True, assigned_to=previous.user, connector_route__connection=previous
+    ).exclude(status__in=FINAL_STATUSES)
     handed = 0
     for order in orders.select_related("assigned_to", "ordered_by__company").select_for_update(of=("self",)):
+        # Routed first: the assignment's TAKEN is then the new system's own (the old one is told nothing more).
+        OrderRoute.objects.update_or_create(order_id=order.pk, defaults={"connection": connection})
         order_assign(order=order, user=connection.user)  # locked: always written
         event_store(
             connection=connection, order=order, event_type="order.created", data={"request": order_request(order)}

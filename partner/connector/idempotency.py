@@ -5,7 +5,13 @@ made the answer; a retry with the same key and the same request gets that answer
 nothing; the same key with another request is refused (422). The key is inserted first, so a
 retry that arrives while the first is still running waits for it (the unique index) and replays
 its answer. A request refused by a rule stores nothing (its transaction rolls back): sent again,
-it is judged again. Keys are forgotten after CONNECTOR_IDEMPOTENCY_HOURS.
+it is judged again. Keys are forgotten after CONNECTOR_IDEMPOTENCY_HOURS, and the retention's
+purge deletes them past that window (`partner.connector.retention`).
+
+What is kept of an answer is what replays it: its status and the ids of what it made (`{"order",
+"delivery"}`, `{"document"}`: a few dozen bytes), never the body, which carries the whole order and
+grew with each answer (400 status updates on one order stored 13 MB). The view renders the body
+from those ids the first time and on each replay (`views.answer_body`).
 """
 
 import hashlib
@@ -51,7 +57,8 @@ def fingerprint(*, method: str, path: str, data: dict, files: dict) -> str:
 def answer_once(
     *, connection: Connection, key: str, request_fingerprint: str, run: Callable[[], tuple[int, dict]]
 ) -> tuple[int, dict]:
-    """(status, body) of `run()` the first time `key` is used, the stored ones after."""
+    """(status, made) of `run()` the first time `key` is used, the stored ones after: `made` is the
+    small dict of ids the answer's body is rendered from."""
     key = (key or "").strip()
     if not key or len(key) > KEY_MAX:
         raise IdempotencyKeyMissing(f"Send an Idempotency-Key header (1 to {KEY_MAX} characters) with every POST.")
@@ -70,6 +77,6 @@ def answer_once(
                     "This Idempotency-Key was used with another request: use a new key for a new request."
                 ) from None
             return row.status_code, row.body
-        status, body = run()
-        IdempotentAnswer.objects.filter(pk=row.pk).update(status_code=status, body=body)
-    return status, body
+        status, made = run()
+        IdempotentAnswer.objects.filter(pk=row.pk).update(status_code=status, body=made)
+    return status, made

@@ -6,6 +6,8 @@ feed instead), the secrets they are signed with (several during a rotation), whi
 wants, the products whose orders it works, and its OAuth client (`application`) for the API. Its
 `user` is who the system acts as: a connected order is assigned to it, so every answer goes
 through the staff's rules and a staff member takes the order over as they would from a colleague.
+An `OrderRoute` records, for good, the connection each order was routed to when it arrived: what a
+connection can reach is its routed orders, whatever its products are now.
 
 An `Event` is stored in the transaction that caused it and sent by a worker after commit, at least
 once, in order per order (`partner.connector.sending`); each try is an `EventAttempt`.
@@ -16,6 +18,7 @@ import secrets as token_source
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from partner.core.encryption import EncryptedTextField
 from partner.core.leases import LeasedModel
@@ -33,6 +36,7 @@ EVENT_TYPES = {
     "order.declined": "The decline reached the service: the order is done.",
     "order.failed": "The order failed for good.",
     "order.taken_over": "A staff member took the order over: the system's answers are refused from now on.",
+    "order.handed_back": "Staff handed a taken-over order back: the system works and answers it again.",
 }
 
 
@@ -160,7 +164,9 @@ class EventAttempt(OutboundTry):
 
 
 class IdempotentAnswer(models.Model):
-    """A POST of the API accepted under an Idempotency-Key: its fingerprint and the answer given."""
+    """A POST of the API accepted under an Idempotency-Key: its fingerprint and what replays the
+    answer, its status and `body`, the ids of what it made (`{"order", "delivery"}`, `{"document"}`),
+    a few dozen bytes whatever the order holds; purged past CONNECTOR_IDEMPOTENCY_HOURS."""
 
     connection = models.ForeignKey(Connection, on_delete=models.CASCADE, related_name="+")
     key = models.CharField(max_length=255)
@@ -174,6 +180,31 @@ class IdempotentAnswer(models.Model):
 
     def __str__(self):
         return self.key
+
+
+class OrderRoute(models.Model):
+    """The connection an order was routed to when it reached its workers (its acknowledgement), as
+    the product was connected then: the order's connection for good. The API's reads and answers,
+    its events and the admin's take-over follow this record, never the product's current settings,
+    so a product switched back to staff work or handed to another connection takes none of the
+    orders a system was given, and gives it none of the orders it was not. Only a product's move
+    (`services.product_move`) hands a record on, for the open orders the old system still works.
+
+    A row of its own beside the order, not a column of it: the fulfillment is a layer below the
+    connector and names no connection."""
+
+    order = models.OneToOneField(
+        "fulfillment.Order", primary_key=True, on_delete=models.CASCADE, related_name="connector_route"
+    )
+    connection = models.ForeignKey(Connection, on_delete=models.CASCADE, related_name="routes")
+    routed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["connection", "order"], name="order_route_connection")]
+        default_permissions = ()  # no page of its own: read and changed through the connector's services
+
+    def __str__(self):
+        return f"order {self.order_id} → {self.connection_id}"
 
 
 class ConnectedOrder(Order):

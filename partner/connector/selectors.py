@@ -48,11 +48,11 @@ def events_after(*, connection: Connection, after: int = 0, limit: int = FEED_PA
 
 
 def connection_orders(connection: Connection) -> QuerySet:
-    """The orders of the connection's products that reached a worker (acknowledged or later)."""
-    names = list(connection.products.values_list("name", flat=True))
+    """The orders routed to the connection when they arrived (`OrderRoute`), whatever its products
+    are now: a product switched back to staff work or handed on takes none of them away, and gives
+    it none of the orders it was not routed."""
     return (
-        Order.objects.filter(product_name__in=names, staff_worked=True)
-        .filter(~Q(prepared_at=None))
+        Order.objects.filter(connector_route__connection=connection)
         .select_related("assigned_to", "ordered_by__company")
         .order_by("-updated_at", "-pk")
     )

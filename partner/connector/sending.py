@@ -85,10 +85,13 @@ def signature_headers(event: Event, secrets: list[str], *, now: datetime | None 
 
 def events_due(now: datetime):
     """The events to send now: the oldest pending one of each (connection, order), due, free, and of
-    a (connection, order) no worker is sending an event of."""
+    a (connection, order) no worker is sending an event of. Never one of a connection without an
+    endpoint (switched from push to pull while it waited): no worker could send it, so handing it
+    out again each round was a busy loop; it waits, in the feed, for an endpoint to come back."""
     same_order = Event.objects.filter(connection=OuterRef("connection"), order=OuterRef("order"))
     return (
         Event.objects.filter(state=EventState.PENDING, connection__enabled=True)
+        .exclude(connection__endpoint_url="")
         .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
         .filter(lease_free(now))
         .exclude(Exists(same_order.filter(state=EventState.PENDING, pk__lt=OuterRef("pk"))))

@@ -23,11 +23,13 @@ from oauth2_provider.models import get_application_model
 from partner.catalog.fulfiller_keys import CONNECTED
 from partner.catalog.models import Product
 from partner.catalog.services import product_fulfiller_set
-from partner.connector.events import connection_order_hand
-from partner.connector.models import EVENT_TYPES, Connection, Event, EventState, secret_new
+from partner.connector.events import connection_order_hand, event_store
+from partner.connector.models import EVENT_TYPES, Connection, Event, EventState, OrderRoute, secret_new
 from partner.connector.selectors import FEED_PAGE, events_after
 from partner.core.checks import url_on_loopback
 from partner.core.errors import ApplicationError
+from partner.fulfillment.models import FINAL_STATUSES, Order
+from partner.fulfillment.orders.history import step_record
 from partner.fulfillment.staff.services import order_take
 from partner.platform.locations import METADATA_ADDRESSES, address_refusal
 
@@ -251,8 +253,29 @@ def events_replay_since(*, connection_id: int, since: datetime) -> int:
 
 def order_take_over(*, order_id: int, user) -> None:
     """A staff member works a connected order by hand from now on: the system's answers are refused
-    (it is told by `order.taken_over`), and the order is worked as a staff-worked one."""
+    (it is told by `order.taken_over`), and the order is worked as a staff-worked one. Only an order
+    routed to a connection (`OrderRoute`) is a connected order to take over."""
+    if not OrderRoute.objects.filter(order_id=order_id).exists():
+        raise ConnectionRefused("This order was never routed to a connection: take it in “Orders to work”.")
     order_take(order_id=order_id, user=user, take_over=True)
+
+
+def order_hand_back(*, order_id: int, user) -> None:
+    """Staff give a connected order they took over back to the system it was routed to: assigned to
+    the connection's user again, the step recorded, and the system told (`order.handed_back`).
+    The one way back: a release alone leaves the order with the staff."""
+    route = OrderRoute.objects.select_related("connection__user").filter(order_id=order_id).first()
+    if route is None:
+        raise ConnectionRefused("This order was never routed to a connection: there is no system to hand it to.")
+    connection = route.connection
+    with transaction.atomic():
+        if Order.objects.filter(pk=order_id, assigned_to=connection.user).exists():
+            raise ConnectionRefused(f"{connection.name} works this order already: there is nothing to hand back.")
+        order = order_take(order_id=order_id, user=connection.user, take_over=True)
+        if order.status in FINAL_STATUSES:
+            raise ConnectionRefused("This order is done: there is nothing to hand back.")
+        step_record(order, "handed_back", f"to {connection.name}", actor=user.get_username())
+        event_store(connection=connection, order=order, event_type="order.handed_back", data={})
 
 
 # The local demo's connection (`manage.py connection_demo`, `make demo`): public values, refused
@@ -262,6 +285,22 @@ DEMO_CLIENT_ID = "demo-order-system"
 DEMO_CLIENT_SECRET = "demo-order-system-secret-1"  # noqa: S105 - public demo value, refused outside DEBUG
 DEMO_SIGNING_SECRET = "whsec_ZGVtby1vcmRlci1zeXN0ZW0tc2lnbmluZy1zZWNyZXQ="  # noqa: S105 - likewise
 DEMO_ENDPOINT = "http://127.0.0.1:8001/events"
+
+
+def demo_secrets_held(connection: Connection) -> list[str]:
+    """Which of the demo's public secrets the connection holds ("client secret", "signing secret");
+    the client secret is checked only for the demo's client id (its hash costs a check)."""
+    from django.contrib.auth.hashers import check_password
+
+    held = []
+    application = connection.application
+    if application is not None and application.client_id == DEMO_CLIENT_ID:
+        stored = application.client_secret
+        if stored == DEMO_CLIENT_SECRET or check_password(DEMO_CLIENT_SECRET, stored):
+            held.append("client secret")
+    if DEMO_SIGNING_SECRET in connection.secrets():
+        held.append("signing secret")
+    return held
 
 
 def connection_demo(*, product_name: str) -> Connection:

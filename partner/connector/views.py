@@ -2,14 +2,17 @@
 orders. Thin views: authenticate (OAuth 2.0 client credentials, a scope per view), validate with a
 serializer, call one service (`answers`), under an Idempotency-Key for every POST."""
 
+import base64
+import binascii
 import json
+from urllib.parse import unquote_plus
 
 from django.conf import settings
 from django.http import HttpRequest
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from oauth2_provider.contrib.rest_framework import OAuth2Authentication, TokenHasScope
-from oauth2_provider.views import TokenView
+from oauth2_provider.views import RevokeTokenView, TokenView
 from rest_framework import exceptions, serializers
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -102,13 +105,34 @@ TOKEN_PROBLEM = inline_serializer(
 )
 
 
+def token_client_id(request) -> str:
+    """The client id a token request names (HTTP Basic, else the form), as sent; empty if none."""
+    kind, _, value = request.headers.get("Authorization", "").partition(" ")
+    if kind.lower() == "basic":
+        try:
+            return unquote_plus(base64.b64decode(value, validate=True).decode("utf-8").partition(":")[0])
+        except (binascii.Error, UnicodeDecodeError):
+            return ""
+    return request.POST.get("client_id", "") if request.method == "POST" else ""
+
+
 class TokenThrottle(BaseThrottle):
-    """RATELIMIT_API_TOKEN token requests per client address, whatever the secret (a secret guessed,
-    a system that asks for a token per call); past it, 429 with Retry-After. It guards the secrets,
-    so with the cache unreachable it refuses: 503 (`partner.core.ratelimits`)."""
+    """RATELIMIT_API_TOKEN token requests per client address (an IPv6 client per /64), and as many per
+    client id from whatever addresses (guesses at one client's secret spread over many addresses are
+    held back too), whatever the secret; past either, 429 with Retry-After. Counted before any
+    secret is checked: a refused request costs no hash. It guards the secrets, so with the cache
+    unreachable it refuses: 503 (`partner.core.ratelimits`)."""
 
     def allow_request(self, request, view) -> bool:
         self.seconds = request_counted(request, group="connector-token", rate=settings.RATELIMIT_API_TOKEN)
+        client_id = token_client_id(request)[:200]
+        if self.seconds is None and client_id:
+            self.seconds = request_counted(
+                request,
+                group="connector-token:client",
+                rate=settings.RATELIMIT_API_TOKEN,
+                key=lambda _group, _request: client_id,
+            )
         return self.seconds is None
 
     def wait(self) -> float | None:
@@ -133,6 +157,32 @@ class TokenApi(APIView):
         request={"application/x-www-form-urlencoded": TokenIn},
         responses={
             200: TokenOut,
+            **{(code, PROBLEM_CONTENT_TYPE): TOKEN_PROBLEM for code in (400, 401, 429, 503)},
+        },
+    )
+    def post(self, request):
+        return token_problem(self._issue(request._request))
+
+
+class RevokeIn(serializers.Serializer):
+    token = serializers.CharField(help_text="The access token to revoke.")
+    token_type_hint = serializers.ChoiceField(choices=["access_token"], required=False)
+
+
+class TokenRevokeApi(TokenApi):
+    """POST /api/v1/oauth/revoke (RFC 7009): a system revokes one of its own access tokens (a leaked
+    one, or one it is done with), authenticated as for a token. django-oauth-toolkit revokes it;
+    200 whether or not the token existed (RFC 7009 §2.2: a token of another client, or none, is
+    not told apart), a refused client as problem+json."""
+
+    _issue = staticmethod(RevokeTokenView.as_view())
+
+    @extend_schema(
+        operation_id="oauth_revoke",
+        auth=[{"clientBasic": []}, {}],
+        request={"application/x-www-form-urlencoded": RevokeIn},
+        responses={
+            200: None,
             **{(code, PROBLEM_CONTENT_TYPE): TOKEN_PROBLEM for code in (400, 401, 429, 503)},
         },
     )
@@ -180,7 +230,9 @@ TOKEN_ERRORS = {
     "invalid_request": "The token request is malformed (grant_type=client_credentials, form-encoded).",
 }
 
+
 token_view = TokenApi.as_view()
+revoke_view = TokenRevokeApi.as_view()  # the token endpoint's counts (TokenThrottle): a secret is checked there too
 
 
 class ClientThrottle(BaseThrottle):
@@ -238,13 +290,14 @@ class AnswerApi(ConnectorApi):
     answer_in: type[serializers.Serializer]
 
     def answer(self, connection: Connection, order_id: str, data: dict) -> tuple[int, dict]:
+        """Make the answer: its status and the ids of what it made (`answer_body` renders them)."""
         raise NotImplementedError
 
     def post(self, request: HttpRequest, order_id: str):
         connection = self.connection()
         incoming = self.answer_in(data=request.data)
         incoming.is_valid(raise_exception=True)
-        status, body = answer_once(
+        status, made = answer_once(
             connection=connection,
             key=request.headers.get("Idempotency-Key", ""),
             request_fingerprint=fingerprint(
@@ -252,16 +305,23 @@ class AnswerApi(ConnectorApi):
             ),
             run=lambda: self.answer(connection, order_id, incoming.validated_data),
         )
-        return Response(body, status=status)
+        return Response(answer_body(connection, made), status=status)
 
 
-def _json(data) -> dict:
-    return json.loads(json.dumps(data, default=str))
+def answer_body(connection: Connection, made: dict) -> dict:
+    """The answer's body, rendered from what the answer made (`{"order", "delivery"}` ids, or
+    `{"document"}`), the first time and on each replay alike: the idempotent answer keeps those ids,
+    never the order (which grows with every answer). A replay shows the order as it stands now."""
+    if "document" in made:
+        return DocumentOut(answers.document_of(connection=connection, document_id=made["document"])).data
+    order = answers.order_of(connection=connection, order_id=made["order"])
+    if "delivery" not in made:
+        return OrderOut(order).data
+    return {"order": OrderOut(order).data, "delivery": DeliveryOut(order.deliveries.get(pk=made["delivery"])).data}
 
 
-def _delivered(connection: Connection, order_id: str, delivery) -> tuple[int, dict]:
-    order = answers.order_of(connection=connection, order_id=order_id)
-    return 201, _json({"order": OrderOut(order).data, "delivery": DeliveryOut(delivery).data})
+def _delivered(delivery) -> tuple[int, dict]:
+    return 201, {"order": delivery.order_id, "delivery": delivery.pk}
 
 
 class OrderListApi(ConnectorApi):
@@ -339,7 +399,7 @@ class OrderAcknowledgeApi(AnswerApi):
         return super().post(request, order_id)
 
     def answer(self, connection, order_id, data):
-        return 200, _json(OrderOut(answers.order_acknowledge(connection=connection, order_id=order_id)).data)
+        return 200, {"order": answers.order_acknowledge(connection=connection, order_id=order_id).pk}
 
 
 class OrderStatusUpdateApi(AnswerApi):
@@ -351,7 +411,7 @@ class OrderStatusUpdateApi(AnswerApi):
 
     def answer(self, connection, order_id, data):
         delivery = answers.status_update_post(connection=connection, order_id=order_id, text=data["text"])
-        return _delivered(connection, order_id, delivery)
+        return _delivered(delivery)
 
 
 class OrderDocumentUploadApi(AnswerApi):
@@ -369,7 +429,7 @@ class OrderDocumentUploadApi(AnswerApi):
 
     def answer(self, connection, order_id, data):
         document = answers.document_upload(connection=connection, order_id=order_id, upload=data["file"])
-        return 201, _json(DocumentOut(document).data)
+        return 201, {"document": document.pk}
 
 
 class OrderDeliverApi(AnswerApi):
@@ -388,7 +448,7 @@ class OrderDeliverApi(AnswerApi):
             loan=data["loan"],
             document_ids=data.get("documents"),
         )
-        return _delivered(connection, order_id, delivery)
+        return _delivered(delivery)
 
 
 class OrderDeclineApi(AnswerApi):
@@ -400,7 +460,7 @@ class OrderDeclineApi(AnswerApi):
 
     def answer(self, connection, order_id, data):
         delivery = answers.order_decline(connection=connection, order_id=order_id, reason=data["reason"])
-        return _delivered(connection, order_id, delivery)
+        return _delivered(delivery)
 
 
 ANSWERED = inline_serializer("Answered", {"order": OrderOut(), "delivery": DeliveryOut()})

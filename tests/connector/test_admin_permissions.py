@@ -61,6 +61,7 @@ def test_a_view_only_login_runs_no_action_and_no_post(django_user_model, order, 
     )
     orders = reverse("admin:connector_connectedorder_changelist")
     tried.append(viewer.post(orders, {"action": "take_over", "_selected_action": [order.pk]}))
+    tried.append(viewer.post(orders, {"action": "hand_back", "_selected_action": [order.pk]}))
     page = reverse("admin:connector_connectedorder_change", args=[order.pk])
     tried.append(viewer.post(page, {"_take_over_confirmed": "1"}))
     tried.append(

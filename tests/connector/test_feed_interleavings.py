@@ -14,8 +14,9 @@ from django.db import transaction
 
 from partner.connector.events import event_store
 from partner.connector.models import Event
+from partner.fulfillment.sending.callbacks import delivery_confirm
 from tests.helpers.connector import ApiClient, connected_order
-from tests.helpers.interleaving import TIMEOUT, Actor
+from tests.helpers.interleaving import TIMEOUT, Actor, Pause
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -63,3 +64,28 @@ def test_a_reader_paging_while_events_commit_out_of_id_order_gets_every_event_on
     made = list(Event.objects.filter(connection=connection).values_list("message_id", flat=True))
     assert sorted(seen) == sorted(made) and len(seen) == len(set(seen)) == 4  # each once, none skipped
     assert seen[2:] == [second.message_id, first.message_id]  # in the order they became visible
+
+
+def test_a_reader_paging_while_two_orders_confirmations_commit_out_of_id_order_sees_both(
+    api, connection, order, fake_platform, connected_product
+):
+    """The same from the pipeline's own path: two "processed" callbacks, one per order, each making
+    an `order.delivery.confirmed` event in its transaction; the first is held at its checkpoint
+    (`callback.confirmed`, after its event is stored, before its commit) while the second commits
+    and a system pages the feed; then the first commits. The next page brings it."""
+    other = connected_order(fake_platform, transaction_id="txn-connected-2", product_name=connected_product.name)
+    cursor = api.get("/events").json()["next_after"]  # the two orders' order.created
+
+    with Pause("callback.confirmed") as held:
+        first = Actor(lambda: delivery_confirm(transaction_id=order.transaction_id, event_id="ev-1"), name="first")
+        held.reached()  # its event stored, not committed
+        assert delivery_confirm(transaction_id=other.transaction_id, event_id="ev-2") is not None
+        page = api.get("/events", after=cursor).json()
+        assert [e["payload"]["data"]["order"]["id"] for e in page["events"]] == [other.pk]
+        held.resume()
+        assert first.outcome() is not None
+
+    late = Event.objects.get(order=order, type="order.delivery.confirmed")
+    assert late.pk < Event.objects.get(order=other, type="order.delivery.confirmed").pk  # out of id order
+    following = api.get("/events", after=page["next_after"]).json()
+    assert [e["webhook_id"] for e in following["events"]] == [late.message_id]  # not skipped

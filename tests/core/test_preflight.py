@@ -28,6 +28,9 @@ from tests.helpers.processes import (
 from tests.helpers.products import product_create
 from tests.helpers.settings_in_process import check_deploy, settings_in_force, settings_read, start
 
+# `check --deploy` reads the stored connections (connector.E001, E002): every case may touch the database.
+pytestmark = pytest.mark.django_db
+
 # Everything a real deployment sets: PostgreSQL, a Redis broker and cache, HTTPS addresses, its own
 # client and signing secret.
 GOOD = {
