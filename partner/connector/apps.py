@@ -23,22 +23,9 @@ class ConnectorConfig(AppConfig):
         lease_hand_back_register("events", events_left_hand_back)
 
         from partner.connector import retention
-        from partner.core.retention import DELETE, purge_register
+        from partner.core.retention import purges_register
 
-        purge_register(
-            "connector events",
-            setting="RETENTION_ORDER_DATA_DAYS",
-            action=DELETE,
-            plan=retention.events_plan,
-            purge=retention.events_purge,
-        )
-        purge_register(
-            "idempotent answers",
-            setting="RETENTION_ORDER_DATA_DAYS",
-            action=DELETE,
-            plan=retention.answers_plan,
-            purge=retention.answers_purge,
-        )
+        purges_register(retention.PURGES)
 
         from django.core.checks import register
 

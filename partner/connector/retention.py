@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from partner.connector.models import Event, EventState, IdempotentAnswer
-from partner.core.retention import pk_batches
+from partner.core.retention import DELETE, PurgeKind, pk_batches
 from partner.fulfillment.recovery.retention import orders_open
 
 
@@ -51,3 +51,10 @@ def answers_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
     for batch in pk_batches(_answers_before(cutoff), size=batch_size):
         deleted, _ = IdempotentAnswer.objects.filter(pk__in=batch).delete()
         yield deleted
+
+
+# What the connector purges, with the order data (registered by ConnectorConfig.ready()).
+PURGES = [
+    PurgeKind("connector events", "RETENTION_ORDER_DATA_DAYS", DELETE, events_plan, events_purge),
+    PurgeKind("idempotent answers", "RETENTION_ORDER_DATA_DAYS", DELETE, answers_plan, answers_purge),
+]

@@ -220,7 +220,7 @@ def _connected(connection, new_conn):
     return sock
 
 
-class _WatchedHTTP(HTTPConnection):
+class _Watched:
     """A connection the current exchange's deadline may shut: when it connects, and when a pooled
     one is used again (it does not connect then); it connects only where the exchange's address
     rule allows."""
@@ -238,18 +238,12 @@ class _WatchedHTTP(HTTPConnection):
         return super().request(*args, **kwargs)
 
 
-class _WatchedHTTPS(HTTPSConnection):
-    def _new_conn(self):
-        return _connected(self, super()._new_conn)
+class _WatchedHTTP(_Watched, HTTPConnection):
+    pass
 
-    def connect(self):
-        super().connect()
-        _watched(self)
 
-    def request(self, *args, **kwargs):
-        _fence_check()
-        _watched(self)
-        return super().request(*args, **kwargs)
+class _WatchedHTTPS(_Watched, HTTPSConnection):
+    pass
 
 
 class _WatchedHTTPPool(HTTPConnectionPool):

@@ -8,7 +8,7 @@ the dashboard and for dedupe; a few kinds *delete* whole rows later.
 
 Each app owns what it keeps and how it is purged: its `retention` module holds each kind's plan (how
 many rows are past the cut-off) and purge (erase or delete them), and the app's AppConfig.ready
-registers them with `purge_register`, as every registry is filled (never at a module's import): this
+registers them with `purges_register`, as every registry is filled (never at a module's import): this
 layer knows no app. The daily task `core.purge` and
 `manage.py purge [--dry-run]` both run `purge_run` / `purge_plan`.
 
@@ -71,19 +71,14 @@ _kinds: dict[str, PurgeKind] = {}
 _open_transactions: list[Callable[[list[str]], set[str]]] = []
 
 
-def purge_register(
-    kind: str,
-    *,
-    setting: str,
-    action: str,
-    plan: Callable[[datetime], int],
-    purge: Callable[[datetime, int], Iterable[int]],
-) -> None:
-    """`plan(cutoff)` counts the rows past `cutoff`; `purge(cutoff, batch_size)` erases or deletes
-    them, yielding how many rows each batch did (so a purge cut short still says what it did)."""
-    if action not in (ERASE, DELETE):
-        raise ValueError(f"purge action must be {ERASE!r} or {DELETE!r}")
-    _kinds[kind] = PurgeKind(kind=kind, setting=setting, action=action, plan=plan, purge=purge)
+def purges_register(kinds: Iterable[PurgeKind]) -> None:
+    """Register the kinds an app purges (its retention module's PURGES), in the order they run.
+    Each kind's `plan(cutoff)` counts the rows past `cutoff`; `purge(cutoff, batch_size)` erases or
+    deletes them, yielding how many rows each batch did (so a purge cut short still says what it did)."""
+    for kind in kinds:
+        if kind.action not in (ERASE, DELETE):
+            raise ValueError(f"purge action must be {ERASE!r} or {DELETE!r}")
+        _kinds[kind.kind] = kind
 
 
 def transactions_open_register(finder: Callable[[list[str]], set[str]]) -> None:

@@ -15,31 +15,11 @@ class FulfillmentConfig(AppConfig):
 
         fulfillers_install(FULFILLERS)
 
-        from partner.core.retention import DELETE, ERASE, purge_register, transactions_open_register
+        from partner.core.retention import purges_register, transactions_open_register
         from partner.fulfillment.recovery import retention
 
         transactions_open_register(retention.transactions_with_open_order)
-        purge_register(
-            "order data",
-            setting="RETENTION_ORDER_DATA_DAYS",
-            action=ERASE,
-            plan=retention.order_data_plan,
-            purge=retention.order_data_purge,
-        )
-        purge_register(
-            "documents",
-            setting="RETENTION_DOCUMENT_DAYS",
-            action=ERASE,
-            plan=retention.documents_plan,
-            purge=retention.documents_purge,
-        )
-        purge_register(
-            "order steps",
-            setting="RETENTION_STEP_DAYS",
-            action=DELETE,
-            plan=retention.steps_plan,
-            purge=retention.steps_purge,
-        )
+        purges_register(retention.PURGES)
 
         from partner.core.health import health_warning_register
         from partner.fulfillment.orders.selectors import confirmation_health_warnings

@@ -13,31 +13,10 @@ class InboxConfig(AppConfig):
 
         lease_hand_back_register("notifications", notifications_left_hand_back)
 
-        from partner.core.retention import DELETE, ERASE, purge_register
+        from partner.core.retention import purges_register
         from partner.inbox import retention
 
-        # The bodies before the rows: a notification past both windows is erased, then deleted.
-        purge_register(
-            "refused notifications",
-            setting="RETENTION_REFUSED_NOTIFICATION_DAYS",
-            action=DELETE,
-            plan=retention.refused_plan,
-            purge=retention.refused_purge,
-        )
-        purge_register(
-            "notification bodies",
-            setting="RETENTION_NOTIFICATION_BODY_DAYS",
-            action=ERASE,
-            plan=retention.bodies_plan,
-            purge=retention.bodies_purge,
-        )
-        purge_register(
-            "notifications",
-            setting="RETENTION_NOTIFICATION_DAYS",
-            action=DELETE,
-            plan=retention.notifications_plan,
-            purge=retention.notifications_purge,
-        )
+        purges_register(retention.PURGES)
 
         from partner.core.metrics import metrics_collector_register
         from partner.inbox.metrics import inbox_collect

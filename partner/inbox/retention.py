@@ -25,7 +25,7 @@ from datetime import datetime
 from django.db.models import Exists, OuterRef, Q, QuerySet, Value
 from django.db.models.functions import Concat, StrIndex
 
-from partner.core.retention import pk_batches
+from partner.core.retention import DELETE, ERASE, PurgeKind, pk_batches
 from partner.fulfillment.recovery.retention import orders_open
 from partner.inbox.models import Notification, NotificationState
 
@@ -91,3 +91,12 @@ def refused_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
     for batch in pk_batches(_refused(cutoff), size=batch_size):
         deleted, _ = _refused(cutoff).filter(pk__in=batch).delete()
         yield deleted
+
+
+# What the inbox purges, in the order the purge runs them: the bodies before the rows, so a
+# notification past both windows is erased, then deleted (registered by InboxConfig.ready()).
+PURGES = [
+    PurgeKind("refused notifications", "RETENTION_REFUSED_NOTIFICATION_DAYS", DELETE, refused_plan, refused_purge),
+    PurgeKind("notification bodies", "RETENTION_NOTIFICATION_BODY_DAYS", ERASE, bodies_plan, bodies_purge),
+    PurgeKind("notifications", "RETENTION_NOTIFICATION_DAYS", DELETE, notifications_plan, notifications_purge),
+]

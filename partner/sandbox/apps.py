@@ -15,17 +15,12 @@ class SandboxConfig(AppConfig):
     verbose_name = "Sandbox (service emulator)"
 
     def ready(self):
-        from partner.core.retention import DELETE, purge_register
+        from partner.core.retention import purges_register
 
         from . import retention
         from .models import FaultRule
 
-        for kind, plan, purge in (
-            ("sandbox transactions", retention.transactions_plan, retention.transactions_purge),
-            ("sandbox webhook deliveries", retention.deliveries_plan, retention.deliveries_purge),
-            ("sandbox origins", retention.origins_plan, retention.origins_purge),
-        ):
-            purge_register(kind, setting="RETENTION_SANDBOX_DAYS", action=DELETE, plan=plan, purge=purge)
+        purges_register(retention.PURGES)
 
         # The fault rules are cached for a second per process: forget them on any
         # change, and after a flush (which emits post_migrate), e.g. between tests.

@@ -23,7 +23,7 @@ from datetime import datetime
 from django.db import transaction
 from django.db.models import QuerySet
 
-from partner.core.retention import pk_batches, transactions_open
+from partner.core.retention import DELETE, PurgeKind, pk_batches, transactions_open
 
 from .models import Event, Origin, Transaction, WebhookDelivery
 
@@ -100,3 +100,11 @@ def origins_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
         if ids:
             deleted, _ = _origins(cutoff).filter(pk__in=ids).delete()
             yield deleted
+
+
+# What the sandbox purges (registered by SandboxConfig.ready()).
+PURGES = [
+    PurgeKind("sandbox transactions", "RETENTION_SANDBOX_DAYS", DELETE, transactions_plan, transactions_purge),
+    PurgeKind("sandbox webhook deliveries", "RETENTION_SANDBOX_DAYS", DELETE, deliveries_plan, deliveries_purge),
+    PurgeKind("sandbox origins", "RETENTION_SANDBOX_DAYS", DELETE, origins_plan, origins_purge),
+]

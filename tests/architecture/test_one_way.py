@@ -85,5 +85,5 @@ def test_no_registry_is_filled_at_import():
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["at_import"] == [], "fill these in the app's AppConfig.ready()"
     # The hook saw the registries being filled where they should be.
-    assert {"purge_register", "transactions_open_register", "lease_hand_back_register"} <= set(seen["in_ready"])
+    assert {"purges_register", "transactions_open_register", "lease_hand_back_register"} <= set(seen["in_ready"])
     assert {"health_warning_register", "metrics_collector_register"} <= set(seen["in_ready"])

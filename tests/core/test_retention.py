@@ -355,6 +355,7 @@ def test_the_purge_runs_daily_as_a_task(settings):
     assert schedule["core.purge"] == 24 * 60 * 60
     from config.celery import app
 
+    app.loader.import_default_modules()  # as a worker does when it starts: the apps' tasks modules
     assert "core.purge" in app.tasks
 
 

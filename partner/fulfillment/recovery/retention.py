@@ -27,7 +27,7 @@ from datetime import datetime
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from partner.core.retention import pk_batches
+from partner.core.retention import DELETE, ERASE, PurgeKind, pk_batches
 from partner.fulfillment.models import (
     FINAL_STATUSES,
     Delivery,
@@ -125,3 +125,12 @@ def steps_purge(cutoff: datetime, batch_size: int) -> Iterator[int]:
     for batch in pk_batches(_steps(cutoff), size=batch_size):
         deleted, _ = _steps(cutoff).filter(pk__in=batch).delete()
         yield deleted
+
+
+# What the fulfillment purges, in the order the purge runs them (registered by
+# FulfillmentConfig.ready()).
+PURGES = [
+    PurgeKind("order data", "RETENTION_ORDER_DATA_DAYS", ERASE, order_data_plan, order_data_purge),
+    PurgeKind("documents", "RETENTION_DOCUMENT_DAYS", ERASE, documents_plan, documents_purge),
+    PurgeKind("order steps", "RETENTION_STEP_DAYS", DELETE, steps_plan, steps_purge),
+]
