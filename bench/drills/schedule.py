@@ -33,33 +33,16 @@ from bench import drill_hosts, stack
 from bench.drill_hosts import Drill
 from bench.drills.schedule_check import FINISHED, check
 from bench.hosts import ADDRESSES, PLATFORM_ADDRESS, PORT_POSTGRES, PORT_REDIS, Hosts, address, missing
+from tests.helpers.processes import PRODUCTION
 
 KINDS = ("automated", "staff", "connected")
 PRODUCTS = {"automated": "address-verification", "staff": "appraisal", "connected": "disclosure-delivery"}
-FAULTS = (
-    "cut",
-    "kill",
-    "broker_restart",
-    "postgres_restart",
-    "slow",
-    "status",
-    "callback_late",
-    "callback_twice",
-    "receiver_down",
-    "receiver_hang",
-)
+FAULTS = ("cut", "kill", "broker_restart", "postgres_restart", "slow", "status", "callback_late", "callback_twice")
+FAULTS += ("receiver_down", "receiver_hang")
 RESTARTS = ("broker_restart", "postgres_restart")
 PORT_RECEIVER = 8138
-COMPANY = {
-    "PARTNER_NAME": "Ridgeline Appraisal Co.",
-    "PARTNER_ADDRESS": "12 Harbor Road",
-    "PARTNER_CITY": "Portland",
-    "PARTNER_STATE": "OR",
-    "PARTNER_POSTAL_CODE": "97201",
-    "PARTNER_PHONE": "503-555-0100",
-    "PARTNER_EMAIL": "orders@ridgeline.example",
-    "DOCUMENTS_SINGLE_HOST": "true",
-}
+# The preflight refuses the demo company's details; every "host" here reads one MEDIA_ROOT.
+COMPANY = {key: value for key, value in PRODUCTION.items() if key.startswith(("PARTNER_", "DOCUMENTS_SINGLE"))}
 SEND_TIMEOUT = 2.0  # the connector's send timeout in the drill; a hanging receiver waits longer
 
 
@@ -138,15 +121,9 @@ class Receiver:
                     with receiver.lock:
                         first = status == 200 and self.headers["webhook-id"] not in receiver.seen
                         receiver.seen.add(self.headers["webhook-id"]) if status == 200 else None
-                        receiver.pushes.append(
-                            {
-                                "webhook_id": self.headers["webhook-id"],
-                                "type": payload["type"],
-                                "order": order["id"],
-                                "version": order["version"],
-                                "answered": status if mode != "hang" else 599,  # the sender gave up
-                            }
-                        )
+                        push = {"webhook_id": self.headers["webhook-id"], "type": payload["type"], "order": order["id"]}
+                        answered = status if mode != "hang" else 599  # the sender gave up meanwhile
+                        receiver.pushes.append(push | {"version": order["version"], "answered": answered})
                     if first and payload["type"] == "order.created":
                         threading.Thread(target=on_created, args=(order["id"],), daemon=True).start()
                 self.send_response(status)
@@ -188,7 +165,7 @@ class Schedule:
             env["CELERY_BROKER_URL"] = f"{self.hosts.urls.cache[:-2]}/2"
         env |= {"CONNECTOR_RETRY_BACKOFF": "0.5", "CONNECTOR_RETRY_BACKOFF_MAX": "4"}
         env["REQUESTS_CA_BUNDLE"] = str(self.hosts.scratch / "receiver.pem")  # the receiver's, self-made
-        env |= COMPANY  # the preflight refuses the demo company's; every "host" reads one MEDIA_ROOT
+        env |= COMPANY
         return env | {"CONNECTOR_SEND_TIMEOUT": str(SEND_TIMEOUT), "CONNECTOR_RELAY_INTERVAL": "0.5"}
 
     # Setting up -------------------------------------------------------------------------------
@@ -198,24 +175,10 @@ class Schedule:
         if self.broker == "redis":
             self.hosts.rabbitmq_start = lambda **_: 0.0
         self.certificate = (self.hosts.scratch / "receiver.pem", self.hosts.scratch / "receiver.key")
-        subprocess.run(
-            [
-                "openssl",
-                "req",
-                "-x509",
-                "-newkey",
-                "rsa:2048",
-                "-nodes",
-                "-days",
-                "2",
-                "-subj",
-                f"/CN={PLATFORM_ADDRESS}",
-            ]
-            + ["-addext", f"subjectAltName=IP:{PLATFORM_ADDRESS}", "-keyout", str(self.certificate[1])]
-            + ["-out", str(self.certificate[0])],
-            check=True,
-            capture_output=True,
-        )
+        openssl = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj"]
+        openssl += [f"/CN={PLATFORM_ADDRESS}"]
+        openssl += ["-addext", f"subjectAltName=IP:{PLATFORM_ADDRESS}", "-keyout", str(self.certificate[1])]
+        subprocess.run([*openssl, "-out", str(self.certificate[0])], check=True, capture_output=True)
         self.drill.start()
         from django.contrib.auth import get_user_model
 
@@ -248,9 +211,8 @@ class Schedule:
                 if status < 500 and status != 429:
                     break
             time.sleep(0.5)
-        self.answers.append(
-            {"txn": txn, "who": who, "text": text, "status": status, "accepted": status in (200, 201, 302)}
-        )
+        accepted = status in (200, 201, 302)
+        self.answers.append({"txn": txn, "who": who, "text": text, "status": status, "accepted": accepted})
 
     def connected_answer(self, order_id: int) -> None:
         """The partner system on order.created: acknowledge, a status update, the final delivery."""
@@ -278,12 +240,8 @@ class Schedule:
 
         def post(url, data):
             def send():
-                answer = session.post(
-                    url,
-                    data={**data, "csrfmiddlewaretoken": session.cookies["csrftoken"]},
-                    allow_redirects=False,
-                    timeout=10,
-                )
+                data["csrfmiddlewaretoken"] = session.cookies["csrftoken"]
+                answer = session.post(url, data=data, allow_redirects=False, timeout=10)
                 for cookie in session.cookies:  # Secure cookies (production settings) over the drill's http
                     cookie.secure = False
                 return answer.status_code
@@ -294,39 +252,25 @@ class Schedule:
             session.get(f"{base}/login/", timeout=10)
             for cookie in session.cookies:
                 cookie.secure = False
-            return post(
-                f"{base}/login/", {"username": "drill.staff", "password": "drill-pw-12345", "next": "/admin/"}
-            )()
+            return post(f"{base}/login/", {"username": "drill.staff", "password": "drill-pw-12345"})()
 
         retried(lambda: login() == 302 or 1 / 0)
         worked = set()
+        waiting = Order.objects.filter(status=OrderStatus.WITH_STAFF, product_name=PRODUCTS["staff"])
         while not self.done.is_set():
-            waiting = retried(
-                lambda: list(
-                    Order.objects.filter(status=OrderStatus.WITH_STAFF, product_name=PRODUCTS["staff"])
-                    .exclude(pk__in=worked)
-                    .values_list("pk", "transaction_id")
-                )
-            )
-            for pk, txn in waiting:
+            for pk, txn in retried(lambda: list(waiting.exclude(pk__in=worked).values_list("pk", "transaction_id"))):
                 worked.add(pk)
                 page, mark = f"{base}/fulfillment/stafforder/{pk}", uuid.uuid4().hex[:8]
                 self.answer("staff-take", txn, "", post(f"{page}/take/", {}))
-                text = f"staff update {mark}"
+                form = {"status-partner_status": f"staff update {mark}", "status-once": uuid.uuid4().hex}
+                self.answer("staff", txn, f"staff update {mark}", post(f"{page}/status-update/", form))
+                form = {"deliver-kind": "final", "deliver-partner_status": f"staff final {mark}", "confirmed": "1"}
                 self.answer(
                     "staff",
                     txn,
-                    text,
-                    post(f"{page}/status-update/", {"status-partner_status": text, "status-once": uuid.uuid4().hex}),
+                    f"staff final {mark}",
+                    post(f"{page}/deliver/", form | {"deliver-once": uuid.uuid4().hex}),
                 )
-                text = f"staff final {mark}"
-                form = {
-                    "deliver-kind": "final",
-                    "deliver-partner_status": text,
-                    "deliver-once": uuid.uuid4().hex,
-                    "confirmed": "1",
-                }
-                self.answer("staff", txn, text, post(f"{page}/deliver/", form))
             self.done.wait(0.5)
 
     def pull(self) -> None:
@@ -364,9 +308,11 @@ class Schedule:
             return sum(1 for line in handle if drill_hosts.ACCESS_LINE.match(line))
 
     def fault_run(self, fault: dict) -> None:
+        """At its moment, the fault done and undone; where it began, ended and settled in the calls."""
         from partner.sandbox.faults import fault_set
         from partner.sandbox.models import FaultRule
 
+        time.sleep(max(0.0, fault["at"] - (time.monotonic() - self.began)))
         kind, host, hosts, record = fault["kind"], fault.get("host"), self.hosts, dict(fault)
         target = host or ("db" if kind in RESTARTS else kind)
         with self.locks.setdefault(target, threading.Lock()):
@@ -384,15 +330,13 @@ class Schedule:
                 elif kind in RESTARTS:
                     self.restart("postgres" if kind == "postgres_restart" else self.broker)
                 elif kind in ("slow", "callback_late", "status"):
-                    rule = retried(
-                        lambda: fault_set(
-                            endpoint=fault.get("endpoint", "webhook" if kind == "callback_late" else "*"),
-                            latency=fault.get("latency", 0.0),
-                            status=fault.get("status"),
-                            count=fault.get("count"),
-                            retry_after=1,
-                        )
-                    )
+                    endpoint = fault.get("endpoint", "webhook" if kind == "callback_late" else "*")
+                    rule = {
+                        "latency": fault.get("latency", 0.0),
+                        "status": fault.get("status"),
+                        "count": fault.get("count"),
+                    }
+                    rule = retried(lambda: fault_set(endpoint=endpoint, **rule))
                     time.sleep(fault["for"])
                     retried(lambda: FaultRule.objects.filter(pk=rule.pk).update(active=False))
                 elif kind == "callback_twice":
@@ -436,7 +380,7 @@ class Schedule:
     def run(self, *, timeout: float) -> dict:
         self.began = time.monotonic()
         actors = [threading.Thread(target=target, daemon=True) for target in (self.staff_work, self.pull)]
-        faulting = [threading.Thread(target=self.fault_at, args=(fault,), daemon=True) for fault in self.plan["faults"]]
+        faulting = [threading.Thread(target=self.fault_run, args=(f,), daemon=True) for f in self.plan["faults"]]
         for thread in actors + faulting:
             thread.start()
         for order in self.plan["orders"]:
@@ -450,10 +394,6 @@ class Schedule:
             thread.join(timeout=60)
         return self.history(finished)
 
-    def fault_at(self, fault: dict) -> None:
-        time.sleep(max(0.0, fault["at"] - (time.monotonic() - self.began)))
-        self.fault_run(fault)
-
     def wait(self, timeout: float) -> float | None:
         """Until every order finished and every event of the connection was delivered (or gave up)."""
         from partner.connector.models import Event, EventState
@@ -463,10 +403,8 @@ class Schedule:
         while time.monotonic() < deadline:
             with contextlib.suppress(Exception):
                 finished = Order.objects.filter(transaction_id__in=ids, status__in=FINISHED).count() == len(ids)
-                if (
-                    finished
-                    and not Event.objects.exclude(state=EventState.DELIVERED).exclude(state=EventState.FAILED).exists()
-                ):
+                waiting = Event.objects.exclude(state__in=(EventState.DELIVERED, EventState.FAILED))
+                if finished and not waiting.exists():
                     return round(time.monotonic() - self.began, 1)
             time.sleep(1)
         return None
@@ -480,23 +418,14 @@ class Schedule:
         rows = {}
         for order in Order.objects.filter(transaction_id__in=ids):
             deliveries = Delivery.objects.filter(order=order).order_by("id").values("kind", "state", "sequence")
-            rows[order.transaction_id] = {
-                "pk": order.pk,
-                "status": order.status,
-                "failure_code": order.failure_code,
-                "deliveries": list(deliveries),
-            }
+            row = {"pk": order.pk, "status": order.status, "failure_code": order.failure_code}
+            rows[order.transaction_id] = row | {"deliveries": list(deliveries)}
         patches = {txn: [] for txn in ids}
         for patch in ResponsePatch.objects.filter(transaction_id__in=ids).order_by("transaction_id", "number"):
             patches[patch.transaction_id].append(patch.payload)
         events = [
-            {
-                "webhook_id": e.message_id,
-                "order": e.order_id,
-                "version": e.payload["data"]["order"]["version"],
-                "type": e.type,
-                "position": e.position,
-            }
+            {"webhook_id": e.message_id, "order": e.order_id, "type": e.type, "position": e.position}
+            | {"version": e.payload["data"]["order"]["version"]}
             for e in Event.objects.filter(connection=self.created.connection).order_by("id")
         ]
         calls = [(c["client"], c["method"], c["path"], c["status"]) for c in self.drill.calls()]
@@ -528,17 +457,8 @@ class Schedule:
         self.hosts.destroy()
 
 
-def schedule(
-    *,
-    seed: int | None = None,
-    orders: int = 12,
-    faults=FAULTS,
-    broker: str = "redis",
-    rate: float = 1.0,
-    timeout: float | None = None,
-    **_,
-) -> dict:
-    """One schedule run (a process of its own: it configures Django for the drill's hosts); its report."""
+def schedule(*, seed=None, orders: int = 12, faults=FAULTS, broker: str = "redis", rate: float = 1.0) -> dict:
+    """One run (a process of its own: it configures Django for the drill's hosts); its report, "ok" the verdict."""
     absent = missing()
     if absent:
         print(f"schedule: skipped, this machine lacks {', '.join(absent)}", flush=True)
@@ -546,34 +466,22 @@ def schedule(
     seed = random.SystemRandom().randrange(10**9) if seed is None else seed
     plan = draw(seed, orders=orders, faults=tuple(faults), rate=rate)
     print(
-        f"schedule seed {seed}: {orders} orders, {len(plan['faults'])} faults ({broker}); replay with --seed {seed}",
+        f"schedule seed {seed}: {orders} orders, {len(plan['faults'])} faults ({broker}); replay: --seed {seed}",
         flush=True,
     )
     run = Schedule(plan, broker=broker)
     try:
         run.start()
-        history = run.run(timeout=timeout or 180 + 2 * orders)
+        history = run.run(timeout=180 + 2 * orders)
     finally:
         run.close()
     history["violations"] = check(history)
     path = stack.LOGS / f"schedule-{seed}.json"
     path.write_text(json.dumps(history, indent=1, default=str))
-    faults_done = [
-        f"{f['kind']}{'(' + f['host'] + ')' if f.get('host') else ''}{' ERROR' if f.get('error') else ''}"
-        for f in history["faults"]
-    ]
-    report = {
-        "seed": seed,
-        "orders": orders,
-        "kinds": {kind: sum(1 for o in history["orders"] if o["kind"] == kind) for kind in KINDS},
-        "faults": faults_done,
-        "finished_s": history["finished_s"],
-        "pushes": len(history["pushes"]),
-        "pulled": len(history["pulled"]),
-        "answers_accepted": sum(1 for a in history["answers"] if a["accepted"]),
-        "violations": history["violations"][:20],
-        "history": str(path),
-    }
+    done = [" ".join(str(f[key]) for key in ("kind", "host", "error") if f.get(key)) for f in history["faults"]]
+    report = {"seed": seed, "orders": orders, "faults": done, "finished_s": history["finished_s"]}
+    report |= {key: len(history[key]) for key in ("pushes", "pulled", "answers")}
+    report |= {"violations": history["violations"][:20], "history": str(path)}
     report["ok"] = not history["violations"] and not any(f.get("error") for f in history["faults"])
     print(f"schedule seed {seed}: {'ok' if report['ok'] else 'FAILED'} {json.dumps(report)}", flush=True)
     return report
@@ -585,16 +493,8 @@ def schedule_bench(*, database=None, orders=None, seed=None, faults=None, broker
 
     with tempfile.TemporaryDirectory(prefix="pd-schedule-") as folder:
         output = Path(folder) / "report.json"
-        argv = [
-            stack.PYTHON,
-            "-m",
-            "bench.drills.schedule",
-            "--output",
-            str(output),
-            f"--orders={orders or 12}",
-            f"--broker={broker}",
-        ]
-        argv += [f"--seed={seed}"] if seed is not None else []
+        argv = [stack.PYTHON, "-m", "bench.drills.schedule", f"--output={output}", f"--orders={orders or 12}"]
+        argv += [f"--broker={broker}"] + ([f"--seed={seed}"] if seed is not None else [])
         argv += [f"--faults={faults}"] if faults else []
         ran = subprocess.run(argv, cwd=stack.ROOT, env=stack.ENVIRON_AT_START, check=False)
         if not output.exists():
@@ -607,9 +507,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=None, help="replay this seed (default: a new one, printed)")
     parser.add_argument("--orders", type=int, default=12)
     parser.add_argument("--rate", type=float, default=1.0, help="orders per second")
-    parser.add_argument(
-        "--faults", default=",".join(FAULTS), help=f"the kinds drawn from (default all: {','.join(FAULTS)})"
-    )
+    parser.add_argument("--faults", default=",".join(FAULTS), help="the kinds drawn from (default: all)")
     parser.add_argument("--broker", choices=("redis", "rabbitmq"), default="redis")
     parser.add_argument("--output", default="", help="where to write the report (JSON)")
     args = parser.parse_args(argv)
