@@ -161,7 +161,9 @@ BENCHMARKS = (
         "bench.drills.schedule:schedule_bench",
         "drill: a randomised fault schedule (a seed, printed) over every kind of order on the hosts drill's "
         "layout, its history held against the invariants (~2 min for 12 orders, root)",
-        lambda args, database: {"orders": args.transactions, "seed": args.seed, "faults": args.faults},
+        lambda args, database: _sized(
+            args, database, orders=args.transactions, seed=args.seed, faults=args.faults, broker=args.broker
+        ),
         drill=True,
     ),
 )
@@ -232,6 +234,7 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=None, help="scaleout, hosts: threads per worker host")
     parser.add_argument("--seed", type=int, default=None, help="schedule: replay this seed")
     parser.add_argument("--faults", default="", help="schedule: the fault kinds drawn from (default: all)")
+    parser.add_argument("--broker", default="redis", choices=("redis", "rabbitmq"), help="schedule: the broker")
     args = parser.parse_args(argv)
 
     if args.list:
