@@ -314,7 +314,7 @@ class Schedule:
 
         time.sleep(max(0.0, fault["at"] - (time.monotonic() - self.began)))
         kind, host, hosts, record = fault["kind"], fault.get("host"), self.hosts, dict(fault)
-        target = host or ("db" if kind in RESTARTS else kind)
+        target = host or ("db" if kind in RESTARTS else kind.split("_")[0])  # the receiver's two: one at a time
         with self.locks.setdefault(target, threading.Lock()):
             record["began"] = round(time.monotonic() - self.began, 2)
             record["line_from"] = self.log_line()
@@ -481,7 +481,8 @@ def schedule(*, seed=None, orders: int = 12, faults=FAULTS, broker: str = "redis
     done = [" ".join(str(f[key]) for key in ("kind", "host", "error") if f.get(key)) for f in history["faults"]]
     report = {"seed": seed, "orders": orders, "faults": done, "finished_s": history["finished_s"]}
     report |= {key: len(history[key]) for key in ("pushes", "pulled", "answers")}
-    report |= {"violations": history["violations"][:20], "history": str(path)}
+    refused = [answer for answer in history["answers"] if not answer["accepted"]]  # none expected: shown
+    report |= {"refused": refused[:5], "violations": history["violations"][:20], "history": str(path)}
     report["ok"] = not history["violations"] and not any(f.get("error") for f in history["faults"])
     print(f"schedule seed {seed}: {'ok' if report['ok'] else 'FAILED'} {json.dumps(report)}", flush=True)
     return report
