@@ -18,6 +18,7 @@ invariants by bench/drills/schedule_check.py. The seed is printed; `--seed` repl
 
 import argparse
 import contextlib
+import copy
 import json
 import random
 import signal
@@ -156,7 +157,7 @@ class Schedule:
         self.drill = Drill(self.hosts)
         self.drill.env = self._env  # the hosts drill's environment, with the schedule's broker and waits
         self.answers, self.pulled, self.faults, self.orders = [], [], [], []
-        self.done = threading.Event()
+        self.done, self.lock, self.client = threading.Event(), threading.Lock(), None
         self.locks = {name: threading.Lock() for name in (*ADDRESSES, "db")}
 
     def _env(self, *, sandbox: bool) -> dict:
@@ -197,10 +198,21 @@ class Schedule:
 
     # The actors -------------------------------------------------------------------------------
 
-    def api(self):
+    def api(self, *, renew: bool = False):
+        """A client of the partner's system: its one token (asked once, and again after a 401, as the
+        token endpoint limits how often it is asked) on a session of the caller's own."""
+        import requests
+
         from tests.helpers.connector import ApiClient
 
-        return retried(lambda: ApiClient(self.hosts.urls.balancer, self.created.client_id, self.created.client_secret))
+        with self.lock:
+            if self.client is None or renew:
+                args = (self.hosts.urls.balancer, self.created.client_id, self.created.client_secret)
+                self.client = retried(lambda: ApiClient(*args))
+        client = copy.copy(self.client)
+        client.session = requests.Session()
+        client.session.headers.update(self.client.session.headers)
+        return client
 
     def answer(self, who: str, txn: str, text: str, send) -> None:
         """`send()` (one answer, the same key or form each try) until it is accepted or refused for good."""
@@ -282,7 +294,7 @@ class Schedule:
                 while True:
                     page = api.get("/events", after=cursor, limit=100)
                     if page.status_code == 401:
-                        api = self.api()
+                        api = self.api(renew=True)
                     page.raise_for_status()
                     body = page.json()
                     self.pulled += [{"position": e["id"], "webhook_id": e["webhook_id"]} for e in body["events"]]
