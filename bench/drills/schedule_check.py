@@ -15,6 +15,7 @@ FINISHED = ("REQUEST_COMPLETED", "FAILED", "DECLINED")
 GIVEN_BY_THEM = ("credentials_invalid", "order_refused", "service_rejected", "product_unknown")
 COMPLETED = "completed"  # a PATCH's status that completes the response
 WORKER_HOSTS = ("wk1", "wk2")
+RECENT = 30  # calls of the access log before a cut that name the orders the cut-off host was working
 
 
 def check(history: dict) -> list[str]:
@@ -104,6 +105,9 @@ def deliveries_confirmed_once(history: dict) -> list[str]:
             found.append(f"{txn}: deliveries unconfirmed {dict(states)}")
         if states["confirmed"] != patches:
             found.append(f"{txn}: {states['confirmed']} deliveries confirmed for {patches} accepted PATCHes")
+        numbered = sorted(d["sequence"] for d in row["deliveries"] if d.get("sequence") is not None)
+        if any("sequence" in d for d in row["deliveries"]) and numbered != list(range(1, patches + 1)):
+            found.append(f"{txn}: deliveries numbered {numbered} for {patches} accepted PATCHes")
         if order["kind"] == "connected" and per_order[row["pk"]] != states["confirmed"]:
             found.append(f"{txn}: {per_order[row['pk']]} confirmation events for {states['confirmed']} confirmed")
     return found
@@ -151,28 +155,29 @@ def pulled_is_pushed(history: dict) -> list[str]:
 
 
 def no_send_after_lease_lost(history: dict) -> list[str]:
-    """A worker host cut off sends nothing, once back, for an order another host sent for meanwhile:
-    from its cut to a lease after its return (`line_settled`: what it had in flight has ended by
-    then; later it may take the order up again by a new run of its own)."""
+    """A worker host cut off mid-order sends nothing, once back, for an order another host sent for
+    while it was away: its orders are those it called about just before the cut (the last RECENT
+    calls of the log), the window ends a lease after its return (`line_settled`), when what it had
+    in flight has ended; an order it takes up later is a new run of its own. (Our records account
+    for every PATCH besides: `deliveries_confirmed_once`.)"""
     found = []
     calls, known = history["calls"], {order["txn"] for order in history["orders"]}
-    addresses = {history["hosts"][host]: host for host in WORKER_HOSTS}
+    workers = {history["hosts"][host] for host in WORKER_HOSTS}
 
     def order_of(path: str) -> str | None:
         return next((part for part in path.split("/") if part in known), None)
 
+    def sent(call) -> bool:
+        return call[1] != "GET" and call[3].startswith("2") and order_of(call[2]) is not None
+
     for fault in history["faults"]:
         if fault["kind"] != "cut" or fault.get("host") not in WORKER_HOSTS or "line_from" not in fault:
             continue
-        address = history["hosts"][fault["host"]]
-        others_sent: set[str] = set()
-        for index in range(fault["line_from"], min(fault["line_settled"], len(calls))):
-            client, method, path, status = calls[index]
-            txn = order_of(path)
-            if method == "GET" or txn is None or not status.startswith("2"):
-                continue
-            if client != address and client in addresses:
-                others_sent.add(txn)
-            elif client == address and txn in others_sent:
-                found.append(f"{fault['host']} sent {method} for {txn} after another host took it over (call {index})")
+        address, began, back = history["hosts"][fault["host"]], fault["line_from"], fault["line_to"]
+        held = {order_of(call[2]) for call in calls[max(0, began - RECENT) : began] if call[0] == address}
+        taken = {order_of(c[2]) for c in calls[began:back] if c[0] in workers - {address} and sent(c)}
+        for index in range(back, min(fault["line_settled"], len(calls))):
+            call = calls[index]
+            if call[0] == address and sent(call) and order_of(call[2]) in held & taken:
+                found.append(f"{fault['host']} sent {call[1]} for {order_of(call[2])} after losing it (call {index})")
     return found

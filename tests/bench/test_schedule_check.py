@@ -35,7 +35,7 @@ def clean() -> dict:
         ],
         "pushes": pushes,
         "pulled": [{"position": event["position"], "webhook_id": event["webhook_id"]} for event in events],
-        "faults": [{"kind": "cut", "host": "wk1", "line_from": 0, "line_settled": 10}],
+        "faults": [{"kind": "cut", "host": "wk1", "line_from": 0, "line_to": 0, "line_settled": 10}],
         "calls": [
             ("10.0.0.21", "GET", "/sandbox/transactions/t-auto", "200"),
             ("10.0.0.21", "PATCH", "/sandbox/transactions/t-auto/response", "200"),
@@ -121,10 +121,31 @@ def _pull_missed(h):
 
 
 def _sent_after_lease_lost(h):
+    """wk1 was working t-conn when it was cut off; wk2 sent for it meanwhile; wk1 sent on its return."""
+    h["faults"] = [{"kind": "cut", "host": "wk1", "line_from": 4, "line_to": 5, "line_settled": 10}]
     h["calls"] += [
+        ("10.0.0.21", "GET", "/sandbox/transactions/t-conn", "200"),
         ("10.0.0.22", "PATCH", "/sandbox/transactions/t-conn/response", "200"),
         ("10.0.0.21", "PATCH", "/sandbox/transactions/t-conn/response", "200"),
     ]
+
+
+def _numbered_twice(h):
+    sequenced = [{**delivery, "sequence": 1} for delivery in h["final"]["orders"]["t-conn"]["deliveries"]]
+    h["final"]["orders"]["t-conn"]["deliveries"] = sequenced
+
+
+def test_an_order_taken_up_anew_after_a_cut_is_no_lease_lost_send():
+    """wk1 back from its cut starts a new run of an order it was not working (wk2 sent its first PATCH)."""
+
+    def new_run(h):
+        h["faults"] = [{"kind": "cut", "host": "wk1", "line_from": 3, "line_to": 4, "line_settled": 10}]
+        h["calls"] += [
+            ("10.0.0.22", "PATCH", "/sandbox/transactions/t-conn/response", "200"),
+            ("10.0.0.21", "PATCH", "/sandbox/transactions/t-conn/response", "200"),
+        ]
+
+    assert broken(new_run) == []
 
 
 def _never_finished(h):
@@ -139,6 +160,7 @@ def _never_finished(h):
         (_patch_after_completion, "one_completing_patch"),
         (_answers_swapped, "answers_reached_in_order"),
         (_unconfirmed, "deliveries_confirmed_once"),
+        (_numbered_twice, "deliveries_confirmed_once"),
         (_gap, "events_pushed_in_order"),
         (_pushed_out_of_order, "events_pushed_in_order"),
         (_one_event_two_ids, "events_pushed_in_order"),
