@@ -404,7 +404,7 @@ class Schedule:
         self.done.set()
         for thread in actors:
             thread.join(timeout=60)
-        return self.history(finished)
+        return retried(lambda: self.history(finished))
 
     def wait(self, timeout: float) -> float | None:
         """Until every order finished and every event of the connection was delivered (or gave up)."""
@@ -412,12 +412,11 @@ class Schedule:
         from partner.fulfillment.models import Order
 
         ids, deadline = [order["txn"] for order in self.orders], time.monotonic() + timeout
+        waiting = Event.objects.exclude(state__in=(EventState.DELIVERED, EventState.FAILED))
         while time.monotonic() < deadline:
-            with contextlib.suppress(Exception):
-                finished = Order.objects.filter(transaction_id__in=ids, status__in=FINISHED).count() == len(ids)
-                waiting = Event.objects.exclude(state__in=(EventState.DELIVERED, EventState.FAILED))
-                if finished and not waiting.exists():
-                    return round(time.monotonic() - self.began, 1)
+            finished = retried(lambda: Order.objects.filter(transaction_id__in=ids, status__in=FINISHED).count())
+            if finished == len(ids) and not retried(waiting.exists):
+                return round(time.monotonic() - self.began, 1)
             time.sleep(1)
         return None
 
