@@ -89,6 +89,14 @@ BENCHMARKS = (
         ORDERS,
         drill=True,
     ),
+    Entry(
+        "schedule",
+        "bench.drills.schedule:schedule_bench",
+        "drill: a randomised fault schedule (a seed, printed) over every kind of order on the hosts drill's "
+        "layout, its history held against the invariants (~2 min for 12 orders, root)",
+        "orders=transactions seed faults broker",
+        drill=True,
+    ),
 )
 BY_NAME = {entry.name: entry for entry in BENCHMARKS}
 # Entries that were investigations: their conclusions are in docs/performance.md, their guards in tests/.
@@ -149,6 +157,9 @@ def main(argv=None) -> int:
     parser.add_argument("--upload-ms", type=float, default=500.0, help="latency: the platform's wait per upload")
     parser.add_argument("--staff-deliveries", type=int, default=200, help="latency: the staff's burst (0: none)")
     parser.add_argument("--threads", type=int, default=None, help="scaleout, hosts: threads per worker host")
+    parser.add_argument("--seed", type=int, default=None, help="schedule: replay this seed")
+    parser.add_argument("--faults", default="", help="schedule: the fault kinds drawn from (default: all)")
+    parser.add_argument("--broker", default="redis", choices=("redis", "rabbitmq"), help="schedule: the broker")
     args = parser.parse_args(argv)
 
     if args.list:

@@ -140,6 +140,15 @@ def hosts(figures: dict) -> dict:
     return found
 
 
+def schedule(figures: dict) -> dict:
+    if "skipped" in figures:
+        print(f"  SKIPPED schedule drill: {figures['skipped']}")
+        return {}
+    violations = figures.get("violations", [figures.get("error")] if figures.get("error") else [])
+    seed = figures.get("seed")
+    return {"schedule": verdict(f"schedule drill (seed {seed}): invariants broken", len(violations), 0, figures["ok"])}
+
+
 JUDGES = {
     "intake": intake,
     "end_to_end": end_to_end,
@@ -148,6 +157,7 @@ JUDGES = {
     "memory": memory,
     "postgres_restart": postgres_restart,
     "hosts": hosts,
+    "schedule": schedule,
 }
 
 

@@ -284,7 +284,11 @@ def _deadline_kept(seconds: float | None, *, address_refusal=None):
 
 def _session_build(headers: dict | None = None, *, pool_size: int = 1) -> requests.Session:
     session = requests.Session()
+    # No proxy, .netrc or CA bundle from the environment by requests' own reading; but the CA bundle
+    # an operator names (REQUESTS_CA_BUNDLE, as requests reads it) is the trust of every call: a
+    # partner's system inside their own network may present a certificate of their own CA.
     session.trust_env = False
+    session.verify = os.environ.get("REQUESTS_CA_BUNDLE") or True
     # We never need another system's cookies, and a shared jar would mix calls of different threads.
     session.cookies.set_policy(DefaultCookiePolicy(allowed_domains=[]))
     session.headers.update(headers or {})

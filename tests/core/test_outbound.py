@@ -88,3 +88,13 @@ def test_a_fenced_request_whose_check_refuses_sends_nothing(server):
         with outbound.fenced(lambda: None):
             outbound.exchange("PATCH", f"{server.url}/response", channel="test", session=session, timeout=(1, 1))
     assert [seen.path for seen in server.seen] == ["/response"]
+
+
+def test_the_ca_bundle_an_operator_names_is_the_trust_and_no_proxy_is_taken(monkeypatch):
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/partner/their-ca.pem")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+    with outbound.one_off() as session:
+        assert session.verify == "/etc/partner/their-ca.pem" and session.trust_env is False
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE")
+    with outbound.one_off() as session:
+        assert session.verify is True

@@ -1,0 +1,540 @@
+"""Drill: a randomised fault schedule, Jepsen-style (`make drill ARGS="--only schedule"`).
+
+From a seed, one `random.Random` draws the schedule (`draw`): N orders of every kind, each at its
+moment (automated; staff-worked, answered by a scripted staff member through the admin's pages over
+HTTP; connected, answered through /api/v1/ by a receiver that verifies every push with the
+`standardwebhooks` library, while a second system only pulls the feed), and faults at their
+moments: a host cut off and restored, kill -9 of a worker or web process, the broker restarted
+(Redis, or RabbitMQ with --rabbitmq), PostgreSQL restarted, the platform slow, answering 429/503,
+calling back late or twice, the receiver down or hanging. The hosts are bench/hosts.py's network
+namespaces (two web hosts behind haproxy, two worker hosts, the database host) as the hosts drill
+runs them (bench/drill_hosts.py). Everything done and seen is kept as a JSON history
+(var/bench/schedule-<seed>.json) with the final rows read at the end, and held against the
+invariants by bench/drills/schedule_check.py. The seed is printed; `--seed` replays one.
+
+    .venv/bin/python -m bench.drills.schedule --orders 12 --seed 7
+    .venv/bin/python -m bench.drills.schedule --faults cut,kill,slow,status --orders 200
+"""
+
+import argparse
+import contextlib
+import copy
+import json
+import random
+import signal
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from bench.drills import hosts as drill_hosts
+from bench.drills.hosts import Drill
+from bench.drills.schedule_check import FINISHED, check
+from bench.harness import stack
+from bench.harness.hosts import ADDRESSES, NET, PLATFORM_ADDRESS, PORT_POSTGRES, PORT_REDIS, Hosts, address, missing
+from tests.helpers.processes import PRODUCTION
+
+KINDS = ("automated", "staff", "connected")
+PRODUCTS = {"automated": "address-verification", "staff": "appraisal", "connected": "disclosure-delivery"}
+FAULTS = ("cut", "kill", "broker_restart", "postgres_restart", "slow", "status", "callback_late", "callback_twice")
+FAULTS += ("receiver_down", "receiver_hang")
+RESTARTS = ("broker_restart", "postgres_restart")
+PORT_RECEIVER = 8138
+# The preflight refuses the demo company's details; every "host" here reads one MEDIA_ROOT.
+COMPANY = {key: value for key, value in PRODUCTION.items() if key.startswith(("PARTNER_", "DOCUMENTS_SINGLE"))}
+SEND_TIMEOUT = 2.0  # the connector's send timeout in the drill; a hanging receiver waits longer
+
+
+def draw(seed: int, *, orders: int, faults=FAULTS, rate: float = 1.0, every: float = 15.0) -> dict:
+    """The schedule of `seed`: when each order comes and of what kind, which fault when and for how
+    long (at least 3 faults, one per `every` seconds of orders on average, overlapping as they
+    fall). Everything random in the drill is drawn here, from one generator."""
+    rng = random.Random(seed)
+    span = orders / rate
+    kinds = [KINDS[n % len(KINDS)] for n in range(orders)]  # as many of each kind, in a drawn order
+    rng.shuffle(kinds)
+    made = [{"n": n, "kind": kind, "at": round(rng.uniform(0, span), 2)} for n, kind in enumerate(kinds)]
+    drawn = []
+    for _ in range(max(3, round(span / every))) if faults else ():
+        kind, at = rng.choice(faults), round(rng.uniform(0, span), 2)
+        fault = {"kind": kind, "at": at, "for": round(rng.uniform(2, 12), 1)}
+        if kind in ("cut", "kill"):
+            fault["host"] = rng.choice(("wk1", "wk2", "web1", "web2"))
+        elif kind == "slow":
+            fault["latency"] = round(rng.uniform(0.2, 0.8), 2)
+        elif kind == "status":
+            fault |= {"status": rng.choice((429, 503)), "count": rng.randint(2, 8)}
+            fault["endpoint"] = rng.choice(("transaction", "response", "resources", "upload", "event", "token"))
+        elif kind == "callback_late":
+            fault["latency"] = round(rng.uniform(2, 8), 1)
+        elif kind == "callback_twice":
+            fault["count"] = rng.randint(1, 4)
+        drawn.append(fault)
+    return {"seed": seed, "orders": sorted(made, key=lambda o: o["at"]), "faults": sorted(drawn, key=lambda f: f["at"])}
+
+
+def retried(act, *, timeout: float = 180.0, wait: float = 0.5):
+    """`act()` until it returns without raising (a database or host away for a while), or `timeout`."""
+    from django.db import close_old_connections, connection
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return act()
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            with contextlib.suppress(Exception):
+                connection.close()
+            close_old_connections()
+            time.sleep(wait)
+
+
+class Receiver:
+    """The connected orders' system: verifies each push with `standardwebhooks`, keeps every one it
+    got (webhook-id, order, version, its answer), and answers each new order.created through the API.
+    `mode`: "up", "down" (503 to every push) or "hang" (answers after the sender stopped waiting).
+    Over https, as an endpoint must be (its certificate the drill's own, trusted by the workers)."""
+
+    def __init__(self, secret: str, on_created, certificate: Path, key: Path):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        from standardwebhooks.webhooks import Webhook
+
+        webhook, receiver = Webhook(secret), self
+        self.mode, self.pushes, self.lock, self.seen = "up", [], threading.Lock(), set()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                mode, status = receiver.mode, 200
+                if mode == "hang":
+                    time.sleep(SEND_TIMEOUT + 1)
+                try:
+                    payload = webhook.verify(body, dict(self.headers))
+                except Exception:
+                    payload, status = None, 401
+                status = 503 if mode == "down" and payload else status
+                if payload:
+                    order = payload["data"]["order"]
+                    with receiver.lock:
+                        first = status == 200 and self.headers["webhook-id"] not in receiver.seen
+                        receiver.seen.add(self.headers["webhook-id"]) if status == 200 else None
+                        push = {"webhook_id": self.headers["webhook-id"], "type": payload["type"], "order": order["id"]}
+                        answered = status if mode != "hang" else 599  # the sender gave up meanwhile
+                        receiver.pushes.append(push | {"version": order["version"], "answered": answered})
+                    if first and payload["type"] == "order.created":
+                        threading.Thread(target=on_created, args=(order["id"],), daemon=True).start()
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        ThreadingHTTPServer.allow_reuse_address = True
+        self.server = ThreadingHTTPServer((PLATFORM_ADDRESS, PORT_RECEIVER), Handler)
+        self.server.daemon_threads = True
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(certificate, key)
+        self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+        self.url = f"https://{PLATFORM_ADDRESS}:{PORT_RECEIVER}/events"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Schedule:
+    """One run: the hosts (a Drill), the actors, the faults, and the history they write."""
+
+    def __init__(self, plan: dict, *, broker: str):
+        self.plan, self.broker = plan, broker
+        self.hosts = Hosts()
+        self.drill = Drill(self.hosts)
+        self.drill.env = self._env  # the hosts drill's environment, with the schedule's broker and waits
+        self.answers, self.pulled, self.faults, self.orders = [], [], [], []
+        self.done, self.lock, self.client = threading.Event(), threading.Lock(), None
+        self.locks = {name: threading.Lock() for name in (*ADDRESSES, "db")}
+
+    def _env(self, *, sandbox: bool) -> dict:
+        env = Drill.env(self.drill, sandbox=sandbox)
+        if self.broker == "redis":  # the Redis of the cache holds the broker too (another database)
+            env["CELERY_BROKER_URL"] = f"{self.hosts.urls.cache[:-2]}/2"
+        env |= {"CONNECTOR_RETRY_BACKOFF": "0.5", "CONNECTOR_RETRY_BACKOFF_MAX": "4"}
+        env["REQUESTS_CA_BUNDLE"] = str(self.hosts.scratch / "receiver.pem")  # the receiver's, self-made
+        # The receiver is on the drill's private bridge: a partner's system inside its own network.
+        env["CONNECTOR_ENDPOINT_NETWORKS"] = f"{NET}.0/24"
+        env |= COMPANY
+        return env | {"CONNECTOR_SEND_TIMEOUT": str(SEND_TIMEOUT), "CONNECTOR_RELAY_INTERVAL": "0.5"}
+
+    # Setting up -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        drill_hosts.API_MS, drill_hosts.UPLOAD_MS = 20, 50  # a quick platform; "slow" faults add to it
+        if self.broker == "redis":
+            self.hosts.rabbitmq_start = lambda **_: 0.0
+        self.certificate = (self.hosts.scratch / "receiver.pem", self.hosts.scratch / "receiver.key")
+        openssl = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj"]
+        openssl += [f"/CN={PLATFORM_ADDRESS}"]
+        openssl += ["-addext", f"subjectAltName=IP:{PLATFORM_ADDRESS}", "-keyout", str(self.certificate[1])]
+        subprocess.run([*openssl, "-out", str(self.certificate[0])], check=True, capture_output=True)
+        self.drill.start()
+        from django.contrib.auth import get_user_model
+
+        from partner.catalog.models import Product
+        from partner.catalog.product_cache import catalog_cache_drop
+        from partner.connector.services import connection_create
+
+        Product.objects.filter(name=PRODUCTS["staff"]).update(fulfiller="staff_worked", turnaround_hours=48)
+        Product.objects.filter(name=PRODUCTS["connected"]).update(fulfiller="connected")
+        catalog_cache_drop()
+        get_user_model().objects.create_superuser("drill.staff", "drill.staff@partner.example", "drill-pw-12345")
+        self.created = connection_create(name="schedule", products=[Product.objects.get(name=PRODUCTS["connected"])])
+        self.receiver = Receiver(self.created.signing_secret, self.connected_answer, *self.certificate)
+        self.created.connection.endpoint_url = self.receiver.url
+        self.created.connection.save(update_fields=["endpoint_url"])
+
+    # The actors -------------------------------------------------------------------------------
+
+    def api(self, *, renew: bool = False):
+        """A client of the partner's system: its one token (asked once, and again after a 401, as the
+        token endpoint limits how often it is asked) on a session of the caller's own."""
+        import requests
+
+        from tests.helpers.connector import ApiClient
+
+        with self.lock:
+            if self.client is None or renew:
+                args = (self.hosts.urls.balancer, self.created.client_id, self.created.client_secret)
+                self.client = retried(lambda: ApiClient(*args))
+        client = copy.copy(self.client)
+        client.session = requests.Session()
+        client.session.headers.update(self.client.session.headers)
+        return client
+
+    def answer(self, who: str, txn: str, text: str, send) -> None:
+        """`send()` (one answer, the same key or form each try) until it is accepted or refused for good."""
+        deadline, status = time.monotonic() + 240, None
+        while time.monotonic() < deadline:
+            with contextlib.suppress(Exception):
+                status = send()
+                if status < 500 and status != 429:
+                    break
+            time.sleep(0.5)
+        accepted = status in (200, 201, 302)
+        self.answers.append({"txn": txn, "who": who, "text": text, "status": status, "accepted": accepted})
+
+    def connected_answer(self, order_id: int) -> None:
+        """The partner system on order.created: acknowledge, a status update, the final delivery."""
+        from partner.fulfillment.models import Order
+
+        txn = retried(lambda: Order.objects.values_list("transaction_id", flat=True).get(pk=order_id))
+        api, mark = self.api(), uuid.uuid4().hex[:8]
+
+        def post(path, **body):
+            key = str(uuid.uuid4())
+            return lambda: api.post(f"/orders/{order_id}{path}", key=key, json=body).status_code
+
+        self.answer("api", txn, "", post("/acknowledge"))
+        self.answer("api", txn, f"update {mark}", post("/status-updates", text=f"update {mark}"))
+        self.answer("api", txn, f"final {mark}", post("/deliveries", final=True, message=f"final {mark}"))
+
+    def staff_work(self) -> None:
+        """The scripted staff member: every staff-worked order with staff, taken, a status update and
+        the final delivery, each posted as the admin's page posts it (a retry sends the same form)."""
+        import requests
+
+        from partner.fulfillment.models import Order, OrderStatus
+
+        base, session = f"{self.hosts.urls.balancer}/admin", requests.Session()
+
+        def post(url, data):
+            def send():
+                data["csrfmiddlewaretoken"] = session.cookies["csrftoken"]
+                answer = session.post(url, data=data, allow_redirects=False, timeout=10)
+                for cookie in session.cookies:  # Secure cookies (production settings) over the drill's http
+                    cookie.secure = False
+                return answer.status_code
+
+            return send
+
+        def login():
+            session.get(f"{base}/login/", timeout=10)
+            for cookie in session.cookies:
+                cookie.secure = False
+            return post(f"{base}/login/", {"username": "drill.staff", "password": "drill-pw-12345"})()
+
+        retried(lambda: login() == 302 or 1 / 0)
+        worked = set()
+        waiting = Order.objects.filter(status=OrderStatus.WITH_STAFF, product_name=PRODUCTS["staff"])
+        while not self.done.is_set():
+            for pk, txn in retried(lambda: list(waiting.exclude(pk__in=worked).values_list("pk", "transaction_id"))):
+                worked.add(pk)
+                page, mark = f"{base}/fulfillment/stafforder/{pk}", uuid.uuid4().hex[:8]
+                self.answer("staff-take", txn, "", post(f"{page}/take/", {}))
+                form = {"status-partner_status": f"staff update {mark}", "status-once": uuid.uuid4().hex}
+                self.answer("staff", txn, f"staff update {mark}", post(f"{page}/status-update/", form))
+                form = {"deliver-kind": "final", "deliver-partner_status": f"staff final {mark}", "confirmed": "1"}
+                self.answer(
+                    "staff",
+                    txn,
+                    f"staff final {mark}",
+                    post(f"{page}/deliver/", form | {"deliver-once": uuid.uuid4().hex}),
+                )
+            self.done.wait(0.5)
+
+    def pull(self) -> None:
+        """The second system: follows the feed's cursor until the drill ends, and a last round after."""
+        api, cursor, last = self.api(), 0, False
+        while True:
+            last = self.done.is_set()
+            with contextlib.suppress(Exception):
+                while True:
+                    page = api.get("/events", after=cursor, limit=100)
+                    if page.status_code == 401:
+                        api = self.api(renew=True)
+                    page.raise_for_status()
+                    body = page.json()
+                    self.pulled += [{"position": e["id"], "webhook_id": e["webhook_id"]} for e in body["events"]]
+                    cursor = body["next_after"]
+                    if not body["events"]:
+                        break
+                if last:
+                    return
+            time.sleep(0.5)
+
+    def order_create(self, kind: str) -> str:
+        from partner.sandbox.transactions import transaction_create
+
+        seed = self.drill.seed
+        product, user = seed.products[PRODUCTS[kind]], seed.users["lender.demo"]
+        return retried(lambda: transaction_create(product=product, user=user, loan=seed.loans[2]).id)
+
+    # Faults -----------------------------------------------------------------------------------
+
+    def log_line(self) -> int:
+        """How many calls the platform's access log holds now (where a fault began or ended in it)."""
+        with self.drill.platform_log.open() as handle:
+            return sum(1 for line in handle if drill_hosts.ACCESS_LINE.match(line))
+
+    def fault_run(self, fault: dict) -> None:
+        """At its moment, the fault done and undone; where it began, ended and settled in the calls."""
+        from partner.sandbox.faults import fault_set
+        from partner.sandbox.models import FaultRule
+
+        time.sleep(max(0.0, fault["at"] - (time.monotonic() - self.began)))
+        kind, host, hosts, record = fault["kind"], fault.get("host"), self.hosts, dict(fault)
+        target = host or ("db" if kind in RESTARTS else kind.split("_")[0])  # the receiver's two: one at a time
+        with self.locks.setdefault(target, threading.Lock()):
+            record["began"] = round(time.monotonic() - self.began, 2)
+            record["line_from"] = self.log_line()
+            try:
+                if kind == "cut":
+                    hosts.cut(host)
+                    time.sleep(fault["for"])
+                    hosts.reconnect(host)
+                elif kind == "kill":
+                    hosts.stop(host, sig=signal.SIGKILL)
+                    time.sleep(fault["for"])
+                    self.drill.worker_start(host) if host.startswith("wk") else self.drill.web_start(host)
+                elif kind in RESTARTS:
+                    self.restart("postgres" if kind == "postgres_restart" else self.broker)
+                elif kind in ("slow", "callback_late", "status"):
+                    endpoint = fault.get("endpoint", "webhook" if kind == "callback_late" else "*")
+                    rule = {
+                        "latency": fault.get("latency", 0.0),
+                        "status": fault.get("status"),
+                        "count": fault.get("count"),
+                    }
+                    rule = retried(lambda: fault_set(endpoint=endpoint, **rule))
+                    time.sleep(fault["for"])
+                    retried(lambda: FaultRule.objects.filter(pk=rule.pk).update(active=False))
+                elif kind == "callback_twice":
+                    record["sent_again"] = self.callbacks_again(fault["count"])
+                elif kind in ("receiver_down", "receiver_hang"):
+                    self.receiver.mode = kind.removeprefix("receiver_")
+                    time.sleep(fault["for"])
+                    self.receiver.mode = "up"
+            except Exception as exc:  # kept in the history: a fault that could not be done is no pass
+                record["error"] = f"{type(exc).__name__}: {exc}"[:300]
+            record["ended"] = round(time.monotonic() - self.began, 2)
+            record["line_to"] = self.log_line()
+            time.sleep(drill_hosts.LEASE_SECONDS)  # what the host had in flight has ended by then
+            record["line_settled"] = self.log_line()
+        self.faults.append(record)
+
+    def restart(self, name: str) -> None:
+        """A server of the database host stopped (PostgreSQL fast, Redis empty) and started again."""
+        if name == "rabbitmq":
+            self.hosts.rabbitmq_stop()
+            self.hosts.rabbitmq_start()
+            return
+        argv = list(self.hosts.processes[name].popen.args)
+        self.hosts.stop(name, sig=signal.SIGINT if name == "postgres" else signal.SIGTERM)
+        self.hosts.spawn(name, None, argv)
+        self.hosts.wait_port(name, address("db"), PORT_POSTGRES if name == "postgres" else PORT_REDIS)
+
+    def callbacks_again(self, count: int) -> list[str]:
+        """The platform calls back twice: `count` event webhooks it delivered, sent once more."""
+        from partner.sandbox.models import WebhookDelivery
+        from partner.sandbox.webhooks import delivery_schedule
+
+        done = WebhookDelivery.objects.filter(status=WebhookDelivery.Status.DELIVERED, resource_type__contains="event")
+        again = list(done.order_by("-id").values_list("pk", "event_id")[:count])
+        for pk, _ in again:
+            delivery_schedule(delivery_id=pk)
+        return [str(event) for _, event in again]
+
+    # The run ----------------------------------------------------------------------------------
+
+    def run(self, *, timeout: float) -> dict:
+        self.began = time.monotonic()
+        actors = [threading.Thread(target=target, daemon=True) for target in (self.staff_work, self.pull)]
+        faulting = [threading.Thread(target=self.fault_run, args=(f,), daemon=True) for f in self.plan["faults"]]
+        for thread in actors + faulting:
+            thread.start()
+        for order in self.plan["orders"]:
+            time.sleep(max(0.0, order["at"] - (time.monotonic() - self.began)))
+            self.orders.append({"n": order["n"], "kind": order["kind"], "txn": self.order_create(order["kind"])})
+        for thread in faulting:
+            thread.join()
+        finished = self.wait(timeout)
+        self.done.set()
+        for thread in actors:
+            thread.join(timeout=60)
+        return retried(lambda: self.history(finished))
+
+    def wait(self, timeout: float) -> float | None:
+        """Until every order finished and every event of the connection was delivered (or gave up)."""
+        from partner.connector.models import Event, EventState
+        from partner.fulfillment.models import Order
+
+        ids, deadline = [order["txn"] for order in self.orders], time.monotonic() + timeout
+        waiting = Event.objects.exclude(state__in=(EventState.DELIVERED, EventState.FAILED))
+        while time.monotonic() < deadline:
+            finished = retried(lambda: Order.objects.filter(transaction_id__in=ids, status__in=FINISHED).count())
+            if finished == len(ids) and not retried(waiting.exists):
+                return round(time.monotonic() - self.began, 1)
+            time.sleep(1)
+        return None
+
+    def history(self, finished) -> dict:
+        from partner.connector.models import Event
+        from partner.fulfillment.models import Delivery, Order
+        from partner.sandbox.models import ResponsePatch
+
+        ids = [order["txn"] for order in self.orders]
+        rows = {}
+        for order in Order.objects.filter(transaction_id__in=ids):
+            deliveries = Delivery.objects.filter(order=order).order_by("id").values("kind", "state", "sequence")
+            row = {"pk": order.pk, "status": order.status, "failure_code": order.failure_code}
+            rows[order.transaction_id] = row | {"deliveries": list(deliveries)}
+        patches = {txn: [] for txn in ids}
+        for patch in ResponsePatch.objects.filter(transaction_id__in=ids).order_by("transaction_id", "number"):
+            patches[patch.transaction_id].append(patch.payload)
+        events = [
+            {"webhook_id": e.message_id, "order": e.order_id, "type": e.type, "position": e.position}
+            | {"version": e.payload["data"]["order"]["version"]}
+            for e in Event.objects.filter(connection=self.created.connection).order_by("id")
+        ]
+        calls = [(c["client"], c["method"], c["path"], c["status"]) for c in self.drill.calls()]
+        kinds = {order["txn"]: order["kind"] for order in self.orders}
+        return {
+            "seed": self.plan["seed"],
+            "broker": self.broker,
+            "schedule": self.plan,
+            "finished_s": finished,
+            "orders": self.orders,
+            "answers": [a for a in self.answers if a["who"] != "staff-take"],
+            "pushes": self.receiver.pushes,
+            "pulled": self.pulled,
+            "faults": sorted(self.faults, key=lambda f: f["began"]),
+            "calls": calls,
+            "hosts": {host: address(host) for host in ADDRESSES},
+            "final": {
+                "orders": {txn: rows[txn] | {"kind": kinds[txn]} for txn in rows},
+                "patches": patches,
+                "events": events,
+            },
+        }
+
+    def close(self) -> None:
+        self.done.set()
+        self.drill.close()
+        with contextlib.suppress(Exception):
+            self.receiver.close()
+        self.hosts.destroy()
+
+
+def schedule(*, seed=None, orders: int = 12, faults=FAULTS, broker: str = "redis", rate: float = 1.0) -> dict:
+    """One run (a process of its own: it configures Django for the drill's hosts); its report, "ok" the verdict."""
+    absent = missing()
+    if absent:
+        print(f"schedule: skipped, this machine lacks {', '.join(absent)}", flush=True)
+        return {"ok": False, "skipped": f"this machine lacks {', '.join(absent)}"}
+    seed = random.SystemRandom().randrange(10**9) if seed is None else seed
+    plan = draw(seed, orders=orders, faults=tuple(faults), rate=rate)
+    print(
+        f"schedule seed {seed}: {orders} orders, {len(plan['faults'])} faults ({broker}); replay: --seed {seed}",
+        flush=True,
+    )
+    run = Schedule(plan, broker=broker)
+    try:
+        run.start()
+        history = run.run(timeout=180 + 2 * orders)
+    finally:
+        run.close()
+    history["violations"] = check(history)
+    path = stack.LOGS / f"schedule-{seed}.json"
+    path.write_text(json.dumps(history, indent=1, default=str))
+    done = [" ".join(str(f[key]) for key in ("kind", "host", "error") if f.get(key)) for f in history["faults"]]
+    report = {"seed": seed, "orders": orders, "faults": done, "finished_s": history["finished_s"]}
+    report |= {key: len(history[key]) for key in ("pushes", "pulled", "answers")}
+    refused = [answer for answer in history["answers"] if not answer["accepted"]]  # none expected: shown
+    report |= {"refused": refused[:5], "violations": history["violations"][:20], "history": str(path)}
+    report["ok"] = not history["violations"] and not any(f.get("error") for f in history["faults"])
+    print(f"schedule seed {seed}: {'ok' if report['ok'] else 'FAILED'} {json.dumps(report)}", flush=True)
+    return report
+
+
+def schedule_bench(*, database=None, orders=None, seed=None, faults=None, broker="redis") -> dict:
+    """`bench/run.py --only schedule`: the run in a process of its own (it configures Django itself)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="pd-schedule-") as folder:
+        output = Path(folder) / "report.json"
+        argv = [stack.PYTHON, "-m", "bench.drills.schedule", f"--output={output}", f"--orders={orders or 12}"]
+        argv += [f"--broker={broker}"] + ([f"--seed={seed}"] if seed is not None else [])
+        argv += [f"--faults={faults}"] if faults else []
+        ran = subprocess.run(argv, cwd=stack.ROOT, env=stack.ENVIRON_AT_START, check=False)
+        if not output.exists():
+            return {"ok": False, "error": f"the schedule process exited ({ran.returncode}) without a report"}
+        return json.loads(output.read_text())
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="A randomised fault schedule over the hosts, then the checker")
+    parser.add_argument("--seed", type=int, default=None, help="replay this seed (default: a new one, printed)")
+    parser.add_argument("--orders", type=int, default=12)
+    parser.add_argument("--rate", type=float, default=1.0, help="orders per second")
+    parser.add_argument("--faults", default=",".join(FAULTS), help="the kinds drawn from (default: all)")
+    parser.add_argument("--broker", choices=("redis", "rabbitmq"), default="redis")
+    parser.add_argument("--output", default="", help="where to write the report (JSON)")
+    args = parser.parse_args(argv)
+    faults = tuple(name for name in args.faults.split(",") if name)
+    unknown = set(faults) - set(FAULTS)
+    if unknown:
+        parser.error(f"unknown faults {sorted(unknown)}; of {FAULTS}")
+    report = schedule(seed=args.seed, orders=args.orders, faults=faults, broker=args.broker, rate=args.rate)
+    if args.output:
+        Path(args.output).write_text(json.dumps(report, indent=2, default=str))
+    return 0 if report["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
