@@ -22,6 +22,9 @@ from tests.helpers.processes import (
 )
 from tests.helpers.settings_in_process import settings_in_force, settings_read, start
 
+# A start runs the preflight's checks, and the connector's read the stored connections.
+pytestmark = pytest.mark.django_db
+
 
 def refusal(env_overrides) -> str:
     """The message a server's start with this environment stops with (ImproperlyConfigured)."""

@@ -114,6 +114,25 @@ def settings_in_force(read: Settings):
             yield read
 
 
+def _harness_env() -> dict:
+    """What this test process needs kept whatever environment it plays: Django's permission to query
+    beside the browser tests' event loop (tests/helpers/browser.py), which a started process's own
+    environment would not have."""
+    name = "DJANGO_ALLOW_ASYNC_UNSAFE"
+    return {name: os.environ[name]} if name in os.environ else {}
+
+
+@contextmanager
+def _harness_checks_silenced(read: Settings):
+    """Django's deploy check of DJANGO_ALLOW_ASYNC_UNSAFE (async.E001) silenced where this harness, not
+    the environment under test, set that variable (`_harness_env`)."""
+    if not _harness_env():
+        yield
+        return
+    with override_settings(SILENCED_SYSTEM_CHECKS=[*read.SILENCED_SYSTEM_CHECKS, "async.E001"]):
+        yield
+
+
 @contextmanager
 def _started(env_overrides: dict):
     """The settings of a process with this environment in force, and os.environ that environment (some
@@ -122,7 +141,9 @@ def _started(env_overrides: dict):
     from partner.core.apps import environment_malformed_refuse
 
     read = settings_read(env_overrides)
-    with settings_in_force(read), mock.patch.dict(os.environ, django_env(env_overrides), clear=True):
+    environ = django_env(env_overrides) | _harness_env()
+    # The checks import config/urls.py (the URL checks) with these settings: not this process's map.
+    with _urls_kept(), settings_in_force(read), mock.patch.dict(os.environ, environ, clear=True):
         environment_malformed_refuse()
         yield read
 
@@ -144,7 +165,7 @@ def check_deploy(env_overrides: dict) -> tuple[int, str]:
     stops manage.py as it starts: code 1 and its message."""
     out, err = StringIO(), StringIO()
     try:
-        with _started(env_overrides):
+        with _started(env_overrides) as read, _harness_checks_silenced(read):
             call_command("check", deploy=True, stdout=out, stderr=err)
     except SystemCheckError as exc:  # its text opens with its name, as manage.py prints it
         return 1, f"{out.getvalue()}{err.getvalue()}{exc}"
@@ -153,16 +174,20 @@ def check_deploy(env_overrides: dict) -> tuple[int, str]:
     return 0, out.getvalue() + err.getvalue()
 
 
-def urls_read(read: Settings):
-    """config/urls.py imported afresh with `read` in force: the URL map a process with these settings
-    serves (for `resolve(path, urlconf=...)`). This process's map and admin site are put back."""
+@contextmanager
+def _urls_kept(*, afresh: bool = False):
+    """This process's URL map as it was, after a block that may import config/urls.py under other
+    settings (`afresh`: the block starts without it, so it imports it anew): the module put back, or
+    dropped if it had not been imported yet, Django's resolver caches cleared, and the admin site's
+    texts (which config/urls.py sets) restored."""
     from django.contrib import admin
+    from django.urls import clear_url_caches
 
     site = {name: getattr(admin.site, name) for name in ("site_url", "site_header", "site_title", "index_title")}
-    package, ours = sys.modules["config"], sys.modules.pop(URLCONF, None)
+    package = sys.modules["config"]
+    ours = sys.modules.pop(URLCONF, None) if afresh else sys.modules.get(URLCONF)
     try:
-        with settings_in_force(read):
-            return importlib.import_module(URLCONF)
+        yield
     finally:
         # This process's own map, or none yet (the next request or resolve imports it afresh).
         if ours is None:
@@ -172,5 +197,13 @@ def urls_read(read: Settings):
         else:
             sys.modules[URLCONF] = ours
             package.urls = ours
+        clear_url_caches()
         for name, value in site.items():
             setattr(admin.site, name, value)
+
+
+def urls_read(read: Settings):
+    """config/urls.py imported afresh with `read` in force: the URL map a process with these settings
+    serves (for `resolve(path, urlconf=...)`). This process's map and admin site are put back."""
+    with _urls_kept(afresh=True), settings_in_force(read):
+        return importlib.import_module(URLCONF)
