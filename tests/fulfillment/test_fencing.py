@@ -15,10 +15,9 @@ from django.utils import timezone
 
 from partner.core.leases import Lease
 from partner.fulfillment.models import DeliveryState, Order, OrderStatus
-from partner.fulfillment.orders.services import order_open
 from partner.fulfillment.runs import order_run
 from partner.platform import client
-from tests.helpers.products import LENDER_CREDENTIALS, product_create
+from tests.helpers.orders import automated_order
 
 pytestmark = pytest.mark.django_db
 
@@ -30,14 +29,7 @@ LOAN = {
 
 @pytest.fixture
 def order(fake_platform):
-    product_create()
-    fake_platform.transaction_add(
-        TXN,
-        request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": LENDER_CREDENTIALS},
-        product_name="address-verification",
-    )
-    order, _, _ = order_open(transaction_id=TXN, product_name="address-verification")
-    return order
+    return automated_order(fake_platform, TXN, loan=LOAN)
 
 
 def test_a_worker_whose_lease_ran_out_during_an_upload_sends_no_patch(fake_platform, order, monkeypatch):

@@ -13,36 +13,20 @@ from django.conf import settings as django_settings
 from django.core.cache import cache
 
 from partner.fulfillment.models import Delivery, DeliveryKind, FailureCode, Order, OrderStatus
-from partner.fulfillment.orders.services import order_open
 from partner.fulfillment.runs import order_run
 from partner.platform import client
+from tests.helpers.orders import LOAN_RIGHT, automated_order
 from tests.helpers.ports import free_port
-from tests.helpers.products import LENDER_CREDENTIALS, product_create
 
 pytestmark = pytest.mark.django_db
 
 TXN = "txn-outage-1"
-LOAN = {
-    "property": {
-        "streetAddress": "500 Howard Street",
-        "city": "San Francisco",
-        "state": "CA",
-        "postalCode": "94105",
-        "county": "San Francisco",
-    }
-}
+LOAN = LOAN_RIGHT
 
 
 @pytest.fixture
 def order(fake_platform):
-    product_create()
-    fake_platform.transaction_add(
-        TXN,
-        request={"type": "NEW_REQUEST", "loan": LOAN, "credentials": LENDER_CREDENTIALS},
-        product_name="address-verification",
-    )
-    order, _, _ = order_open(transaction_id=TXN, product_name="address-verification")
-    return order
+    return automated_order(fake_platform, TXN, loan=LOAN)
 
 
 @pytest.fixture

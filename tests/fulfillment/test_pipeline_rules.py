@@ -17,22 +17,13 @@ from partner.fulfillment.models import FailureCode, Order, OrderStatus, OrderSte
 from partner.fulfillment.orders.services import order_open
 from partner.fulfillment.runs import order_run
 from partner.platform.errors import ServiceUnavailableError, ServiceValidationError
-from tests.helpers.orders import order_ran
+from tests.helpers.orders import LOAN_RIGHT, order_ran
 from tests.helpers.products import LENDER_CREDENTIALS, product_create
 
 pytestmark = pytest.mark.django_db
 
 TXN = "txn-rules-1"
-# Right as sent: 94105 is San Francisco, San Francisco County.
-LOAN = {
-    "property": {
-        "streetAddress": "500 Howard Street",
-        "city": "San Francisco",
-        "state": "CA",
-        "postalCode": "94105",
-        "county": "San Francisco",
-    }
-}
+LOAN = LOAN_RIGHT  # right as sent
 FULL_RUN = ["get_transaction", "request_upload_slots", "upload_resource", "patch_response"]
 
 

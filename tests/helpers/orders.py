@@ -71,3 +71,30 @@ def order_ran(*, order_id: int):
 def deliveries_sent(*, order_id: int) -> int:
     """One run of the order (`_run`): how many deliveries it sent."""
     return _run(order_id).sent
+
+
+# An address-verification order's loan, right as sent: 94105 is San Francisco, San Francisco County.
+LOAN_RIGHT = {
+    "property": {
+        "streetAddress": "500 Howard Street",
+        "city": "San Francisco",
+        "state": "CA",
+        "postalCode": "94105",
+        "county": "San Francisco",
+    }
+}
+
+
+def automated_order(fake, transaction_id: str, *, loan: dict = LOAN_RIGHT):
+    """An address-verification order opened on the fake platform (its product made), not yet run."""
+    from partner.fulfillment.orders.services import order_open
+    from tests.helpers.products import LENDER_CREDENTIALS, product_create
+
+    product_create()
+    fake.transaction_add(
+        transaction_id,
+        request={"type": "NEW_REQUEST", "loan": loan, "credentials": LENDER_CREDENTIALS},
+        product_name="address-verification",
+    )
+    order, _, _ = order_open(transaction_id=transaction_id, product_name="address-verification")
+    return order
