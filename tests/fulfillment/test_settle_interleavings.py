@@ -41,18 +41,22 @@ SETTLED = {
 
 
 @pytest.fixture
-def confirmations():
-    """Every `delivery_confirmed` announcement, as the delivery's id (what the connector turns into
-    `order.delivery.confirmed` events)."""
+def announced():
+    """Every announcement, in the order made, as (what, delivery id): what the connector turns into
+    events (`order.created`, `order.delivery.confirmed`, ...) in that order."""
     seen = []
 
     def receive(sender, *, what, delivery_id=None, **kwargs):
-        if what == announcements.DELIVERY_CONFIRMED:
-            seen.append(delivery_id)
+        seen.append((what, delivery_id))
 
-    announcements.order_announced.connect(receive, dispatch_uid="test-confirmations")
+    announcements.order_announced.connect(receive, dispatch_uid="test-announced")
     yield seen
-    announcements.order_announced.disconnect(dispatch_uid="test-confirmations")
+    announcements.order_announced.disconnect(dispatch_uid="test-announced")
+
+
+def _confirmed(announced) -> list[int]:
+    """The deliveries of the `delivery_confirmed` announcements, in the order made."""
+    return [delivery for what, delivery in announced if what == announcements.DELIVERY_CONFIRMED]
 
 
 def _opened(fake_platform, *, staff_worked: bool) -> Order:
@@ -95,7 +99,7 @@ def _state(delivery: Delivery) -> str:
 @pytest.mark.parametrize("callbacks", ["before-record", "after-record"])
 @pytest.mark.parametrize("kind", list(SETTLED))
 def test_each_callback_confirms_its_own_delivery_before_or_after_the_senders_record(
-    fake_platform, tasks_sent, confirmations, kind, callbacks, versioned
+    fake_platform, tasks_sent, announced, kind, callbacks, versioned
 ):
     """An order whose last delivery of `kind` is being sent; for a staff member's answer, the
     acknowledgement before it was sent and awaits its callback. The callbacks come while the sender
@@ -130,12 +134,24 @@ def test_each_callback_confirms_its_own_delivery_before_or_after_the_senders_rec
     assert set(order.deliveries.values_list("state", flat=True)) == {DeliveryState.CONFIRMED}
     # One announcement each, in the order of the PATCHes (a later version's callback that came
     # first confirms the earlier ones with it: the service processed them before).
-    assert confirmations == [d.pk for d in deliveries]
+    assert _confirmed(announced) == [d.pk for d in deliveries]
+    # The acknowledgement announced once, before any confirmation (the partner's system learns of
+    # the order from it: a confirmation announced first would be one it never hears of).
+    moments = [what for what, _ in announced if what != announcements.TAKEN]
+    if order.staff_worked:
+        assert moments.count(announcements.ACKNOWLEDGED) == 1
+        assert moments[0] == announcements.ACKNOWLEDGED, moments
     assert order.status == SETTLED[kind]
     assert order.claimed_until is None
+    # What the acceptance means, recorded once, whichever witness came first.
+    steps = list(order.steps.values_list("name", flat=True))
+    assert steps.count("acknowledged") == (1 if order.staff_worked else 0)
+    assert steps.count("delivered") == (1 if kind == DeliveryKind.RESULT else 0)
+    answers = [d for d in deliveries if d.kind not in (DeliveryKind.ACKNOWLEDGEMENT, DeliveryKind.RESULT)]
+    assert steps.count("sent") == len(answers)
 
 
-def test_two_callbacks_at_once_confirm_two_deliveries(fake_platform, tasks_sent, confirmations):
+def test_two_callbacks_at_once_confirm_two_deliveries(fake_platform, tasks_sent, announced):
     """Two "processed" callbacks without a version for an order with two deliveries sent: the first
     is held inside its transaction, after its confirmation, while the second waits for it. Both
     deliveries are confirmed, each once (the second callback must not find the first's delivery
@@ -157,10 +173,10 @@ def test_two_callbacks_at_once_confirm_two_deliveries(fake_platform, tasks_sent,
         assert second.outcome() is not None, "the second callback found no delivery to confirm"
 
     assert [_state(d) for d in deliveries] == [DeliveryState.CONFIRMED, DeliveryState.CONFIRMED]
-    assert sorted(confirmations) == sorted(d.pk for d in deliveries)
+    assert sorted(_confirmed(announced)) == sorted(d.pk for d in deliveries)
 
 
-def test_a_callback_applied_twice_confirms_one_delivery(fake_platform, tasks_sent, confirmations):
+def test_a_callback_applied_twice_confirms_one_delivery(fake_platform, tasks_sent, announced):
     """The same "processed" event handled a second time (its task run again after a worker died
     before marking it done, or replayed by staff), with no version: the second changes nothing,
     and the next delivery waits for its own callback."""
@@ -174,6 +190,6 @@ def test_a_callback_applied_twice_confirms_one_delivery(fake_platform, tasks_sen
     delivery_confirm(transaction_id=TXN, event_id="ev-1")
 
     assert (_state(ack), _state(sent)) == (DeliveryState.CONFIRMED, DeliveryState.SENT)
-    assert confirmations == [ack.pk]
+    assert _confirmed(announced) == [ack.pk]
     delivery_confirm(transaction_id=TXN, event_id="ev-2")
-    assert _state(sent) == DeliveryState.CONFIRMED and confirmations == [ack.pk, sent.pk]
+    assert _state(sent) == DeliveryState.CONFIRMED and _confirmed(announced) == [ack.pk, sent.pk]

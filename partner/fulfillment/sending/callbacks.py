@@ -2,7 +2,9 @@
 
 A "processed" event confirms the delivery it belongs to (`delivery_confirm`), whatever kind of order
 it is, and the order is settled by the one rule of `orders.services.order_settle` (completed when
-the confirmed delivery is its result or final delivery). Any other event is recorded for staff to
+the confirmed delivery is its result or final delivery). A callback that comes before the sender's
+record of the PATCH applies what the acceptance means first (`accepted.delivery_accepted`): the
+order's moments are announced in the order they happened. Any other event is recorded for staff to
 read.
 
 Which delivery a "processed" event confirms: the one whose response version it names (the sender
@@ -25,6 +27,7 @@ from partner.fulfillment.orders import announcements
 from partner.fulfillment.orders.history import step_record
 from partner.fulfillment.orders.services import order_lock, order_settle
 from partner.fulfillment.orders.states import DELIVERY_MOVES, delivery_move_returning
+from partner.fulfillment.sending.accepted import delivery_accepted
 from partner.platform import client
 from partner.platform.urns import response_processed_event_type
 
@@ -100,7 +103,13 @@ def _delivery_confirm(*, order_id: int, event_id: str, version) -> Delivery | No
         earlier = delivery_move_returning(
             accepted, DeliveryState.CONFIRMED, confirmed_at=now, confirmed_by=event_id, updated_at=now
         )
+    order = None
     for confirmed in [*sorted(earlier, key=lambda d: d.sequence), delivery]:
+        if confirmed.sent_at is None:
+            # Before the sender's record of its PATCH: what the acceptance means comes first (an
+            # acknowledgement's announcement before its confirmation's), and the record adds nothing.
+            order = order or Order.objects.get(pk=order_id)
+            delivery_accepted(order, confirmed, now)
         if confirmed.kind not in SILENT_KINDS:
             step_record(Order(pk=order_id), "confirmed", f"{confirmed.get_kind_display()} ({event_id})")
         announcements.order_announce(order_id=order_id, what=announcements.DELIVERY_CONFIRMED, delivery_id=confirmed.pk)

@@ -24,7 +24,6 @@ refuses one the pipeline made (a result, an acknowledgement), the order fails wi
 
 import contextlib
 import logging
-from collections.abc import Callable
 
 from django.db import transaction
 from django.db.models import F, Max, Prefetch, Subquery
@@ -43,16 +42,15 @@ from partner.fulfillment.models import (
     FailureCode,
     Order,
     OrderDocument,
-    OrderStatus,
     ServiceCall,
 )
 from partner.fulfillment.orders import announcements
 from partner.fulfillment.orders.failures import refusal_reason
-from partner.fulfillment.orders.history import first_time, step_record
-from partner.fulfillment.orders.metrics import order_delivered
+from partner.fulfillment.orders.history import step_record
 from partner.fulfillment.orders.services import OrderFailed, order_fail, order_lock, order_refused, order_settle
-from partner.fulfillment.orders.states import delivery_move, delivery_move_where_allowed_returning, order_move
+from partner.fulfillment.orders.states import delivery_move, delivery_move_returning
 from partner.fulfillment.sending import uploads
+from partner.fulfillment.sending.accepted import delivery_accepted
 from partner.platform import client, http
 from partner.platform.errors import RequestRefused, ServiceError
 from partner.platform.formats import LOAN_FORMAT, RESPONSE_COMPLETED, RESPONSE_PROCESSING
@@ -96,62 +94,21 @@ def _response_version_next(order: Order):
     return Coalesce(Subquery(highest), 0) + 1
 
 
-# What a sent delivery means beyond its order's status (which `order_settle` moves), by kind.
-
-
-def _acknowledged(order: Order, delivery: Delivery, now) -> None:
-    order_move(Order.objects.filter(pk=order.pk), OrderStatus.WITH_STAFF, updated_at=now)
-    step_record(order, "acknowledged", delivery.partner_status)
-    announcements.order_announce(order_id=order.pk, what=announcements.ACKNOWLEDGED, delivery_id=delivery.pk)
-
-
-def _result_delivered(order: Order, delivery: Delivery, now) -> None:
-    documents = delivery.documents
-    resource_id = documents[0].resource_id if documents else ""
-    # The processed callback may have completed the order already (and set delivered_at): keep the
-    # first delivery time.
-    Order.objects.filter(pk=order.pk).update(
-        delivered_at=first_time("delivered_at", now), resource_id=resource_id, updated_at=now
-    )
-    order.delivered_at = order.delivered_at or now
-    order.resource_id, order.updated_at = resource_id, now
-    order_delivered(order, now)
-    step_record(order, "delivered", f"{len(documents)} resource(s)")
-
-
-def _lender_told(order: Order, delivery: Delivery, now) -> None:
-    step_record(order, "lender_told", delivery.partner_status)
-
-
-def _nothing_more(order: Order, delivery: Delivery, now) -> None:
-    pass
-
-
-SENT_EFFECTS: dict[str, Callable] = {
-    DeliveryKind.RESULT: _result_delivered,
-    DeliveryKind.ACKNOWLEDGEMENT: _acknowledged,
-    DeliveryKind.STATUS_UPDATE: _nothing_more,
-    DeliveryKind.PARTIAL: _nothing_more,
-    DeliveryKind.FINAL: _nothing_more,
-    DeliveryKind.DECLINE: _nothing_more,
-    DeliveryKind.FAILURE_NOTICE: _lender_told,
-}
-
-
 def _sent(order: Order, delivery: Delivery) -> None:
-    """Record the PATCH as sent, what it means for the order, and settle the order (`order_settle`),
-    in one transaction, under the order's lock. A confirmation that came first (the service's
-    callback beat this record) stays: its delivery keeps CONFIRMED, and the order settles from it."""
+    """Record the PATCH as sent, with what the acceptance means for the order (`delivery_accepted`),
+    and settle the order (`order_settle`), in one transaction, under the order's lock. A callback
+    that came first (the service's confirmation beat this record) took the delivery out of
+    `pending` and applied both: the record then only writes when it was sent."""
     now = timezone.now()
     with transaction.atomic():
         order_lock(Order.objects.filter(pk=order.pk))
-        [recorded] = delivery_move_where_allowed_returning(
-            Delivery.objects.filter(pk=delivery.pk), DeliveryState.SENT, sent_at=now, updated_at=now
-        )
-        SENT_EFFECTS[delivery.kind](order, delivery, now)
-        order_settle(order_id=order.pk, delivery=recorded)
-        if delivery.kind not in (DeliveryKind.RESULT, DeliveryKind.ACKNOWLEDGEMENT, DeliveryKind.FAILURE_NOTICE):
-            step_record(order, "sent", f"{delivery.get_kind_display()} (response version {recorded.sequence})")
+        rows = Delivery.objects.filter(pk=delivery.pk)
+        recorded = delivery_move_returning(rows, DeliveryState.SENT, sent_at=now, updated_at=now)
+        if recorded:
+            delivery_accepted(order, recorded[0], now, documents=delivery.documents)
+            order_settle(order_id=order.pk, delivery=recorded[0])
+        else:
+            rows.update(sent_at=now, updated_at=now)
     logger.info("transaction %s: %s sent", order.transaction_id, delivery.get_kind_display().lower())
 
 
