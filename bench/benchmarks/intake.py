@@ -7,7 +7,8 @@ handler (bench/harness/bare_webhook.py) under the same gunicorn configuration. T
 server: closed loop (the highest rate it sustains at a fixed number of connections), a fixed rate
 (latency counted from when each request was due) and half the closed loop's rate. Afterwards
 every accepted (202) notification must be stored exactly once and, for ours, handed to the
-broker once. The target is the ratio of the two servers' CPU per webhook.
+broker once. The targets (bench/harness/verdicts.py): the closed loop's rate on two cores; at the
+fixed rate (1,000/s) the p99 and the ratio of the two servers' CPU per webhook.
 """
 
 import json
@@ -154,10 +155,12 @@ def phases_run(process: stack.Process, sizes: dict, *, table: str, tag: str, rel
 
 
 def intake_bench(*, database: str, workers: int, threads: int, requests: int, concurrency: int, rate: float) -> dict:
-    """Our intake, then the bare handler under the same gunicorn and load: {"ours", "bare"}."""
+    """Our intake, then the bare handler under the same gunicorn and load: {"ours", "bare", "cores"}
+    (the cores every process of the run may use: the servers, the relay, the load generator, the database
+    when it runs here)."""
     sizes = {"database": database, "requests": requests, "concurrency": concurrency, "rate": rate}
     env = stack.app_env(database=database, public_base_url="http://127.0.0.1:9", sandbox=False)
-    found = {}
+    found = {"cores": len(os.sched_getaffinity(0))}
     for kind, app in (("ours", "config.wsgi"), ("bare", "bench.harness.bare_webhook:application")):
         if kind == "bare":
             bare_webhook.table_create(database)

@@ -5,9 +5,11 @@ each judge reads its own figures only and returns {key: verdict line}.
 """
 
 TARGETS = {
-    # Issue 38: the intake at most 1.6x the bare handler's CPU per webhook at a fixed 1,000/s, at
-    # least 1,000/s in the closed loop on two cores, p99 < 50 ms at 1,000/s.
+    # Issue 38: the intake at most 1.6x the bare handler's CPU per webhook at a fixed 1,000/s (open
+    # loop), at least 1,000/s in the closed loop on two cores, p99 < 50 ms at 1,000/s.
     "intake_per_s": 1000,
+    "intake_cores": 2,  # the closed loop's rate counts on at most this many cores
+    "intake_fixed_rate": 1000,  # the open loop's rate, at which the p99 and the CPU are judged
     "intake_p99_ms": 50,
     "intake_cpu_over_bare": 1.6,
     "end_to_end_per_s_2_workers": 30,
@@ -36,21 +38,40 @@ def at_most(name: str, measured, key: str) -> dict:
 
 
 def intake(figures: dict) -> dict:
+    """The closed loop's rate on at most two cores; at the fixed rate of 1,000/s (open loop: each request
+    sent when due), the p99 and our CPU per webhook over the bare handler's under the same load. A
+    figure taken at another rate, or a rate on more cores, is no measure of its target: MISSED."""
     ours, bare = figures["ours"], figures["bare"]
     closed, fixed = ours["closed_loop"], ours["fixed_rate"]
     phases = (closed, fixed)
     lost = sum(p["stored"]["accepted_missing"] + p["stored"]["accepted_stored_twice_or_more"] for p in phases)
     off_queue = sum(abs(p["queue_length"] - p["stored"]["accepted"]) for p in phases if "queue_length" in p)
+
+    cores, rate, fewest = figures.get("cores"), closed["accepted_per_s"], TARGETS["intake_per_s"]
+    on_cores = cores is not None and cores <= TARGETS["intake_cores"]
+    where = f"{cores} cores" if cores is not None else "cores unknown"
+    if not on_cores:
+        where += f", not the target's {TARGETS['intake_cores']}"
+    per_s = verdict(
+        f"intake webhooks/s (closed loop, {where})", rate, fewest, on_cores and rate is not None and rate >= fewest
+    )
+
+    asked = TARGETS["intake_fixed_rate"]
+    at_rate = fixed["rate_asked"] == asked and bare["fixed_rate"]["rate_asked"] == asked
+    shown = f"{fixed['rate_asked']:g}/s" if fixed["rate_asked"] else "no fixed rate"
+    if not at_rate:
+        shown += f", not the target's {asked:g}/s"
+    p99, most = fixed["p99_ms"], TARGETS["intake_p99_ms"]
     least = bare["fixed_rate"]["server_cpu_ms_per_request"]
     ratio = round(fixed["server_cpu_ms_per_request"] / least, 2) if least else None
-    p99, most = fixed["p99_ms"], TARGETS["intake_p99_ms"]
     return {
-        "intake_per_s": at_least("intake webhooks/s (closed loop)", closed["accepted_per_s"], "intake_per_s"),
-        "intake_p99_ms": verdict(
-            f"intake p99 ms at {fixed['rate_asked']:g}/s", p99, most, p99 is not None and p99 < most
-        ),
-        "intake_cpu_over_bare": at_most(
-            f"gunicorn CPU per webhook / the bare handler's at {fixed['rate_asked']:g}/s", ratio, "intake_cpu_over_bare"
+        "intake_per_s": per_s,
+        "intake_p99_ms": verdict(f"intake p99 ms at {shown}", p99, most, at_rate and p99 is not None and p99 < most),
+        "intake_cpu_over_bare": verdict(
+            f"gunicorn CPU per webhook / the bare handler's at {shown}",
+            ratio,
+            TARGETS["intake_cpu_over_bare"],
+            at_rate and ratio is not None and ratio <= TARGETS["intake_cpu_over_bare"],
         ),
         "intake_nothing_lost": verdict("accepted but not stored exactly once", lost, 0, lost == 0),
         "intake_all_relayed": verdict("accepted but not relayed once", off_queue, 0, off_queue == 0),

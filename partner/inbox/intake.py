@@ -8,11 +8,9 @@ broker outage never slows or fails an answer, and what was answered 202 is commi
 
 The INSERT is written once per database from the model's own fields (`NotificationInsert`):
 `ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`, so a duplicate, even a concurrent one, is told
-by the unique key without an error (and without a savepoint inside a caller's transaction). On
-PostgreSQL its values are bound server-side: no query text is built in Python per webhook (what
-that saves against the ORM's `create` is in docs/performance.md). It is not a prepared statement
-unless the database OPTIONS set psycopg's `prepare_threshold` (Django leaves it off, for
-connection poolers).
+by the unique key without an error (and without a savepoint inside a caller's transaction). It runs
+on Django's cursor with every value adapted by its field, as the ORM's own INSERT would, so a query
+log, an execute wrapper and the statement budget see it as they see any other statement.
 
 A notification no handler takes (`dispatch.handler_for`) is stored as `ignored`, answered 202 like any
 other, and counted (`partner_webhooks_unhandled`; the dashboard lists the last hour's): a profile
@@ -29,7 +27,6 @@ import hashlib
 import logging
 import time
 from dataclasses import dataclass
-from datetime import datetime
 
 from django.conf import settings
 from django.core.cache import cache
@@ -122,17 +119,13 @@ def headers_storable(headers) -> dict:
     return {control_characters_escape(name): control_characters_escape(value) for name, value in kept.items()}
 
 
-# How many senders' addresses NotificationInsert keeps adapted.
-_ADDRESSES_KEPT = 1024
-
-
 class NotificationInsert:
     """The one INSERT of a notification, written once per database from the model's fields.
 
     Every concrete field but the key is a column: the value given, else `now` for the
-    auto_now(_add) fields, else the field's default, each adapted by the field itself (so a
-    field added to the model is written too, with its default; a constant default is adapted
-    once). `execute` returns the new row's id, or None when the dedupe key is taken.
+    auto_now(_add) fields, else the field's default, each adapted by the field itself
+    (`get_db_prep_save`, what the ORM's INSERT does). `execute` returns the new row's id, or None
+    when the dedupe key is taken.
     """
 
     _by_vendor: dict[str, "NotificationInsert"] = {}
@@ -141,30 +134,11 @@ class NotificationInsert:
         meta = Notification._meta
         quote = db.ops.quote_name
         self.fields = [field for field in meta.concrete_fields if not field.primary_key]
-        stamped = [field for field in self.fields if getattr(field, "auto_now", 0) or getattr(field, "auto_now_add", 0)]
-        self.now_fields = {field.attname for field in stamped}
-        self.now_field = stamped[0] if stamped else None  # adapts `now`, once for all of them
-        self.per_request_defaults = [field for field in self.fields if field.has_default() and callable(field.default)]
-        self.constants = {
-            field.attname: field.get_db_prep_save(field.get_default(), db)
-            for field in self.fields
-            if field.attname not in self.now_fields and field not in self.per_request_defaults
-        }
-        # Text given as str goes to the driver as it is (what the field's own adaptation returns); so does
-        # an aware datetime on PostgreSQL (the backend's adaptation returns it unchanged).
-        self.text_fields = {
-            field.attname for field in self.fields if field.get_internal_type() in ("CharField", "TextField")
-        }
-        self.datetime_fields = {
+        self.now_fields = {
             field.attname
             for field in self.fields
-            if db.vendor == "postgresql" and settings.USE_TZ and field.get_internal_type() == "DateTimeField"
+            if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)
         }
-        # An address is adapted through a parsed object: the few senders' addresses are adapted once each.
-        self.address_fields = {
-            field.attname for field in self.fields if field.get_internal_type() == "GenericIPAddressField"
-        }
-        self.addresses: dict = {}
         table, key, pk = quote(meta.db_table), quote(meta.get_field("dedupe_key").column), quote(meta.pk.column)
         columns = ", ".join(quote(field.column) for field in self.fields)
         placeholders = ", ".join(["%s"] * len(self.fields))
@@ -179,105 +153,43 @@ class NotificationInsert:
             insert = cls._by_vendor[db.vendor] = cls(db)
         return insert
 
-    def adapted(self, field, value, db):
-        """`value` as `field.get_db_prep_save` adapts it, without the work where the result is known."""
-        name = field.attname
-        if type(value) is str and name in self.text_fields:
-            return value
-        if type(value) is datetime and value.tzinfo is not None and name in self.datetime_fields:
-            return value
-        if type(value) is str and name in self.address_fields:
-            adapted = self.addresses.get(value)
-            if adapted is None:
-                adapted = field.get_db_prep_save(value, db)
-                if len(self.addresses) >= _ADDRESSES_KEPT:
-                    self.addresses.clear()
-                self.addresses[value] = adapted
-            return adapted
-        return field.get_db_prep_save(value, db)
-
     def params(self, values: dict, db) -> list:
-        now = self.adapted(self.now_field, timezone.now(), db) if self.now_field else None
+        now = timezone.now()
         params = []
         for field in self.fields:
             name = field.attname
             if name in values:
-                params.append(self.adapted(field, values[name], db))
+                value = values[name]
             elif name in self.now_fields:
-                params.append(now)
-            elif name in self.constants:
-                params.append(self.constants[name])
+                value = now
             else:
-                params.append(field.get_db_prep_save(field.get_default(), db))
+                value = field.get_default()
+            params.append(field.get_db_prep_save(value, db))
         return params
 
     def execute(self, db, values: dict) -> int | None:
         params = self.params(values, db)
-        if db.vendor == "postgresql" and not db.queries_logged and not db.execute_wrappers:
-            return _bound_execute(db, self.sql, params)
-        with _insert_cursor(db) as cursor:
+        with db.cursor() as cursor:
             cursor.execute(self.sql, params)
             row = cursor.fetchone()
         return row[0] if row else None
-
-
-def _insert_cursor(db):
-    """Django's cursor wrapper (error wrapping, execute wrappers, query logging) around a cursor bound
-    server-side on PostgreSQL, without the health check's `SELECT 1` (see `notification_insert`);
-    Django's own cursor elsewhere."""
-    if db.vendor != "postgresql":
-        return db.cursor()
-    from django.db.backends.postgresql.base import ServerBindingCursor
-
-    db.validate_thread_sharing()
-    db.ensure_connection()
-    with db.wrap_database_errors:
-        cursor = ServerBindingCursor(db.connection)
-    return db.make_debug_cursor(cursor) if db.queries_logged else db.make_cursor(cursor)
-
-
-# The attribute of a connection's wrapper that keeps its INSERT cursor: (the driver's connection, the cursor).
-_KEPT_CURSOR = "_inbox_insert_cursor"
-
-
-def _bound_execute(db, sql: str, params: list):
-    """The INSERT on a server-binding cursor kept for the connection's life, with what Django's cursor
-    wrapper does for it: the thread check, the connection opened when there is none, the
-    broken-transaction check and the driver's errors raised as Django's (OperationalError,
-    IntegrityError...), which marks the connection for its check at the end of the request.
-
-    A new cursor per webhook, and Django's wrapper around it, cost about a third of the INSERT's CPU
-    (docs/performance.md). Only where nothing watches the statements (no execute wrapper, no query
-    log): those get Django's wrapper (`_insert_cursor`)."""
-    db.validate_thread_sharing()
-    db.ensure_connection()
-    db.validate_no_broken_transaction()
-    raw = db.connection
-    with db.wrap_database_errors:
-        kept = getattr(db, _KEPT_CURSOR, None)
-        if kept is None or kept[0] is not raw:
-            from django.db.backends.postgresql.base import ServerBindingCursor
-
-            kept = (raw, ServerBindingCursor(raw))
-            setattr(db, _KEPT_CURSOR, kept)  # the wrapper is the thread's own, as is its connection
-        cursor = kept[1]
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    return row[0] if row else None
 
 
 def notification_insert(**values) -> int | None:
     """Store one notification (values by attribute name); its id, or None when its dedupe key is taken.
 
     The INSERT is the connection's health check: CONN_HEALTH_CHECKS would spend a `SELECT 1` round
-    trip on every webhook before it. A connection kept from an earlier request that fails it (the
-    server restarted, a failover) is closed and the INSERT tried once more on a new one, as the
-    health check would have done; a first attempt that did commit makes the second a duplicate of
-    itself (the unique key: stored once, counted as a duplicate). Any other failure is the caller's (503).
+    trip on every webhook before it (Django runs it before a request's first statement), so it is
+    marked done. A connection kept from an earlier request that fails the INSERT (the server
+    restarted, a failover) is closed and the INSERT tried once more on a new one, as the health
+    check would have done; a first attempt that did commit makes the second a duplicate of itself
+    (the unique key: stored once, counted as a duplicate). Any other failure is the caller's (503).
     """
     db = connections[router.db_for_write(Notification)]  # the wrapper itself, not the `connection` proxy
     insert = NotificationInsert.for_connection(db)
     reused = db.connection is not None
+    if reused:
+        db.health_check_done = True  # Django's flag for the check of this request: the INSERT is it
     try:
         return insert.execute(db, values)
     except OperationalError:

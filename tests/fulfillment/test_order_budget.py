@@ -5,21 +5,16 @@ intake, handed to the broker by the relay, processed (the order opened and the o
 the same task, against a fake of the service: its four calls), then the `processed` callback
 stored, relayed and processed (the order completed). Each step's queries are counted with Django's
 `CaptureQueriesContext`, the tasks with `tasks_sent`. The budgets below are today's counts: a change
-that adds a query or a task to an order fails here and says which step it was.
-
-Each is counted twice on PostgreSQL: by Django's query log, and by the driver (every statement
-psycopg's cursors execute) with the query log off. A query log makes the intake store a webhook on
-Django's cursor; without one it uses the cursor it keeps per connection, as in production
-(`partner/inbox/intake.py`): the second count holds the budget on the executor production runs.
+that adds a query or a task to an order fails here and says which step it was. Every statement
+of these steps runs on Django's cursors, where the query log sees it: the intake's INSERT too
+(`partner/inbox/intake.py`), on the one path production takes.
 """
 
-import contextlib
 import json
-from unittest import mock
 
 import pytest
 from django.conf import settings
-from django.db import connection, connections
+from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from partner.fulfillment.models import Order, OrderStatus
@@ -86,42 +81,11 @@ def receive(body: bytes) -> int:
     return webhook_receive(body=body, signature=signature, headers={}, remote_addr="127.0.0.1")
 
 
-@contextlib.contextmanager
-def query_log():
-    with CaptureQueriesContext(connection) as queries:
-        statements = []
-        yield statements
-    statements += [query["sql"] for query in queries.captured_queries]
-
-
-@contextlib.contextmanager
-def driver_log():
-    """Every statement psycopg's cursors execute meanwhile, with Django's query log left off."""
-    import psycopg
-
-    statements, execute, executemany = [], psycopg.Cursor.execute, psycopg.Cursor.executemany
-
-    def executed(run):
-        def counted(cursor, query, *args, **kwargs):
-            statements.append(query if isinstance(query, str) else repr(query))
-            return run(cursor, query, *args, **kwargs)
-
-        return counted
-
-    assert not connection.queries_logged and not connection.execute_wrappers
-    with (
-        mock.patch.object(psycopg.Cursor, "execute", executed(execute)),
-        mock.patch.object(psycopg.Cursor, "executemany", executed(executemany)),
-    ):
-        yield statements
-
-
 class Counter(dict):
-    log = staticmethod(query_log)
-
     def step(self, name, action):
-        with self.log() as statements:
+        with CaptureQueriesContext(connection) as queries:
             result = action()
+        statements = [query["sql"] for query in queries.captured_queries]
         self[name] = len([sql for sql in statements if not sql.startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))])
         self.statements[name] = statements
         return result
@@ -150,17 +114,12 @@ def order(fake_platform, counts: "Counter", number: int) -> None:
     assert order.status == OrderStatus.REQUEST_COMPLETED
 
 
-@pytest.fixture(params=["query log", "driver"])
-def second_order(request, fake_platform, tasks_sent, django_capture_on_commit_callbacks):
-    """Two orders; the second one's statements per step, counted by Django's query log or by the
-    driver (the intake then on its kept cursor, as in production), and its tasks."""
-    if request.param == "driver" and connection.vendor != "postgresql":
-        pytest.skip("the intake keeps a cursor of its own on PostgreSQL only")
+@pytest.fixture
+def second_order(fake_platform, tasks_sent, django_capture_on_commit_callbacks):
+    """Two orders; the second one's statements per step and its tasks."""
     product_create()
     counts = Counter()
     counts.statements = {}
-    counts.log = query_log if request.param == "query log" else driver_log
-    vars(connections["default"]).pop("_inbox_insert_cursor", None)  # the intake's kept cursor, if any
     with django_capture_on_commit_callbacks(execute=True):
         order(fake_platform, counts, 1)
     tasks_sent.clear()
@@ -168,8 +127,6 @@ def second_order(request, fake_platform, tasks_sent, django_capture_on_commit_ca
     with django_capture_on_commit_callbacks(execute=True):
         order(fake_platform, counts, 2)
     assert Notification.objects.filter(state=NotificationState.PROCESSED).count() == 4
-    if request.param == "driver":  # the production executor ran: the intake's kept cursor (intake._bound_execute)
-        assert vars(connections["default"])["_inbox_insert_cursor"][0] is connections["default"].connection
     return counts, list(tasks_sent)
 
 

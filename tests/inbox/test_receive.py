@@ -7,8 +7,8 @@ size and shape, the answers header for header, the middleware's work, the databa
 
 import json
 import threading
-import warnings
 from datetime import timedelta
+from unittest import mock
 
 import pytest
 import requests
@@ -412,14 +412,13 @@ def test_a_terminated_postgresql_session_costs_no_503(signed_post):
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="needs PostgreSQL (a server session to end)")
-def test_the_database_away_for_real_is_503_on_the_kept_cursor_and_the_redelivery_is_stored(signed_post, monkeypatch):
-    """No execute wrapper here: the INSERT runs on the connection's kept cursor (intake._bound_execute), and
-    the driver's own errors still become Django's, so the answer is the 503 (its session ended, no server
-    to reconnect to)."""
+def test_the_database_away_for_real_is_503_and_the_redelivery_is_stored(signed_post, monkeypatch):
+    """No execute wrapper here: the driver's own errors become Django's (Django's cursor), so the answer is
+    the 503 (its session ended, no server to reconnect to)."""
     import psycopg
 
     body = raw(notification("txn-away"))
-    signed_post(raw(notification("txn-before")))  # a connection (and its kept cursor) from a request
+    signed_post(raw(notification("txn-before")))  # a connection kept from a request
     db = connections["default"]
     pid = db.connection.info.backend_pid
     params = db.get_connection_params()
@@ -434,49 +433,28 @@ def test_the_database_away_for_real_is_503_on_the_kept_cursor_and_the_redelivery
     assert Notification.objects.filter(resource_id="txn-away").count() == 1
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="the kept cursor is PostgreSQL's")
-def test_watched_statements_see_the_insert_and_a_new_connection_gets_its_own_cursor(signed_post):
-    """Where statements are watched (a query log, an execute wrapper) the INSERT goes through Django's cursor
-    wrapper and is seen; elsewhere it runs on a cursor kept per connection, never on a closed connection's."""
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="counts what psycopg sends")
+def test_a_webhook_on_a_kept_connection_sends_its_insert_alone_no_health_check_first(signed_post):
+    """The INSERT is the request's health check (`intake.notification_insert`): on a connection kept from an
+    earlier request, the webhook sends the database one statement, on Django's cursor, which a query log sees."""
+    import psycopg
     from django.test.utils import CaptureQueriesContext
 
-    with CaptureQueriesContext(connections["default"]) as queries:
-        assert signed_post(raw(notification("txn-watched"))).status_code == 202
-    assert [q["sql"] for q in queries if q["sql"].startswith("INSERT INTO")]
     db = connections["default"]
-    assert signed_post(raw(notification("txn-kept"))).status_code == 202
-    first = db.connection
-    db.close()
-    assert signed_post(raw(notification("txn-new"))).status_code == 202
-    assert db.connection is not first
-    assert Notification.objects.filter(resource_id__in=["txn-watched", "txn-kept", "txn-new"]).count() == 3
+    assert db.settings_dict["CONN_HEALTH_CHECKS"] and db.settings_dict["CONN_MAX_AGE"]
+    signed_post(raw(notification("txn-before")))  # a connection kept from a request
+    kept, sent, execute = db.connection, [], psycopg.Cursor.execute
 
+    def counted(cursor, query, *args, **kwargs):
+        sent.append(query if isinstance(query, str) else repr(query))
+        return execute(cursor, query, *args, **kwargs)
 
-def test_the_inserts_values_are_adapted_as_the_fields_adapt_them():
-    """NotificationInsert skips the fields' adaptation where its result is known (text, an aware datetime on
-    PostgreSQL, an address adapted before): each value ends up as `get_db_prep_save` makes it."""
-    from datetime import datetime
-
-    from partner.inbox.intake import NotificationInsert
-
-    db = connections["default"]
-    insert = NotificationInsert(db)
-    values = ["127.0.0.1", "::1", "2001:db8::1", "", None, "text", timezone.now(), 3, {"a": "b"}]
-    values.append(datetime(2026, 11, 26, 4, 0, tzinfo=timezone.get_current_timezone()))
-    values.append(datetime(2026, 11, 26, 4, 0))  # naive: made aware by the field (with a warning)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        for field in insert.fields:
-            for value in values * 2:  # twice: an address the second time is a kept one
-                try:
-                    expected = repr(field.get_db_prep_save(value, db))
-                except Exception as exc:  # noqa: BLE001 - the same refusal is expected
-                    expected = type(exc).__name__
-                try:
-                    got = repr(insert.adapted(field, value, db))
-                except Exception as exc:  # noqa: BLE001
-                    got = type(exc).__name__
-                assert got == expected, (field.name, value)
+    with mock.patch.object(psycopg.Cursor, "execute", counted), CaptureQueriesContext(db) as logged:
+        assert signed_post(raw(notification("txn-kept"))).status_code == 202
+    assert db.connection is kept
+    assert len(sent) == 1 and sent[0].startswith("INSERT INTO"), sent
+    assert [query["sql"].split(" (", 1)[0] for query in logged] == [sent[0].split(" (", 1)[0]]  # the same INSERT
+    assert Notification.objects.filter(resource_id="txn-kept").count() == 1
 
 
 # ---- what else the webhook promises --------------------------------------------------------------------------------
