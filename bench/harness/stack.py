@@ -164,8 +164,8 @@ def app_env(
     return env
 
 
-def manage(*args: str, env: dict) -> None:
-    subprocess.run([PYTHON, "manage.py", *args], cwd=ROOT, env=env, check=True)
+def manage(*args: str, env: dict, stdin: str | None = None) -> None:
+    subprocess.run([PYTHON, "manage.py", *args], cwd=ROOT, env=env, input=stdin, text=True, check=True)
 
 
 @dataclass

@@ -10,11 +10,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 ALLOWED = ("partner.sandbox", "partner.platform.signatures", "config.celery", "config.settings")
-# Still reading the application's rows for its verdicts: the hosts drill, which no test can run (root,
-# network namespaces, servers of its own), is left as it was measured (bench/README.md says so); the
-# schedule drill, which also sets its connection up through the connector's service and reads the
-# final rows for its checker (to be moved to the admin's pages and the API).
-UNCHANGED = {"bench/drills/hosts.py", "bench/drills/schedule.py"}
+# Still setting up its product and connection through the catalog's and the connector's services and
+# reading the final rows for its checker: the schedule drill (to be moved to the admin and the API).
+UNCHANGED = {"bench/drills/schedule.py"}
 
 
 def imported(path: Path) -> set[str]:
