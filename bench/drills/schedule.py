@@ -11,7 +11,7 @@ drill: `worker_cut` (a worker host cut off mid-upload while every upload is held
 lease, back after its lease ended: it sends nothing for the orders the other took over, whose own
 orders stay its own), `web_stop` (a web host killed -9 during a burst of orders: their webhooks
 land on the other) and `broker_restart` (with --broker rabbitmq, RabbitMQ). `--each` runs each kind
-of --faults once, in that order, evenly spaced: a fixed schedule. The hosts are
+of --faults once, in that order, one after another: a fixed schedule. The hosts are
 bench/harness/hosts.py's network namespaces with the application on them (bench/harness/cluster.py:
 two web hosts behind haproxy, two worker hosts, the database host). Everything done and seen is kept as a JSON history
 (var/bench/schedule-<seed>.json) with the final rows read at the end, and held against the
@@ -60,7 +60,8 @@ STAFF, STAFF_PASSWORD = "drill.staff", "drill-staff-pw-7431"
 def draw(seed: int, *, orders: int, faults=FAULTS, rate: float = 1.0, every: float = 15.0, each=False) -> dict:
     """The schedule of `seed`: when each order comes and of what kind, which fault when and for how
     long (at least 3 faults, one per `every` seconds of orders on average, overlapping as they
-    fall; with `each`, each of `faults` once, in that order, evenly spaced). Everything random in
+    fall; with `each`, each of `faults` once, in that order, evenly spaced, each one after the
+    previous ended). Everything random in
     the drill is drawn here, from one generator."""
     rng = random.Random(seed)
     span = orders / rate
@@ -89,7 +90,8 @@ def draw(seed: int, *, orders: int, faults=FAULTS, rate: float = 1.0, every: flo
             fault["count"] = rng.randint(1, 4)
         drawn.append(fault)
     drawn = drawn if each else sorted(drawn, key=lambda f: f["at"])
-    return {"seed": seed, "orders": sorted(made, key=lambda o: o["at"]), "faults": drawn}
+    plan = {"seed": seed, "orders": sorted(made, key=lambda o: o["at"]), "faults": drawn}
+    return plan | ({"each": True} if each else {})
 
 
 def retried(act, *, timeout: float = 180.0, wait: float = 0.5):
@@ -242,11 +244,9 @@ class Schedule:
         self.answers.append({"txn": txn, "who": who, "text": text, "status": status, "accepted": accepted})
 
     def connected_answer(self, order_id: int) -> None:
-        """The partner system on order.created: acknowledge, a status update, the final delivery."""
-        from partner.fulfillment.models import Order
-
-        txn = retried(lambda: Order.objects.values_list("transaction_id", flat=True).get(pk=order_id))
-        api, mark = self.api(), uuid.uuid4().hex[:8]
+        """The partner system on order.created: acknowledge, a status update, the final delivery (its
+        answers named by the order's id, their transaction's found in the final rows)."""
+        api, mark, txn = self.api(), uuid.uuid4().hex[:8], f"order {order_id}"
 
         def post(path, **body):
             key = str(uuid.uuid4())
@@ -309,6 +309,10 @@ class Schedule:
         """How many calls the platform's access log holds now (where a fault began or ended in it)."""
         with self.drill.platform_log.open() as handle:
             return sum(1 for line in handle if ACCESS_LINE.match(line))
+
+    def faults_run(self, faults: list[dict]) -> None:
+        for fault in faults:
+            self.fault_run(fault)
 
     def fault_run(self, fault: dict) -> None:
         """At its moment, the fault done and undone; where it began, ended and settled in the calls."""
@@ -417,7 +421,9 @@ class Schedule:
     def run(self, *, timeout: float) -> dict:
         self.began = time.monotonic()
         actors = [threading.Thread(target=target, daemon=True) for target in (self.staff_work, self.pull)]
-        faulting = [threading.Thread(target=self.fault_run, args=(f,), daemon=True) for f in self.plan["faults"]]
+        # A thread per fault, overlapping as they fall; with --each, one thread: one after another.
+        batches = [self.plan["faults"]] if self.plan.get("each") else [[fault] for fault in self.plan["faults"]]
+        faulting = [threading.Thread(target=self.faults_run, args=(batch,), daemon=True) for batch in batches]
         for thread in actors + faulting:
             thread.start()
         for order in self.plan["orders"]:
@@ -432,23 +438,37 @@ class Schedule:
         return retried(lambda: self.history(finished))
 
     def wait(self, timeout: float) -> float | None:
-        """Until every order finished and every event of the connection was delivered (or gave up)."""
-        from partner.connector.models import Event, EventState
-        from partner.fulfillment.models import Order
-
-        ids, deadline = [order["txn"] for order in self.orders], time.monotonic() + timeout
-        waiting = Event.objects.exclude(state__in=(EventState.DELIVERED, EventState.FAILED))
+        """Until our status endpoint says every order finished and the receiver took every event of
+        the feed (None: `timeout` came first; an event never taken is the checker's to name)."""
+        pending, deadline = {order["txn"] for order in self.orders}, time.monotonic() + timeout
         while time.monotonic() < deadline:
-            finished = retried(lambda: Order.objects.filter(transaction_id__in=ids, status__in=FINISHED).count())
-            if finished == len(ids) and not retried(waiting.exists):
-                return round(time.monotonic() - self.began, 1)
+            with contextlib.suppress(Exception):
+                pending -= {txn for txn, status in self.drill.statuses(pending).items() if status in FINISHED}
+                taken = {push["webhook_id"] for push in self.receiver.pushes if push["answered"] < 300}
+                if not pending and {event["webhook_id"] for event in self.events()} <= taken:
+                    return round(time.monotonic() - self.began, 1)
             time.sleep(1)
         return None
 
+    def events(self) -> list[dict]:
+        """Every event of the connection, read afresh from the feed (`GET /api/v1/events`)."""
+        api, cursor, found = self.api(), 0, []
+        while True:
+            page = api.get("/events", after=cursor, limit=100)
+            if page.status_code == 401:
+                self.api(renew=True)
+            page.raise_for_status()
+            body = page.json()
+            for event in body["events"]:
+                order = event["payload"]["data"]["order"]
+                found.append({"webhook_id": event["webhook_id"], "type": event["type"], "position": event["id"]})
+                found[-1] |= {"order": order["id"], "version": order["version"]}
+            if not body["events"]:
+                return found
+            cursor = body["next_after"]
+
     def history(self, finished) -> dict:
-        from partner.connector.models import Event
         from partner.fulfillment.models import Delivery, Order
-        from partner.sandbox.models import ResponsePatch
 
         ids = [order["txn"] for order in self.orders]
         rows = {}
@@ -456,14 +476,8 @@ class Schedule:
             deliveries = Delivery.objects.filter(order=order).order_by("id").values("kind", "state", "sequence")
             row = {"pk": order.pk, "status": order.status, "failure_code": order.failure_code}
             rows[order.transaction_id] = row | {"deliveries": list(deliveries)}
-        patches = {txn: [] for txn in ids}
-        for patch in ResponsePatch.objects.filter(transaction_id__in=ids).order_by("transaction_id", "number"):
-            patches[patch.transaction_id].append(patch.payload)
-        events = [
-            {"webhook_id": e.message_id, "order": e.order_id, "type": e.type, "position": e.position}
-            | {"version": e.payload["data"]["order"]["version"]}
-            for e in Event.objects.filter(connection=self.created.connection).order_by("id")
-        ]
+        txns = {f"order {row['pk']}": txn for txn, row in rows.items()}
+        answers = [a | {"txn": txns.get(a["txn"], a["txn"])} for a in self.answers if a["who"] != "staff-take"]
         calls = [(c["client"], c["method"], c["path"], c["status"]) for c in self.drill.calls()]
         kinds = {order["txn"]: order["kind"] for order in self.orders}
         return {
@@ -472,7 +486,7 @@ class Schedule:
             "schedule": self.plan,
             "finished_s": finished,
             "orders": self.orders,
-            "answers": [a for a in self.answers if a["who"] != "staff-take"],
+            "answers": answers,
             "pushes": self.receiver.pushes,
             "pulled": self.pulled,
             "faults": sorted(self.faults, key=lambda f: f["began"]),
@@ -480,8 +494,8 @@ class Schedule:
             "hosts": {host: address(host) for host in ADDRESSES},
             "final": {
                 "orders": {txn: rows[txn] | {"kind": kinds[txn]} for txn in rows},
-                "patches": patches,
-                "events": events,
+                "patches": self.drill.patches(ids),
+                "events": self.events(),
             },
         }
 

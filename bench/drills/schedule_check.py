@@ -199,8 +199,9 @@ def others_orders_stay_theirs(history: dict) -> list[str]:
         if fault["kind"] != "worker_cut" or "line_from" not in fault:
             continue
         if any(
-            other is not fault and other["kind"] in MOVING and other["began"] < fault["ended"] < other["ended"] + 30
+            other is not fault and other["kind"] in MOVING and other["began"] < fault["ended"]
             for other in history["faults"]
+            if fault["began"] < other["ended"]
         ):
             continue
         other = history["hosts"][next(host for host in WORKER_HOSTS if host != fault["host"])]
