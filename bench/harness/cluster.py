@@ -91,9 +91,9 @@ class Cluster:
         argv += ["--without-gossip", "--without-mingle", f"--hostname={host}@%h"]
         self.hosts.spawn(host, host, argv, env)
 
-    def command(self, *args: str, stdin: str = "", sandbox: bool = False) -> None:
+    def command(self, *args: str, stdin: str = "", sandbox: bool = False, capture: bool = False) -> str:
         """`manage.py ARGS` as an operator runs it on a host of ours (a password on standard input)."""
-        stack.manage(*args, env=self.env(sandbox=sandbox), stdin=stdin)
+        return stack.manage(*args, env=self.env(sandbox=sandbox), stdin=stdin, capture=capture)
 
     def start(self) -> None:
         (self.hosts.scratch / "metrics").mkdir()

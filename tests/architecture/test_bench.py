@@ -10,8 +10,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 ALLOWED = ("partner.sandbox", "partner.platform.signatures", "config.celery", "config.settings")
-# Still setting up its product and connection through the catalog's and the connector's services and
-# reading the final rows for its checker: the schedule drill (to be moved to the admin and the API).
+# Still setting its products' fulfillers and its connection up through the catalog's and the
+# connector's services (their only surface besides the admin's forms): the schedule drill.
 UNCHANGED = {"bench/drills/schedule.py"}
 
 
