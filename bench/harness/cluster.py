@@ -11,6 +11,7 @@ drill (bench/drills/schedule.py) and the scale-out benchmark (bench/benchmarks/s
 
 import os
 import re
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -123,7 +124,14 @@ class Cluster:
 
         self.seed = sandbox_seed(public_base_url=self.hosts.urls.balancer)  # webhooks to the load balancer
         self.command("partner_account", LENDER, "--company", "DEMO01", stdin=LENDER_PASSWORD)
-        self.command("sync_products", "--pull")
+        for attempt in range(3):  # the platform's first answers may be slow on a busy machine
+            try:
+                self.command("sync_products", "--pull")
+                break
+            except subprocess.CalledProcessError:
+                if attempt == 2:
+                    raise
+                time.sleep(3)
         for host in ("wk1", "wk2"):
             self.worker_start(host)
         beat = [stack.PYTHON, "-m", "celery", "-A", "config", "beat", "--loglevel=WARNING"]
