@@ -27,6 +27,7 @@ API_MS, UPLOAD_MS = 300, 500  # the platform's real latency (bench/benchmarks/or
 WAITS_PER_ORDER_S = (4 * API_MS + UPLOAD_MS) / 1000  # GET transaction, slots, upload, PATCH, the callback's GET
 SCALEOUT_CONCURRENCY = 4
 SCALEOUT_ORDERS = 120
+FINAL = ("REQUEST_COMPLETED", "FAILED", "DECLINED")
 PLATFORM = "platform (sandbox, latency emulator, this process)"
 ROLES = {  # the processes by the host they stand for
     **dict.fromkeys(("wk1", "wk2", "beat"), "worker hosts"),
@@ -36,16 +37,22 @@ ROLES = {  # the processes by the host they stand for
 
 
 def completed(cluster: Cluster, ids: list[str], *, timeout: float) -> dict:
-    """Until the platform holds a completing PATCH of each of `ids` (or `timeout`); then the statuses
-    our status endpoint answers and the PATCHes each got."""
-    deadline = time.monotonic() + timeout
+    """Until the platform holds a completing PATCH of each of `ids` and our status endpoint says each
+    order finished (its callback came), or `timeout`; the statuses and the PATCHes each got."""
+    deadline, statuses = time.monotonic() + timeout, {}
     while time.monotonic() < deadline:
         patches = cluster.patches(ids)
         if all(any(p.get("status") == "completed" for p in each) for each in patches.values()):
             break
         time.sleep(0.25)
+    while time.monotonic() < deadline and len(statuses) < len(ids):
+        statuses |= {
+            txn: status for txn, status in cluster.statuses(set(ids) - set(statuses)).items() if status in FINAL
+        }
+        time.sleep(0.25)
+    statuses = cluster.statuses(ids)
     accepted = Counter(len(each) for each in cluster.patches(ids).values())
-    report = {"orders": len(ids), "statuses": dict(Counter(cluster.statuses(ids).values()))}
+    report = {"orders": len(ids), "statuses": dict(Counter(statuses.values()))}
     report["accepted_patches_per_order"] = dict(sorted(accepted.items()))
     report["ok"] = bool(ids) and accepted == {1: len(ids)} and report["statuses"] == {"REQUEST_COMPLETED": len(ids)}
     return report
