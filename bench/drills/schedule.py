@@ -5,16 +5,17 @@ moment (automated; staff-worked, answered by a scripted staff member through the
 HTTP; connected, answered through /api/v1/ by a receiver that verifies every push with the
 `standardwebhooks` library, while a second system only pulls the feed), and faults at their
 moments: a host cut off and restored, kill -9 of a worker or web process, the broker restarted
-(Redis, or RabbitMQ with --rabbitmq), PostgreSQL restarted, the platform slow, answering 429/503,
+(Redis, or RabbitMQ with --broker rabbitmq), PostgreSQL restarted, the platform slow, answering 429/503,
 calling back late or twice, the receiver down or hanging; and the scenarios of the former hosts
 drill: `worker_cut` (a worker host cut off mid-upload while every upload is held longer than a
 lease, back after its lease ended: it sends nothing for the orders the other took over, whose own
 orders stay its own), `web_stop` (a web host killed -9 during a burst of orders: their webhooks
 land on the other) and `broker_restart` (with --broker rabbitmq, RabbitMQ). `--each` runs each kind
-of --faults once, in that order, one after another: a fixed schedule. The hosts are
-bench/harness/hosts.py's network namespaces with the application on them (bench/harness/cluster.py:
-two web hosts behind haproxy, two worker hosts, the database host). Everything done and seen is kept as a JSON history
-(var/bench/schedule-<seed>.json) with the final rows read at the end, and held against the
+of --faults once, in that order, one after another: a fixed schedule. The hosts are network
+namespaces with the application on them (bench/harness/cluster.py: two web hosts behind haproxy,
+two worker hosts, the database host). Everything done and seen is kept as a JSON history
+(var/bench/schedule-<seed>.json) with the final rows read at the end (`manage.py order_show`, the
+feed, the platform's records), and held against the
 invariants by bench/drills/schedule_check.py. The seed is printed; `--seed` replays one.
 
     .venv/bin/python -m bench.drills.schedule --orders 12 --seed 7
