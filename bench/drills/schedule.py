@@ -160,7 +160,6 @@ class Receiver:
         tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         tls.load_cert_chain(certificate, key)
         self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
-        self.url = f"https://{PLATFORM_ADDRESS}:{PORT_RECEIVER}/events"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self):
@@ -201,18 +200,14 @@ class Schedule:
         openssl += ["-addext", f"subjectAltName=IP:{PLATFORM_ADDRESS}", "-keyout", str(self.certificate[1])]
         subprocess.run([*openssl, "-out", str(self.certificate[0])], check=True, capture_output=True)
         self.drill.start()
-        from partner.catalog.models import Product
-        from partner.catalog.services import product_fulfiller_set
-        from partner.connector.services import connection_create
-
-        product_fulfiller_set(name=PRODUCTS["staff"], fulfiller="staff_worked")
-        product_fulfiller_set(name=PRODUCTS["connected"], fulfiller="connected")
-        self.drill.command("product_settings", PRODUCTS["staff"], "--turnaround-hours", "48")
-        self.drill.command("staff_account", STAFF, "--email", "drill.staff@partner.example", stdin=STAFF_PASSWORD)
-        self.created = connection_create(name="schedule", products=[Product.objects.get(name=PRODUCTS["connected"])])
-        self.receiver = Receiver(self.created.signing_secret, self.connected_answer, *self.certificate)
-        self.created.connection.endpoint_url = self.receiver.url
-        self.created.connection.save(update_fields=["endpoint_url"])
+        command = self.drill.command
+        command("product_settings", PRODUCTS["staff"], "--turnaround-hours", "48", "--fulfiller", "staff_worked")
+        command("product_settings", PRODUCTS["connected"], "--fulfiller", "connected")
+        command("staff_account", STAFF, "--email", "drill.staff@partner.example", stdin=STAFF_PASSWORD)
+        endpoint = ["--endpoint", f"https://{PLATFORM_ADDRESS}:{PORT_RECEIVER}/events"]
+        printed = command("connection_create", "schedule", *endpoint, "--product", PRODUCTS["connected"], capture=True)
+        self.created = dict(line.split("=", 1) for line in printed.splitlines() if "=" in line)
+        self.receiver = Receiver(self.created["SIGNING_SECRET"], self.connected_answer, *self.certificate)
 
     # The actors -------------------------------------------------------------------------------
 
@@ -225,7 +220,7 @@ class Schedule:
 
         with self.lock:
             if self.client is None or renew:
-                args = (self.hosts.urls.balancer, self.created.client_id, self.created.client_secret)
+                args = (self.hosts.urls.balancer, self.created["CLIENT_ID"], self.created["CLIENT_SECRET"])
                 self.client = retried(lambda: ApiClient(*args))
         client = copy.copy(self.client)
         client.session = requests.Session()

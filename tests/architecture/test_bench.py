@@ -10,9 +10,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 ALLOWED = ("partner.sandbox", "partner.platform.signatures", "config.celery", "config.settings")
-# Still setting its products' fulfillers and its connection up through the catalog's and the
-# connector's services (their only surface besides the admin's forms): the schedule drill.
-UNCHANGED = {"bench/drills/schedule.py"}
 
 
 def imported(path: Path) -> set[str]:
@@ -31,6 +28,6 @@ def test_bench_imports_nothing_of_the_application_but_the_platforms_side():
         name = str(path.relative_to(ROOT))
         ours = {module for module in imported(path) if module.split(".")[0] in ("partner", "config")}
         wrong = sorted(module for module in ours if not module.startswith(ALLOWED))
-        if wrong and name not in UNCHANGED:
+        if wrong:
             offending[name] = wrong
     assert not offending, f"bench/ modules importing the application's internals: {offending}"
