@@ -44,7 +44,6 @@ class Entry:
         return getattr(__import__(module, fromlist=[name]), name)(database=database, **options)
 
 
-ORDERS = "orders=transactions concurrency=threads"
 # Every benchmark and drill, in the order `make bench` runs them. The one table: --only, --list and
 # the Makefile read it; bench/README.md says what each measures.
 BENCHMARKS = (
@@ -68,9 +67,9 @@ BENCHMARKS = (
     ),
     Entry(
         "scaleout",
-        "bench.drills.hosts:scaleout_bench",
-        "orders/s with 2 worker hosts / 1 at the platform's latency (the hosts drill's layout, no fault; ~3 min, root)",
-        ORDERS,
+        "bench.benchmarks.scaleout:scaleout_bench",
+        "orders/s with 2 worker hosts / 1 at the platform's latency (network namespaces, haproxy; ~3 min, root)",
+        "orders=transactions concurrency=threads",
     ),
     Entry(
         "memory", "bench.benchmarks.memory:memory_bench", "RSS of every process kind across 100,000 webhooks (~30 min)"
@@ -82,19 +81,11 @@ BENCHMARKS = (
         drill=True,
     ),
     Entry(
-        "hosts",
-        "bench.drills.hosts:drill",
-        "drill: 2 web + 2 worker hosts (network namespaces) behind haproxy: a worker host cut off, a web host "
-        "killed, RabbitMQ restarted, at the platform's latency; 2 vs 1 worker hosts (~5 min, root)",
-        ORDERS,
-        drill=True,
-    ),
-    Entry(
         "schedule",
         "bench.drills.schedule:schedule_bench",
-        "drill: a randomised fault schedule (a seed, printed) over every kind of order on the hosts drill's "
-        "layout, its history held against the invariants (~2 min for 12 orders, root)",
-        "orders=transactions seed faults broker",
+        "drill: a randomised fault schedule (a seed, printed; --each: a fixed one) over every kind of order on "
+        "2 web + 2 worker hosts, its history held against the invariants (~2 min for 12 orders, root)",
+        "orders=transactions seed faults broker each",
         drill=True,
     ),
 )
@@ -106,6 +97,8 @@ RETIRED = {
     "(docs/performance.md; tests/platform/test_one_retry_layer.py holds the behaviour)",
     "panels": "open lender panels: tests/ui/test_panel_session.py holds 0 service calls and 2 queries per poll",
     "reconcile": "calls per reconciliation run: tests/fulfillment/test_reconcile_cost.py holds them",
+    "hosts": "its faults are the schedule drill's: --only schedule --faults worker_cut,web_stop,broker_restart "
+    "--each --broker rabbitmq --transactions 30",
     "statements": "SQL statements and tasks per automated order: tests/fulfillment/test_order_budget.py holds them",
 }
 
@@ -156,10 +149,11 @@ def main(argv=None) -> int:
     parser.add_argument("--api-ms", type=float, default=300.0, help="latency: the platform's wait per API call")
     parser.add_argument("--upload-ms", type=float, default=500.0, help="latency: the platform's wait per upload")
     parser.add_argument("--staff-deliveries", type=int, default=200, help="latency: the staff's burst (0: none)")
-    parser.add_argument("--threads", type=int, default=None, help="scaleout, hosts: threads per worker host")
+    parser.add_argument("--threads", type=int, default=None, help="scaleout: threads per worker host")
     parser.add_argument("--seed", type=int, default=None, help="schedule: replay this seed")
     parser.add_argument("--faults", default="", help="schedule: the fault kinds drawn from (default: all)")
     parser.add_argument("--broker", default="redis", choices=("redis", "rabbitmq"), help="schedule: the broker")
+    parser.add_argument("--each", action="store_true", default=None, help="schedule: each of --faults once, in order")
     args = parser.parse_args(argv)
 
     if args.list:

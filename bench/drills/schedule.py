@@ -5,15 +5,22 @@ moment (automated; staff-worked, answered by a scripted staff member through the
 HTTP; connected, answered through /api/v1/ by a receiver that verifies every push with the
 `standardwebhooks` library, while a second system only pulls the feed), and faults at their
 moments: a host cut off and restored, kill -9 of a worker or web process, the broker restarted
-(Redis, or RabbitMQ with --rabbitmq), PostgreSQL restarted, the platform slow, answering 429/503,
-calling back late or twice, the receiver down or hanging. The hosts are bench/hosts.py's network
-namespaces (two web hosts behind haproxy, two worker hosts, the database host) as the hosts drill
-runs them (bench/drill_hosts.py). Everything done and seen is kept as a JSON history
-(var/bench/schedule-<seed>.json) with the final rows read at the end, and held against the
+(Redis, or RabbitMQ with --broker rabbitmq), PostgreSQL restarted, the platform slow, answering 429/503,
+calling back late or twice, the receiver down or hanging; and the scenarios of the former hosts
+drill: `worker_cut` (a worker host cut off mid-upload while every upload is held longer than a
+lease, back after its lease ended: it sends nothing for the orders the other took over, whose own
+orders stay its own), `web_stop` (a web host killed -9 during a burst of orders: their webhooks
+land on the other) and `broker_restart` (with --broker rabbitmq, RabbitMQ). `--each` runs each kind
+of --faults once, in that order, one after another: a fixed schedule. The hosts are network
+namespaces with the application on them (bench/harness/cluster.py: two web hosts behind haproxy,
+two worker hosts, the database host). Everything done and seen is kept as a JSON history
+(var/bench/schedule-<seed>.json) with the final rows read at the end (`manage.py order_show`, the
+feed, the platform's records), and held against the
 invariants by bench/drills/schedule_check.py. The seed is printed; `--seed` replays one.
 
     .venv/bin/python -m bench.drills.schedule --orders 12 --seed 7
     .venv/bin/python -m bench.drills.schedule --faults cut,kill,slow,status --orders 200
+    .venv/bin/python -m bench.drills.schedule --faults worker_cut,web_stop,broker_restart --each --broker rabbitmq
 """
 
 import argparse
@@ -30,39 +37,49 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.drills import hosts as drill_hosts
-from bench.drills.hosts import Drill
 from bench.drills.schedule_check import FINISHED, check
 from bench.harness import stack
+from bench.harness.cluster import ACCESS_LINE, LEASE_SECONDS, Cluster
 from bench.harness.hosts import ADDRESSES, NET, PLATFORM_ADDRESS, PORT_POSTGRES, PORT_REDIS, Hosts, address, missing
+from bench.harness.platform import Admin
 from tests.helpers.processes import PRODUCTION
 
 KINDS = ("automated", "staff", "connected")
 PRODUCTS = {"automated": "address-verification", "staff": "appraisal", "connected": "disclosure-delivery"}
 FAULTS = ("cut", "kill", "broker_restart", "postgres_restart", "slow", "status", "callback_late", "callback_twice")
 FAULTS += ("receiver_down", "receiver_hang")
+ASKED = ("worker_cut", "web_stop")  # drawn only when --faults names them (each takes half a minute or more)
 RESTARTS = ("broker_restart", "postgres_restart")
 PORT_RECEIVER = 8138
 # The preflight refuses the demo company's details; every "host" here reads one MEDIA_ROOT.
 COMPANY = {key: value for key, value in PRODUCTION.items() if key.startswith(("PARTNER_", "DOCUMENTS_SINGLE"))}
 SEND_TIMEOUT = 2.0  # the connector's send timeout in the drill; a hanging receiver waits longer
+UPLOAD_PAUSE = 1.5 * LEASE_SECONDS  # worker_cut: how long the platform holds each upload meanwhile
+STAFF, STAFF_PASSWORD = "drill.staff", "drill-staff-pw-7431"
 
 
-def draw(seed: int, *, orders: int, faults=FAULTS, rate: float = 1.0, every: float = 15.0) -> dict:
+def draw(seed: int, *, orders: int, faults=FAULTS, rate: float = 1.0, every: float = 15.0, each=False) -> dict:
     """The schedule of `seed`: when each order comes and of what kind, which fault when and for how
     long (at least 3 faults, one per `every` seconds of orders on average, overlapping as they
-    fall). Everything random in the drill is drawn here, from one generator."""
+    fall; with `each`, each of `faults` once, in that order, evenly spaced, each one after the
+    previous ended). Everything random in
+    the drill is drawn here, from one generator."""
     rng = random.Random(seed)
     span = orders / rate
     kinds = [KINDS[n % len(KINDS)] for n in range(orders)]  # as many of each kind, in a drawn order
     rng.shuffle(kinds)
     made = [{"n": n, "kind": kind, "at": round(rng.uniform(0, span), 2)} for n, kind in enumerate(kinds)]
     drawn = []
-    for _ in range(max(3, round(span / every))) if faults else ():
-        kind, at = rng.choice(faults), round(rng.uniform(0, span), 2)
+    count = len(faults) if each else max(3, round(span / every)) if faults else 0
+    for number in range(count):
+        kind = faults[number] if each else rng.choice(faults)
+        at = round(span * (number + 1) / (count + 1) if each else rng.uniform(0, span), 2)
         fault = {"kind": kind, "at": at, "for": round(rng.uniform(2, 12), 1)}
         if kind in ("cut", "kill"):
             fault["host"] = rng.choice(("wk1", "wk2", "web1", "web2"))
+        elif kind in ("worker_cut", "web_stop"):
+            fault["host"] = rng.choice(("wk1", "wk2") if kind == "worker_cut" else ("web1", "web2"))
+            fault["count"] = rng.randint(12, 30) if kind == "web_stop" else None
         elif kind == "slow":
             fault["latency"] = round(rng.uniform(0.2, 0.8), 2)
         elif kind == "status":
@@ -73,7 +90,9 @@ def draw(seed: int, *, orders: int, faults=FAULTS, rate: float = 1.0, every: flo
         elif kind == "callback_twice":
             fault["count"] = rng.randint(1, 4)
         drawn.append(fault)
-    return {"seed": seed, "orders": sorted(made, key=lambda o: o["at"]), "faults": sorted(drawn, key=lambda f: f["at"])}
+    drawn = drawn if each else sorted(drawn, key=lambda f: f["at"])
+    plan = {"seed": seed, "orders": sorted(made, key=lambda o: o["at"]), "faults": drawn}
+    return plan | ({"each": True} if each else {})
 
 
 def retried(act, *, timeout: float = 180.0, wait: float = 0.5):
@@ -141,7 +160,6 @@ class Receiver:
         tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         tls.load_cert_chain(certificate, key)
         self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
-        self.url = f"https://{PLATFORM_ADDRESS}:{PORT_RECEIVER}/events"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self):
@@ -150,19 +168,18 @@ class Receiver:
 
 
 class Schedule:
-    """One run: the hosts (a Drill), the actors, the faults, and the history they write."""
+    """One run: the hosts (a Cluster), the actors, the faults, and the history they write."""
 
     def __init__(self, plan: dict, *, broker: str):
         self.plan, self.broker = plan, broker
         self.hosts = Hosts()
-        self.drill = Drill(self.hosts)
-        self.drill.env = self._env  # the hosts drill's environment, with the schedule's broker and waits
+        # A quick platform ("slow" faults add to it); the cluster's environment with the schedule's own.
+        self.drill = Cluster(self.hosts, api_ms=20, upload_ms=50, extra_env=self._env)
         self.answers, self.pulled, self.faults, self.orders = [], [], [], []
         self.done, self.lock, self.client = threading.Event(), threading.Lock(), None
         self.locks = {name: threading.Lock() for name in (*ADDRESSES, "db")}
 
-    def _env(self, *, sandbox: bool) -> dict:
-        env = Drill.env(self.drill, sandbox=sandbox)
+    def _env(self, env: dict) -> dict:
         if self.broker == "redis":  # the Redis of the cache holds the broker too (another database)
             env["CELERY_BROKER_URL"] = f"{self.hosts.urls.cache[:-2]}/2"
         env |= {"CONNECTOR_RETRY_BACKOFF": "0.5", "CONNECTOR_RETRY_BACKOFF_MAX": "4"}
@@ -175,7 +192,6 @@ class Schedule:
     # Setting up -------------------------------------------------------------------------------
 
     def start(self) -> None:
-        drill_hosts.API_MS, drill_hosts.UPLOAD_MS = 20, 50  # a quick platform; "slow" faults add to it
         if self.broker == "redis":
             self.hosts.rabbitmq_start = lambda **_: 0.0
         self.certificate = (self.hosts.scratch / "receiver.pem", self.hosts.scratch / "receiver.key")
@@ -184,20 +200,14 @@ class Schedule:
         openssl += ["-addext", f"subjectAltName=IP:{PLATFORM_ADDRESS}", "-keyout", str(self.certificate[1])]
         subprocess.run([*openssl, "-out", str(self.certificate[0])], check=True, capture_output=True)
         self.drill.start()
-        from django.contrib.auth import get_user_model
-
-        from partner.catalog.models import Product
-        from partner.catalog.product_cache import catalog_cache_drop
-        from partner.connector.services import connection_create
-
-        Product.objects.filter(name=PRODUCTS["staff"]).update(fulfiller="staff_worked", turnaround_hours=48)
-        Product.objects.filter(name=PRODUCTS["connected"]).update(fulfiller="connected")
-        catalog_cache_drop()
-        get_user_model().objects.create_superuser("drill.staff", "drill.staff@partner.example", "drill-pw-12345")
-        self.created = connection_create(name="schedule", products=[Product.objects.get(name=PRODUCTS["connected"])])
-        self.receiver = Receiver(self.created.signing_secret, self.connected_answer, *self.certificate)
-        self.created.connection.endpoint_url = self.receiver.url
-        self.created.connection.save(update_fields=["endpoint_url"])
+        command = self.drill.command
+        command("product_settings", PRODUCTS["staff"], "--turnaround-hours", "48", "--fulfiller", "staff_worked")
+        command("product_settings", PRODUCTS["connected"], "--fulfiller", "connected")
+        command("staff_account", STAFF, "--email", "drill.staff@partner.example", stdin=STAFF_PASSWORD)
+        endpoint = ["--endpoint", f"https://{PLATFORM_ADDRESS}:{PORT_RECEIVER}/events"]
+        printed = command("connection_create", "schedule", *endpoint, "--product", PRODUCTS["connected"], capture=True)
+        self.created = dict(line.split("=", 1) for line in printed.splitlines() if "=" in line)
+        self.receiver = Receiver(self.created["SIGNING_SECRET"], self.connected_answer, *self.certificate)
 
     # The actors -------------------------------------------------------------------------------
 
@@ -210,7 +220,7 @@ class Schedule:
 
         with self.lock:
             if self.client is None or renew:
-                args = (self.hosts.urls.balancer, self.created.client_id, self.created.client_secret)
+                args = (self.hosts.urls.balancer, self.created["CLIENT_ID"], self.created["CLIENT_SECRET"])
                 self.client = retried(lambda: ApiClient(*args))
         client = copy.copy(self.client)
         client.session = requests.Session()
@@ -230,11 +240,9 @@ class Schedule:
         self.answers.append({"txn": txn, "who": who, "text": text, "status": status, "accepted": accepted})
 
     def connected_answer(self, order_id: int) -> None:
-        """The partner system on order.created: acknowledge, a status update, the final delivery."""
-        from partner.fulfillment.models import Order
-
-        txn = retried(lambda: Order.objects.values_list("transaction_id", flat=True).get(pk=order_id))
-        api, mark = self.api(), uuid.uuid4().hex[:8]
+        """The partner system on order.created: acknowledge, a status update, the final delivery (its
+        answers named by the order's id, their transaction's found in the final rows)."""
+        api, mark, txn = self.api(), uuid.uuid4().hex[:8], f"order {order_id}"
 
         def post(path, **body):
             key = str(uuid.uuid4())
@@ -245,47 +253,26 @@ class Schedule:
         self.answer("api", txn, f"final {mark}", post("/deliveries", final=True, message=f"final {mark}"))
 
     def staff_work(self) -> None:
-        """The scripted staff member: every staff-worked order with staff, taken, a status update and
-        the final delivery, each posted as the admin's page posts it (a retry sends the same form)."""
-        import requests
-
-        from partner.fulfillment.models import Order, OrderStatus
-
-        base, session = f"{self.hosts.urls.balancer}/admin", requests.Session()
-
-        def post(url, data):
-            def send():
-                data["csrfmiddlewaretoken"] = session.cookies["csrftoken"]
-                answer = session.post(url, data=data, allow_redirects=False, timeout=10)
-                for cookie in session.cookies:  # Secure cookies (production settings) over the drill's http
-                    cookie.secure = False
-                return answer.status_code
-
-            return send
-
-        def login():
-            session.get(f"{base}/login/", timeout=10)
-            for cookie in session.cookies:
-                cookie.secure = False
-            return post(f"{base}/login/", {"username": "drill.staff", "password": "drill-pw-12345"})()
-
-        retried(lambda: login() == 302 or 1 / 0)
+        """The scripted staff member: every staff-worked order, once in the staff's open queue, taken,
+        a status update and the final delivery, each form sent as its page's button sends it over
+        HTTP (bench/harness/platform.Admin; a retry sends the same form, its `once` key kept)."""
+        admin = retried(lambda: Admin(self.hosts.urls.balancer, STAFF, STAFF_PASSWORD))
         worked = set()
-        waiting = Order.objects.filter(status=OrderStatus.WITH_STAFF, product_name=PRODUCTS["staff"])
+
+        def post(page, action, form):
+            return lambda: admin.send(page, action, form, check=False).status_code
+
         while not self.done.is_set():
-            for pk, txn in retried(lambda: list(waiting.exclude(pk__in=worked).values_list("pk", "transaction_id"))):
-                worked.add(pk)
-                page, mark = f"{base}/fulfillment/stafforder/{pk}", uuid.uuid4().hex[:8]
-                self.answer("staff-take", txn, "", post(f"{page}/take/", {}))
-                form = {"status-partner_status": f"staff update {mark}", "status-once": uuid.uuid4().hex}
-                self.answer("staff", txn, f"staff update {mark}", post(f"{page}/status-update/", form))
-                form = {"deliver-kind": "final", "deliver-partner_status": f"staff final {mark}", "confirmed": "1"}
-                self.answer(
-                    "staff",
-                    txn,
-                    f"staff final {mark}",
-                    post(f"{page}/deliver/", form | {"deliver-once": uuid.uuid4().hex}),
-                )
+            for txn in [o["txn"] for o in self.orders if o["kind"] == "staff" and o["txn"] not in worked]:
+                with contextlib.suppress(Exception):  # not in the open queue yet (or a host away)
+                    page, mark = admin.order_page(txn), uuid.uuid4().hex[:8]
+                    worked.add(txn)
+                    self.answer("staff-take", txn, "", post(page, "/take/", {}))
+                    form = {"status-partner_status": f"staff update {mark}", "status-once": uuid.uuid4().hex}
+                    self.answer("staff", txn, f"staff update {mark}", post(page, "/status-update/", form))
+                    form = {"deliver-kind": "final", "deliver-partner_status": f"staff final {mark}", "confirmed": "1"}
+                    form["deliver-once"] = uuid.uuid4().hex
+                    self.answer("staff", txn, f"staff final {mark}", post(page, "/deliver/", form))
             self.done.wait(0.5)
 
     def pull(self) -> None:
@@ -308,19 +295,20 @@ class Schedule:
                     return
             time.sleep(0.5)
 
-    def order_create(self, kind: str) -> str:
-        from partner.sandbox.transactions import transaction_create
-
-        seed = self.drill.seed
-        product, user = seed.products[PRODUCTS[kind]], seed.users["lender.demo"]
-        return retried(lambda: transaction_create(product=product, user=user, loan=seed.loans[2]).id)
+    def order_create(self, kind: str, n=None) -> None:
+        txn = retried(lambda: self.drill.order_create(PRODUCTS[kind]))
+        self.orders.append({"n": n, "kind": kind, "txn": txn})
 
     # Faults -----------------------------------------------------------------------------------
 
     def log_line(self) -> int:
         """How many calls the platform's access log holds now (where a fault began or ended in it)."""
         with self.drill.platform_log.open() as handle:
-            return sum(1 for line in handle if drill_hosts.ACCESS_LINE.match(line))
+            return sum(1 for line in handle if ACCESS_LINE.match(line))
+
+    def faults_run(self, faults: list[dict]) -> None:
+        for fault in faults:
+            self.fault_run(fault)
 
     def fault_run(self, fault: dict) -> None:
         """At its moment, the fault done and undone; where it began, ended and settled in the calls."""
@@ -356,6 +344,15 @@ class Schedule:
                     retried(lambda: FaultRule.objects.filter(pk=rule.pk).update(active=False))
                 elif kind == "callback_twice":
                     record["sent_again"] = self.callbacks_again(fault["count"])
+                elif kind == "worker_cut":
+                    record["held"] = self.worker_cut(host, fault["for"])
+                elif kind == "web_stop":
+                    for number in range(fault["count"]):  # a burst of orders, the host killed a third through
+                        if number == fault["count"] // 3:
+                            hosts.stop(host, sig=signal.SIGKILL)
+                        self.order_create("automated", f"burst {number}")
+                    time.sleep(fault["for"])
+                    self.drill.web_start(host)
                 elif kind in ("receiver_down", "receiver_hang"):
                     self.receiver.mode = kind.removeprefix("receiver_")
                     time.sleep(fault["for"])
@@ -364,9 +361,34 @@ class Schedule:
                 record["error"] = f"{type(exc).__name__}: {exc}"[:300]
             record["ended"] = round(time.monotonic() - self.began, 2)
             record["line_to"] = self.log_line()
-            time.sleep(drill_hosts.LEASE_SECONDS)  # what the host had in flight has ended by then
+            time.sleep(LEASE_SECONDS)  # what the host had in flight has ended by then
             record["line_settled"] = self.log_line()
         self.faults.append(record)
+
+    def worker_cut(self, host: str, seconds: float) -> list[str]:
+        """`host` cut off with an upload under way, every upload held UPLOAD_PAUSE meanwhile (longer
+        than a lease: the other host keeps its orders only by renewing their leases), back after its
+        lease ended. Automated orders, one a second, until it has an upload under way; the orders it
+        held, from the platform's access log."""
+        from partner.sandbox.faults import fault_set
+        from partner.sandbox.models import FaultRule
+
+        pause = retried(lambda: fault_set(endpoint="upload", latency=UPLOAD_PAUSE))
+        try:
+            offset, deadline, held = self.drill.platform_log.stat().st_size, time.monotonic() + 60, set()
+            while not held and time.monotonic() < deadline:
+                self.order_create("automated", "worker_cut")
+                time.sleep(1.0)
+                held = _in_flight(self.drill.calls(offset), address(host))
+            if not held:
+                raise RuntimeError(f"{host} started no upload within 60 s")
+            time.sleep(1.0)  # its upload under way at the platform
+            self.hosts.cut(host)
+        finally:
+            retried(lambda: FaultRule.objects.filter(pk=pause.pk).update(active=False))
+        time.sleep(max(seconds, UPLOAD_PAUSE + 2 * LEASE_SECONDS))
+        self.hosts.reconnect(host)
+        return sorted(held)
 
     def restart(self, name: str) -> None:
         """A server of the database host stopped (PostgreSQL fast, Redis empty) and started again."""
@@ -395,12 +417,14 @@ class Schedule:
     def run(self, *, timeout: float) -> dict:
         self.began = time.monotonic()
         actors = [threading.Thread(target=target, daemon=True) for target in (self.staff_work, self.pull)]
-        faulting = [threading.Thread(target=self.fault_run, args=(f,), daemon=True) for f in self.plan["faults"]]
+        # A thread per fault, overlapping as they fall; with --each, one thread: one after another.
+        batches = [self.plan["faults"]] if self.plan.get("each") else [[fault] for fault in self.plan["faults"]]
+        faulting = [threading.Thread(target=self.faults_run, args=(batch,), daemon=True) for batch in batches]
         for thread in actors + faulting:
             thread.start()
         for order in self.plan["orders"]:
             time.sleep(max(0.0, order["at"] - (time.monotonic() - self.began)))
-            self.orders.append({"n": order["n"], "kind": order["kind"], "txn": self.order_create(order["kind"])})
+            self.order_create(order["kind"], order["n"])
         for thread in faulting:
             thread.join()
         finished = self.wait(timeout)
@@ -410,38 +434,43 @@ class Schedule:
         return retried(lambda: self.history(finished))
 
     def wait(self, timeout: float) -> float | None:
-        """Until every order finished and every event of the connection was delivered (or gave up)."""
-        from partner.connector.models import Event, EventState
-        from partner.fulfillment.models import Order
-
-        ids, deadline = [order["txn"] for order in self.orders], time.monotonic() + timeout
-        waiting = Event.objects.exclude(state__in=(EventState.DELIVERED, EventState.FAILED))
+        """Until our status endpoint says every order finished and the receiver took every event of
+        the feed (None: `timeout` came first; an event never taken is the checker's to name)."""
+        pending, deadline = {order["txn"] for order in self.orders}, time.monotonic() + timeout
         while time.monotonic() < deadline:
-            finished = retried(lambda: Order.objects.filter(transaction_id__in=ids, status__in=FINISHED).count())
-            if finished == len(ids) and not retried(waiting.exists):
-                return round(time.monotonic() - self.began, 1)
+            with contextlib.suppress(Exception):
+                pending -= {txn for txn, status in self.drill.statuses(pending).items() if status in FINISHED}
+                taken = {push["webhook_id"] for push in self.receiver.pushes if push["answered"] < 300}
+                if not pending and {event["webhook_id"] for event in self.events()} <= taken:
+                    return round(time.monotonic() - self.began, 1)
             time.sleep(1)
         return None
 
-    def history(self, finished) -> dict:
-        from partner.connector.models import Event
-        from partner.fulfillment.models import Delivery, Order
-        from partner.sandbox.models import ResponsePatch
+    def events(self) -> list[dict]:
+        """Every event of the connection, read afresh from the feed (`GET /api/v1/events`)."""
+        api, cursor, found = self.api(), 0, []
+        while True:
+            page = api.get("/events", after=cursor, limit=100)
+            if page.status_code == 401:
+                self.api(renew=True)
+            page.raise_for_status()
+            body = page.json()
+            for event in body["events"]:
+                order = event["payload"]["data"]["order"]
+                found.append({"webhook_id": event["webhook_id"], "type": event["type"], "position": event["id"]})
+                found[-1] |= {"order": order["id"], "version": order["version"]}
+            if not body["events"]:
+                return found
+            cursor = body["next_after"]
 
-        ids = [order["txn"] for order in self.orders]
-        rows = {}
-        for order in Order.objects.filter(transaction_id__in=ids):
-            deliveries = Delivery.objects.filter(order=order).order_by("id").values("kind", "state", "sequence")
-            row = {"pk": order.pk, "status": order.status, "failure_code": order.failure_code}
-            rows[order.transaction_id] = row | {"deliveries": list(deliveries)}
-        patches = {txn: [] for txn in ids}
-        for patch in ResponsePatch.objects.filter(transaction_id__in=ids).order_by("transaction_id", "number"):
-            patches[patch.transaction_id].append(patch.payload)
-        events = [
-            {"webhook_id": e.message_id, "order": e.order_id, "type": e.type, "position": e.position}
-            | {"version": e.payload["data"]["order"]["version"]}
-            for e in Event.objects.filter(connection=self.created.connection).order_by("id")
-        ]
+    def history(self, finished) -> dict:
+        ids, rows = [order["txn"] for order in self.orders], {}
+        for line in self.drill.command("order_show", *ids, capture=True).splitlines():  # our final rows
+            if line.startswith("{"):
+                row = json.loads(line)
+                rows[row.pop("transaction_id")] = row | {"pk": row.pop("id")}
+        txns = {f"order {row['pk']}": txn for txn, row in rows.items()}
+        answers = [a | {"txn": txns.get(a["txn"], a["txn"])} for a in self.answers if a["who"] != "staff-take"]
         calls = [(c["client"], c["method"], c["path"], c["status"]) for c in self.drill.calls()]
         kinds = {order["txn"]: order["kind"] for order in self.orders}
         return {
@@ -450,7 +479,7 @@ class Schedule:
             "schedule": self.plan,
             "finished_s": finished,
             "orders": self.orders,
-            "answers": [a for a in self.answers if a["who"] != "staff-take"],
+            "answers": answers,
             "pushes": self.receiver.pushes,
             "pulled": self.pulled,
             "faults": sorted(self.faults, key=lambda f: f["began"]),
@@ -458,8 +487,8 @@ class Schedule:
             "hosts": {host: address(host) for host in ADDRESSES},
             "final": {
                 "orders": {txn: rows[txn] | {"kind": kinds[txn]} for txn in rows},
-                "patches": patches,
-                "events": events,
+                "patches": self.drill.patches(ids),
+                "events": self.events(),
             },
         }
 
@@ -471,14 +500,26 @@ class Schedule:
         self.hosts.destroy()
 
 
-def schedule(*, seed=None, orders: int = 12, faults=FAULTS, broker: str = "redis", rate: float = 1.0) -> dict:
+def _in_flight(calls: list[dict], client: str) -> set[str]:
+    """Orders whose slots `client` asked for and that nobody PATCHed yet: their upload is running."""
+    patched = {call["path"] for call in calls if call["method"] == "PATCH"}
+    return {
+        call["path"].split("/transactions/")[1].split("/")[0]
+        for call in calls
+        if call["client"] == client
+        and call["path"].endswith("/response/resources")
+        and call["path"].removesuffix("/resources") not in patched
+    }
+
+
+def schedule(*, seed=None, orders: int = 12, faults=FAULTS, broker="redis", rate: float = 1.0, each=False) -> dict:
     """One run (a process of its own: it configures Django for the drill's hosts); its report, "ok" the verdict."""
     absent = missing()
     if absent:
         print(f"schedule: skipped, this machine lacks {', '.join(absent)}", flush=True)
         return {"ok": False, "skipped": f"this machine lacks {', '.join(absent)}"}
     seed = random.SystemRandom().randrange(10**9) if seed is None else seed
-    plan = draw(seed, orders=orders, faults=tuple(faults), rate=rate)
+    plan = draw(seed, orders=orders, faults=tuple(faults), rate=rate, each=each)
     print(
         f"schedule seed {seed}: {orders} orders, {len(plan['faults'])} faults ({broker}); replay: --seed {seed}",
         flush=True,
@@ -502,7 +543,7 @@ def schedule(*, seed=None, orders: int = 12, faults=FAULTS, broker: str = "redis
     return report
 
 
-def schedule_bench(*, database=None, orders=None, seed=None, faults=None, broker="redis") -> dict:
+def schedule_bench(*, database=None, orders=None, seed=None, faults=None, broker="redis", each=False) -> dict:
     """`bench/run.py --only schedule`: the run in a process of its own (it configures Django itself)."""
     import tempfile
 
@@ -511,6 +552,7 @@ def schedule_bench(*, database=None, orders=None, seed=None, faults=None, broker
         argv = [stack.PYTHON, "-m", "bench.drills.schedule", f"--output={output}", f"--orders={orders or 12}"]
         argv += [f"--broker={broker}"] + ([f"--seed={seed}"] if seed is not None else [])
         argv += [f"--faults={faults}"] if faults else []
+        argv += ["--each"] if each else []
         ran = subprocess.run(argv, cwd=stack.ROOT, env=stack.ENVIRON_AT_START, check=False)
         if not output.exists():
             return {"ok": False, "error": f"the schedule process exited ({ran.returncode}) without a report"}
@@ -522,15 +564,18 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=None, help="replay this seed (default: a new one, printed)")
     parser.add_argument("--orders", type=int, default=12)
     parser.add_argument("--rate", type=float, default=1.0, help="orders per second")
-    parser.add_argument("--faults", default=",".join(FAULTS), help="the kinds drawn from (default: all)")
+    parser.add_argument("--faults", default=",".join(FAULTS), help=f"the kinds drawn from (default: all but {ASKED})")
     parser.add_argument("--broker", choices=("redis", "rabbitmq"), default="redis")
+    parser.add_argument("--each", action="store_true", help="each of --faults once, in that order, evenly spaced")
     parser.add_argument("--output", default="", help="where to write the report (JSON)")
     args = parser.parse_args(argv)
     faults = tuple(name for name in args.faults.split(",") if name)
-    unknown = set(faults) - set(FAULTS)
+    unknown = set(faults) - set(FAULTS + ASKED)
     if unknown:
-        parser.error(f"unknown faults {sorted(unknown)}; of {FAULTS}")
-    report = schedule(seed=args.seed, orders=args.orders, faults=faults, broker=args.broker, rate=args.rate)
+        parser.error(f"unknown faults {sorted(unknown)}; of {FAULTS + ASKED}")
+    report = schedule(
+        seed=args.seed, orders=args.orders, faults=faults, broker=args.broker, rate=args.rate, each=args.each
+    )
     if args.output:
         Path(args.output).write_text(json.dumps(report, indent=2, default=str))
     return 0 if report["ok"] else 1

@@ -15,6 +15,8 @@ FINISHED = ("REQUEST_COMPLETED", "FAILED", "DECLINED")
 GIVEN_BY_THEM = ("credentials_invalid", "order_refused", "service_rejected", "product_unknown")
 COMPLETED = "completed"  # a PATCH's status that completes the response
 WORKER_HOSTS = ("wk1", "wk2")
+# Faults that may move an order from one worker host to the other without anything being wrong.
+MOVING = ("cut", "kill", "worker_cut", "broker_restart", "postgres_restart")
 RECENT = 30  # calls of the access log before a cut that name the orders the cut-off host was working
 
 
@@ -28,6 +30,7 @@ def check(history: dict) -> list[str]:
         events_pushed_in_order,
         pulled_is_pushed,
         no_send_after_lease_lost,
+        others_orders_stay_theirs,
     ):
         found += [f"{invariant.__name__}: {problem}" for problem in invariant(history)]
     return found
@@ -171,7 +174,11 @@ def no_send_after_lease_lost(history: dict) -> list[str]:
         return call[1] != "GET" and call[3].startswith("2") and order_of(call[2]) is not None
 
     for fault in history["faults"]:
-        if fault["kind"] != "cut" or fault.get("host") not in WORKER_HOSTS or "line_from" not in fault:
+        if (
+            fault["kind"] not in ("cut", "worker_cut")
+            or fault.get("host") not in WORKER_HOSTS
+            or "line_from" not in fault
+        ):
             continue
         address, began, back = history["hosts"][fault["host"]], fault["line_from"], fault["line_to"]
         held = {order_of(call[2]) for call in calls[max(0, began - RECENT) : began] if call[0] == address}
@@ -180,4 +187,33 @@ def no_send_after_lease_lost(history: dict) -> list[str]:
             call = calls[index]
             if call[0] == address and sent(call) and order_of(call[2]) in held & taken:
                 found.append(f"{fault['host']} sent {call[1]} for {order_of(call[2])} after losing it (call {index})")
+    return found
+
+
+def others_orders_stay_theirs(history: dict) -> list[str]:
+    """While a worker host is cut off mid-upload (`worker_cut`, every upload held longer than a lease),
+    the other host keeps its orders by renewing their leases: each order whose slots it asked for
+    meanwhile, it PATCHed last. Not judged while another fault that may move orders overlapped."""
+    found, calls = [], history["calls"]
+    for fault in history["faults"]:
+        if fault["kind"] != "worker_cut" or "line_from" not in fault:
+            continue
+        if any(
+            other is not fault and other["kind"] in MOVING and other["began"] < fault["ended"]
+            for other in history["faults"]
+            if fault["began"] < other["ended"]
+        ):
+            continue
+        other = history["hosts"][next(host for host in WORKER_HOSTS if host != fault["host"])]
+        asked = {
+            call[2].split("/transactions/")[1].split("/")[0]
+            for call in calls[fault["line_from"] : fault["line_to"]]
+            if call[0] == other and call[2].endswith("/response/resources")
+        }
+        for txn in sorted(asked):
+            patched = [c[0] for c in calls if c[1] == "PATCH" and c[2].endswith(f"/{txn}/response") and c[3][0] == "2"]
+            if patched and patched[-1] != other:
+                found.append(
+                    f"{txn}: the other host asked for its slots while {fault['host']} was cut, another PATCHed it"
+                )
     return found

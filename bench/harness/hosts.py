@@ -1,6 +1,6 @@
 """Several hosts on one machine: network namespaces on a bridge, and the servers each one runs.
 
-The hosts drill (bench/drills/hosts.py) builds this layout, every name and address its own:
+bench/harness/cluster.py deploys the application on this layout, every name and address its own:
 
     bridge pd-br0 10.231.0.1   this process: the platform (the sandbox under gunicorn, behind the
                                emulator of its latency, bench/harness/latency_proxy.py) and the drill

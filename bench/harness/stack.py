@@ -164,8 +164,15 @@ def app_env(
     return env
 
 
-def manage(*args: str, env: dict) -> None:
-    subprocess.run([PYTHON, "manage.py", *args], cwd=ROOT, env=env, check=True)
+def manage(*args: str, env: dict, stdin: str | None = None, capture: bool = False) -> str:
+    """`manage.py ARGS` (its output returned when `capture`)."""
+    out = subprocess.PIPE if capture else None
+    return (
+        subprocess.run(
+            [PYTHON, "manage.py", *args], cwd=ROOT, env=env, input=stdin, text=True, check=True, stdout=out
+        ).stdout
+        or ""
+    )
 
 
 @dataclass

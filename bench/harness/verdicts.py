@@ -119,7 +119,7 @@ def latency(figures: dict) -> dict:
 
 
 def scaleout(figures: dict) -> dict:
-    """The scale-out: its own entry's report, or the hosts drill's, whose `scaleout` part it is."""
+    """The scale-out: its report's `scaleout` part."""
     if "skipped" in figures:
         print(f"  SKIPPED scaleout: {figures['skipped']}")
         return {}
@@ -143,24 +143,6 @@ def postgres_restart(figures: dict) -> dict:
     return {"postgres_restart": verdict("202s without their row (PostgreSQL restarted)", lost, 0, figures["ok"])}
 
 
-def hosts(figures: dict) -> dict:
-    if "skipped" in figures:
-        print(f"  SKIPPED hosts drill: {figures['skipped']}")
-        return {}
-    found = {}
-    for scenario in ("worker_cut", "web_stop", "broker_restart"):
-        report = figures.get(scenario) or {}
-        found[f"hosts_{scenario}"] = verdict(
-            f"hosts drill, {scenario.replace('_', ' ')}: accepted PATCHes per order {{patches: orders}}",
-            report.get("accepted_patches_per_order"),
-            "{1: every order}",
-            bool(report.get("ok")),
-        )
-    if figures.get("scaleout"):
-        found.update({f"hosts_{key}": line for key, line in scaleout(figures).items()})
-    return found
-
-
 def schedule(figures: dict) -> dict:
     if "skipped" in figures:
         print(f"  SKIPPED schedule drill: {figures['skipped']}")
@@ -177,7 +159,6 @@ JUDGES = {
     "scaleout": scaleout,
     "memory": memory,
     "postgres_restart": postgres_restart,
-    "hosts": hosts,
     "schedule": schedule,
 }
 

@@ -10,11 +10,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 ALLOWED = ("partner.sandbox", "partner.platform.signatures", "config.celery", "config.settings")
-# Still reading the application's rows for its verdicts: the hosts drill, which no test can run (root,
-# network namespaces, servers of its own), is left as it was measured (bench/README.md says so); the
-# schedule drill, which also sets its connection up through the connector's service and reads the
-# final rows for its checker (to be moved to the admin's pages and the API).
-UNCHANGED = {"bench/drills/hosts.py", "bench/drills/schedule.py"}
 
 
 def imported(path: Path) -> set[str]:
@@ -33,6 +28,6 @@ def test_bench_imports_nothing_of_the_application_but_the_platforms_side():
         name = str(path.relative_to(ROOT))
         ours = {module for module in imported(path) if module.split(".")[0] in ("partner", "config")}
         wrong = sorted(module for module in ours if not module.startswith(ALLOWED))
-        if wrong and name not in UNCHANGED:
+        if wrong:
             offending[name] = wrong
     assert not offending, f"bench/ modules importing the application's internals: {offending}"

@@ -130,6 +130,15 @@ def _sent_after_lease_lost(h):
     ]
 
 
+def _taken_from_the_other(h):
+    """wk1 cut off mid-upload (worker_cut); wk2 asked for t-auto's slots meanwhile, yet wk1 PATCHed it."""
+    h["faults"] = [
+        {"kind": "worker_cut", "host": "wk1", "began": 1, "ended": 2, "line_from": 3, "line_to": 4, "line_settled": 4}
+    ]
+    h["calls"] += [("10.0.0.22", "POST", "/sandbox/transactions/t-auto/response/resources", "201")]
+    h["calls"] += [("10.0.0.21", "PATCH", "/sandbox/transactions/t-auto/response", "200")]
+
+
 def _numbered_twice(h):
     sequenced = [{**delivery, "sequence": 1} for delivery in h["final"]["orders"]["t-conn"]["deliveries"]]
     h["final"]["orders"]["t-conn"]["deliveries"] = sequenced
@@ -166,6 +175,7 @@ def _never_finished(h):
         (_one_event_two_ids, "events_pushed_in_order"),
         (_pull_missed, "pulled_is_pushed"),
         (_sent_after_lease_lost, "no_send_after_lease_lost"),
+        (_taken_from_the_other, "others_orders_stay_theirs"),
     ],
 )
 def test_a_history_breaking_an_invariant_is_caught(change, invariant):
@@ -188,3 +198,9 @@ def test_a_seed_draws_one_schedule_with_every_kind():
     assert {order["kind"] for order in first["orders"]} == set(KINDS)
     assert len(first["faults"]) >= 3 and {fault["kind"] for fault in first["faults"]} <= set(FAULTS)
     assert {fault["kind"] for fault in draw(7, orders=12, faults=("cut",))["faults"]} == {"cut"}
+
+
+def test_each_draws_every_fault_once_in_its_order():
+    plan = draw(7, orders=30, faults=("worker_cut", "web_stop", "broker_restart"), each=True)
+    assert [fault["kind"] for fault in plan["faults"]] == ["worker_cut", "web_stop", "broker_restart"]
+    assert [fault["at"] for fault in plan["faults"]] == [7.5, 15.0, 22.5]

@@ -130,3 +130,15 @@ def test_product_settings_refuse_what_is_not_valid(db):
     with pytest.raises(CommandError, match="whole number"):
         call_command("product_settings", "appraisal", "--turnaround-hours", "-4", stdout=io.StringIO())
     assert Product.objects.get(name="appraisal").staff_email == ""
+
+
+def test_product_settings_sets_the_fulfiller_or_changes_nothing(db):
+    Product.objects.create(service_id="svc-appraisal", name="appraisal", fulfiller=StaffWorkedFulfiller.key)
+    out = io.StringIO()
+    call_command("product_settings", "appraisal", "--fulfiller", "connected", stdout=out)
+    assert Product.objects.get(name="appraisal").fulfiller == "connected"
+    assert "fulfiller connected" in out.getvalue()
+    with pytest.raises(CommandError, match="No fulfiller"):
+        call_command("product_settings", "appraisal", "--fulfiller", "nobody", "--turnaround-hours", "9")
+    product = Product.objects.get(name="appraisal")
+    assert (product.fulfiller, product.turnaround_hours) == ("connected", None)

@@ -16,7 +16,7 @@ import pytest
 from bench.harness.hosts import missing
 from bench.harness.stack import ENVIRON_AT_START, ROOT
 
-pytestmark = pytest.mark.skipif(bool(missing()), reason=f"the hosts drill needs {', '.join(missing())}")
+pytestmark = pytest.mark.skipif(bool(missing()), reason=f"the schedule drill needs {', '.join(missing())}")
 
 
 def test_a_short_random_schedule_keeps_every_invariant(tmp_path):

@@ -1,4 +1,5 @@
-"""Reads of orders: the status endpoint, the UI's view of a transaction, the sweep's stalled orders."""
+"""Reads of orders: the status endpoint, the UI's view of a transaction, the sweep's stalled orders,
+`order_show`."""
 
 from datetime import timedelta
 
@@ -44,6 +45,21 @@ def order_view(transaction_id: str) -> dict | None:
         ],
         "updated_at": order.updated_at.isoformat(),
     }
+
+
+def orders_shown(transaction_ids) -> dict[str, dict]:
+    """What an operator asks of orders (`manage.py order_show`): each one's status, failure code and
+    deliveries (kind, state, sequence) in the order made, by transaction id; no borrower's data."""
+    found = {}
+    for order in Order.objects.filter(transaction_id__in=transaction_ids).prefetch_related("deliveries"):
+        deliveries = sorted(order.deliveries.all(), key=lambda delivery: delivery.pk)
+        found[order.transaction_id] = {
+            "id": order.pk,
+            "status": order.status,
+            "failure_code": order.failure_code,
+            "deliveries": [{"kind": d.kind, "state": d.state, "sequence": d.sequence} for d in deliveries],
+        }
+    return found
 
 
 def work_left() -> Q:
