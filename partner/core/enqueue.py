@@ -17,10 +17,16 @@ BROKER_PUBLISH_SECONDS: one attempt, on a connection of its own whose connect, r
 timeouts are that long, in a thread the caller stops waiting for at that deadline whatever the
 transport's own retries do (redis-py retries a connection, kombu reconnects). A broker that is down
 or does not answer costs that second; the stored row is enough, the sweep publishes it later.
+Each publishing thread keeps its connection for the next publish (opening one cost a staff
+delivery more CPU than the rest of its publish, docs/performance.md); a kept connection the broker
+dropped meanwhile (a restart, an idle timeout) is replaced by a new one for the same publish.
 """
 
+import contextlib
 import logging
 import os
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -50,11 +56,53 @@ def _publisher_pool() -> ThreadPoolExecutor:
     return _publisher[1]
 
 
+# Each publishing thread's connection, kept for its next publish, with what it was made for (the
+# app, its write URL, the deadline): a change of any of them makes a new one. Kept only while
+# publishes follow each other (a burst of staff deliveries): one idle longer than KEPT_SECONDS is
+# replaced, before a broker's idle timeout or missed heartbeats could have closed it unseen.
+KEPT_SECONDS = 30.0
+_kept = threading.local()
+
+
+def _connection(app, seconds: float):
+    """This thread's connection to the broker, and whether it was kept from an earlier publish."""
+    made_for = (id(app), app.conf.broker_write_url or app.conf.broker_url, seconds)
+    kept, now = getattr(_kept, "connection", None), time.monotonic()
+    if kept is not None and kept[0] == made_for and now - kept[2] < KEPT_SECONDS:
+        _kept.connection = (made_for, kept[1], now)
+        return kept[1], True
+    _connection_drop()
+    conn = app.connection_for_write(connect_timeout=seconds)
+    options = dict.fromkeys(_SOCKET_TIMEOUTS.get(conn.transport.driver_type, ()), seconds)
+    conn.transport_options.update({**options, "max_retries": 0})
+    _kept.connection = (made_for, conn, now)
+    return conn, False
+
+
+def _connection_drop() -> None:
+    kept = getattr(_kept, "connection", None)
+    _kept.connection = None
+    if kept is not None:
+        with contextlib.suppress(Exception):  # a connection already broken: nothing more to close
+            kept[1].release()
+
+
 def _publish(app, name: str, kwargs: dict, countdown: float | None, seconds: float) -> None:
-    with app.connection_for_write(connect_timeout=seconds) as conn:
-        options = dict.fromkeys(_SOCKET_TIMEOUTS.get(conn.transport.driver_type, ()), seconds)
-        conn.transport_options.update({**options, "max_retries": 0})
+    conn, was_kept = _connection(app, seconds)
+    try:
         app.send_task(name, kwargs=kwargs, countdown=countdown, connection=conn, retry=False)
+    except Exception:
+        _connection_drop()
+        if not was_kept:
+            raise
+        # The kept connection may have gone stale (a broker restarted, an idle one closed): once more
+        # on a new one, within the same deadline.
+        conn, _ = _connection(app, seconds)
+        try:
+            app.send_task(name, kwargs=kwargs, countdown=countdown, connection=conn, retry=False)
+        except Exception:
+            _connection_drop()
+            raise
 
 
 def task_send(name: str, /, *, countdown: float | None = None, **kwargs) -> bool:

@@ -94,3 +94,52 @@ def test_a_forked_process_publishes_with_threads_of_its_own(settings):
         os._exit(code)
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.fixture
+def one_publisher(monkeypatch):
+    """Publishes made by one thread of their own (the process's pool has up to four), and every call
+    of the app's send_task with the connection it was given, the third one failing as on a
+    connection the broker dropped."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    from config.celery import app
+    from partner.core import enqueue
+
+    pool = ThreadPoolExecutor(max_workers=1)
+    monkeypatch.setattr(enqueue, "_publisher", (os.getpid(), pool))
+    used = []
+    send = app.send_task
+
+    def send_task(name, *, connection=None, **options):
+        used.append(connection)
+        if len(used) == 3:
+            raise ConnectionResetError("the broker restarted")
+        return send(name, connection=connection, **options)
+
+    monkeypatch.setattr(app, "send_task", send_task)
+    yield used
+    pool.submit(enqueue._connection_drop).result()
+    pool.shutdown()
+
+
+def test_publishes_share_a_connection_and_a_dropped_one_is_replaced_within_the_publish(one_publisher):
+    used = one_publisher
+    assert task_send("core.worker_ping", token="one") is True
+    assert task_send("core.worker_ping", token="two") is True
+    assert used[1] is used[0]  # kept: no connection opened per publish
+    assert task_send("core.worker_ping", token="three") is True  # the kept one fails, a new one takes it
+    assert len(used) == 4 and used[3] is not used[2]
+    assert task_send("core.worker_ping", token="four") is True
+    assert used[4] is used[3]
+
+
+def test_a_connection_idle_too_long_is_not_used_again(one_publisher, monkeypatch):
+    from partner.core import enqueue
+
+    used = one_publisher
+    assert task_send("core.worker_ping", token="one") is True
+    monkeypatch.setattr(enqueue, "KEPT_SECONDS", 0.0)
+    assert task_send("core.worker_ping", token="two") is True
+    assert used[1] is not used[0]

@@ -11,11 +11,13 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
+from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from partner.catalog.product_cache import CATALOG_CACHE_KEY
 from partner.catalog.services import partner_account_set
 from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order, OrderDocument
 from partner.fulfillment.orders.services import order_open
@@ -424,6 +426,48 @@ def test_a_partial_delivery_is_stored_at_once(staff, taken):
     response = deliver(staff, taken, kind="partial", partner_status="Inspection done")
     assert response.status_code == 302
     assert taken.deliveries.get(kind=DeliveryKind.PARTIAL).partner_status == "Inspection done"
+
+
+# What a page and a delivery cost: the queries of each, so that they cannot grow again unseen
+# (docs/performance.md, "What a staff delivery costs"). The product comes from the catalog in the
+# shared cache, read once; the lender's company and who works the order with the order.
+
+
+def _catalog_warm(client, order) -> None:
+    """The catalog stored in the shared cache, as it is between changes (a product saved by the test's
+    setup leaves a marker that sends readers to the database for a few seconds)."""
+    cache.delete(CATALOG_CACHE_KEY)
+    client.get(page(order.pk))
+
+
+def test_the_order_page_takes_nine_queries_however_many_deliveries_it_shows(
+    staff, taken, fake_platform, django_assert_max_num_queries
+):
+    staff.post(action("upload", taken.pk), {"upload-files": [upload("report.pdf", PDF)]})
+    for number in range(3):
+        staff_status(staff, taken, f"Inspection booked ({number})")
+        deliveries_sent(order_id=taken.pk)  # each with its tries
+    staff.post(action("upload", taken.pk), {"upload-files": [upload("photo.png", PNG)]})
+    _catalog_warm(staff, taken)
+    # The session, the user, the order (with its lender's company and who works it), whether a final
+    # delivery was made, the waiting documents, the steps, the deliveries with their documents and tries.
+    with django_assert_max_num_queries(9):
+        shown = text(staff.get(page(taken.pk)))
+    assert "Inspection booked (2)" in shown and "photo.png" in shown and 'id="delivery"' in shown
+    assert "Lender company</dt><dd>" in shown and '<span id="assigned-to">staff</span>' in shown
+
+
+def test_a_delivery_takes_ten_statements_with_no_read_of_the_product(staff, taken, django_assert_max_num_queries):
+    staff.post(action("upload", taken.pk), {"upload-files": [upload("report.pdf", PDF)]})
+    _catalog_warm(staff, taken)
+    # The session, the user, the order; in one transaction (BEGIN, COMMIT): the order locked, whether a
+    # final delivery was made, the waiting documents, the delivery, its documents and its step written;
+    # the documents counted for the message.
+    with django_assert_max_num_queries(12):
+        response = deliver(staff, taken, kind="partial", partner_status="Report attached", **loan_inputs(**APPRAISAL))
+    assert response.status_code == 302
+    delivery = taken.deliveries.get(kind=DeliveryKind.PARTIAL)
+    assert delivery.loan["appraisal"]["condition"] == "C3" and delivery.attachments.count() == 1
 
 
 @pytest.mark.parametrize(

@@ -177,7 +177,9 @@ class StaffOrderAdmin(admin.ModelAdmin):
     list_per_page = 50
 
     def get_queryset(self, request):
-        return super().get_queryset(request).filter(staff_worked=True)
+        # The lender's company and who works the order are on every page of an order (and each row
+        # of the queue): read with the order, not one query each.
+        return super().get_queryset(request).filter(staff_worked=True).select_related(*self.list_select_related)
 
     # Permissions: the orders', or this proxy's own.
 

@@ -23,7 +23,6 @@ from django.template.defaultfilters import filesizeformat
 
 from partner.catalog import response_forms
 from partner.catalog.form_values import date_text, money_text
-from partner.catalog.selectors import product_get
 from partner.fulfillment.models import Order
 from partner.fulfillment.staff import services as staff
 from partner.platform import formats
@@ -298,7 +297,7 @@ class DeliveryForm(SentOnceForm):
 
     @classmethod
     def for_order(cls, order: Order, data=None) -> "DeliveryForm":
-        product = product_get(name=order.product_name)
+        product = staff.order_product(order)
         request_loan = order.request.get("loan") if isinstance(order.request, dict) else None
         offered = formats.action_entitled(
             product.raw if product is not None else {},

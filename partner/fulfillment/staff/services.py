@@ -27,7 +27,8 @@ from django.db.models import Max
 from django.utils import timezone
 
 from partner.catalog import response_forms
-from partner.catalog.selectors import product_get
+from partner.catalog.models import Product
+from partner.catalog.product_cache import catalog_product
 from partner.core.errors import ApplicationError
 from partner.fulfillment.enqueue import order_run_enqueue
 from partner.fulfillment.models import (
@@ -212,10 +213,22 @@ def documents_waiting(order: Order) -> list[OrderDocument]:
 
 # What is sent ------------------------------------------------------------------------------------
 
+_PRODUCT_READ = "_staff_product"  # where `order_product` keeps the product on the order object
+
+
+def order_product(order: Order) -> Product | None:
+    """The order's product, as the catalog kept in the shared cache holds it (no query; how it stays
+    fresh: partner/catalog/product_cache.py), read once per order object: the page, its delivery form
+    and the delivery's checks all read the same product within one request. For reading only."""
+    if _PRODUCT_READ not in order.__dict__:
+        name = order.product_name
+        order.__dict__[_PRODUCT_READ] = catalog_product(service_id=None, name=name) if name else None
+    return order.__dict__[_PRODUCT_READ]
+
 
 def loan_fields_allowed(order: Order) -> list[str] | None:
     """The loan fields a delivery of this order may carry (None: the product names none)."""
-    product = product_get(name=order.product_name)
+    product = order_product(order)
     raw = product.raw if product is not None else {}
     return formats.response_loan_fields(raw, request_type=order.request_type or "NEW_REQUEST")
 
@@ -223,7 +236,7 @@ def loan_fields_allowed(order: Order) -> list[str] | None:
 def loan_field_schemas(order: Order) -> dict[str, dict | None]:
     """Each loan field a delivery of this order may carry, with the form that describes it (the
     product's response form, else the seed's; None: nothing describes it, so staff cannot send it)."""
-    product = product_get(name=order.product_name)
+    product = order_product(order)
     form = product.response_form if product is not None else None
     return response_forms.loan_field_schemas(form, loan_fields_allowed(order))
 
@@ -252,7 +265,7 @@ def result_problems(order: Order, result: dict | None) -> list[str]:
     problems = [f"{v.field}: {v.message}" for v in formats.disclosure_result_violations(result)]
     if problems:
         return problems
-    product = product_get(name=order.product_name)
+    product = order_product(order)
     if not formats.action_entitled(
         product.raw if product else {},
         action=result["action"],

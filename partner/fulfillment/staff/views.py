@@ -22,7 +22,6 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from partner.catalog.selectors import product_get
 from partner.fulfillment.models import FINAL_STATUSES, Delivery, Order, OrderDocument
 from partner.fulfillment.staff import services as staff
 from partner.fulfillment.staff.forms import DeclineForm, DeliveryForm, StatusUpdateForm, UploadForm, replace_form
@@ -91,7 +90,7 @@ def order_page(model_admin, request, order: Order, *, bound=None):
     if bound is not None:
         forms[bound.prefix] = bound
         documents = [(d, bound if bound.prefix == f"replace-{d.pk}" else form) for d, form in documents]
-    product = product_get(name=order.product_name)
+    product = staff.order_product(order)
     company = order.ordered_by.company if order.ordered_by and order.ordered_by.company else None
     context = {
         **model_admin.admin_site.each_context(request),
