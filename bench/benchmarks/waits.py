@@ -17,6 +17,7 @@ the platform and its emulators apart, this process, PostgreSQL).
 
 import contextlib
 import html
+import json
 import re
 import subprocess
 import threading
@@ -31,7 +32,7 @@ from bench.benchmarks.orders import DELIVERY_CALLS, cpu_by_process, per, pool_pa
 from bench.harness import stack
 from bench.harness.platform import FINAL, Admin, Platform, emulator
 
-AUTOMATED, CONNECTED = "address-verification", "disclosure-delivery"
+CONNECTED = "disclosure-delivery"
 OPERATOR, OPERATOR_PASSWORD = "bench.operator", "amber-orchard-window-5821"  # noqa: S105 - the bench's own
 # The platform's calls behind each answer of the receiver: a status update is one PATCH; the final
 # delivery with its document asks for a slot, uploads and PATCHes, as a staff delivery does.
@@ -252,4 +253,5 @@ def waits_bench(
                     platform, pool, base=emulated.url, deliveries=staff_deliveries, waits=waits, browse=False
                 )
             runs[label] = run
+            print(f"  {label}: {json.dumps(run)}", flush=True)  # kept should a later part fail
     return {"platform": {"api_ms": api_ms, "upload_ms": upload_ms}, "pool": pool, "runs": runs}
