@@ -1,18 +1,7 @@
-"""`waits`: how long people and partner systems wait, at the platform's real latency and at ~1 ms.
-
-On the order benchmarks' platform (bench/harness/platform.py), for each emulator of it (no wait;
-`api_ms` per call and `upload_ms` per upload), with a worker of the deployment's pool:
-- automated orders: the platform's `created` webhook -> the PATCH with their result it accepted, and
-  -> our status endpoint first saying the order is finished (the result confirmed; asked every
-  ~0.2 s of the orders the platform holds a PATCH of);
-- connected orders: a partner's system (`Receiver`, a server in this process, set up as an operator
-  does in the admin) verifies each pushed event with `standardwebhooks` and answers order.created
-  through /api/v1/: a status update, a document, the final delivery naming it. Answer (the API's 201)
-  -> the PATCH carrying it the platform accepted (found by its text); move (its event's timestamp, when
-  the move committed) -> the event received;
-- staff deliveries requested at once (`orders.staff_burst`, the admin's page left alone meanwhile).
-Each p50, p99 and max, and the CPU per order or delivery of each process (our web server and worker,
-the platform and its emulators apart, this process, PostgreSQL).
+"""`waits`: how long people and partner systems wait, against the platform at ~1 ms and at its real
+latency (bench/README.md, "waits"): automated orders' webhook -> result, a connected system's answer
+-> its PATCH and a move -> its event pushed (`Receiver`, answering through /api/v1/), staff deliveries
+at once (`orders.staff_burst`); each p50/p99/max, and the CPU per order of each process.
 """
 
 import contextlib
