@@ -5,10 +5,7 @@ at once (`orders.staff_burst`); each p50/p99/max, and the CPU per order of each 
 """
 
 import contextlib
-import html
 import json
-import re
-import subprocess
 import threading
 import time
 import uuid
@@ -19,10 +16,9 @@ import requests
 
 from bench.benchmarks.orders import DELIVERY_CALLS, cpu_by_process, per, pool_parse, spread, staff_burst
 from bench.harness import stack
-from bench.harness.platform import FINAL, Admin, Platform, emulator
+from bench.harness.platform import FINAL, Platform, emulator
 
 CONNECTED = "disclosure-delivery"
-OPERATOR, OPERATOR_PASSWORD = "bench.operator", "amber-orchard-window-5821"  # noqa: S105 - the bench's own
 # The platform's calls behind each answer of the receiver: a status update is one PATCH; the final
 # delivery with its document asks for a slot, uploads and PATCHes, as a staff delivery does.
 ANSWER_CALLS = {"status_update": ("api",), "final": DELIVERY_CALLS}
@@ -76,7 +72,7 @@ class Receiver:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def connect(self, api: str, secrets: dict) -> None:
-        """Its credentials, as the admin showed them once; a token by client credentials."""
+        """Its credentials, as printed once at its making; a token by client credentials."""
         from standardwebhooks.webhooks import Webhook
 
         self.api, self.webhook = api, Webhook(secrets["SIGNING_SECRET"])
@@ -127,28 +123,13 @@ class Receiver:
 
 
 def connection_made(platform: Platform, receiver: Receiver) -> None:
-    """As an operator: a superuser (`createsuperuser`), the product made connected on its admin page,
-    a connection to the receiver added in the admin, whose credentials that page shows once."""
-    env = {**platform.env, "DJANGO_SUPERUSER_PASSWORD": OPERATOR_PASSWORD}
-    argv = [
-        stack.PYTHON,
-        "manage.py",
-        "createsuperuser",
-        "--no-input",
-        "--username",
-        OPERATOR,
-        "--email",
-        "o@b.example",
-    ]
-    subprocess.run(argv, cwd=stack.ROOT, env=env, check=True, capture_output=True)
-    admin = Admin(platform.ours.url, OPERATOR, OPERATOR_PASSWORD)
-    listing = admin.get(f"/admin/catalog/product/?q={CONNECTED}").text
-    product = re.search(r'href="/admin/catalog/product/(\d+)/change/', listing)[1]
-    admin.send(f"/admin/catalog/product/{product}/change/", "", {"fulfiller": "connected"})
-    values = {"name": "bench-system", "endpoint_url": receiver.url, "products": product, "enabled": "on"}
-    page = admin.send("/admin/connector/connection/add/", "", values, status=200).text
-    secrets = dict(re.findall(r'data-name="(\w+)">([^<]*)</code>', page))
-    receiver.connect(f"{platform.ours.url}/api/v1", {key: html.unescape(value) for key, value in secrets.items()})
+    """As an operator sets a partner's system up: the product made connected (`product_settings`), a
+    connection pushing to the receiver (`connection_create`), whose credentials it prints once."""
+    stack.manage("product_settings", CONNECTED, "--fulfiller", "connected", env=platform.env, capture=True)
+    argv = ("connection_create", "bench-system", "--endpoint", receiver.url, "--product", CONNECTED)
+    printed = stack.manage(*argv, env=platform.env, capture=True)
+    secrets = dict(line.split("=", 1) for line in printed.splitlines() if "=" in line)
+    receiver.connect(f"{platform.ours.url}/api/v1", secrets)
 
 
 def finished_seen(platform: Platform, ids: list[str], *, timeout: float) -> dict:

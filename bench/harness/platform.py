@@ -251,20 +251,19 @@ class Admin:
         self.cookies.update(answer.cookies.get_dict())
         self.http.cookies.clear()
 
-    def send(self, page: str, action: str, values: dict, files=None, *, status=302, check=True) -> requests.Response:
-        """The form of `page` whose action ends with `action` ("": the page's own), its fields as drawn
-        with `values` over them, sent; the answer must be `status` (the redirect after a done action),
-        unless not `check`."""
+    def send(self, page: str, action: str, values: dict, files=None, *, check: bool = True) -> requests.Response:
+        """The form of `page` whose action ends with `action`, its fields as drawn with `values` over them,
+        sent; the answer must be the redirect that follows a done action (unless not `check`)."""
         parser = _Forms()
         parser.feed(self.get(page).text)
-        target = next((url for url in parser.forms if url == action or action and url.endswith(action)), None)
+        target = next((url for url in parser.forms if url.endswith(action)), None)
         if target is None:
             raise RuntimeError(f"no form sending to {action} on {page}")
         data = {**parser.forms[target], **values}
         url = urljoin(urljoin(self.base, page), target)
         answer = self.http.post(url, data=data, files=files, cookies=self.cookies, allow_redirects=False, timeout=60)
         self._keep(answer)
-        if check and answer.status_code != status:
+        if check and answer.status_code != 302:
             raise RuntimeError(f"{action} on {page} answered {answer.status_code}: {answer.text[:300]}")
         return answer
 
