@@ -66,6 +66,13 @@ BENCHMARKS = (
         "transactions pools api_ms upload_ms staff_deliveries",
     ),
     Entry(
+        "waits",
+        "bench.benchmarks.waits:waits_bench",
+        "waits at 300/500 ms and 1 ms: connected orders' answer -> PATCH and move -> event, staff deliveries, "
+        "automated orders (p50/p99/max), CPU per order by process (~10 min)",
+        "transactions staff_deliveries api_ms upload_ms",
+    ),
+    Entry(
         "scaleout",
         "bench.benchmarks.scaleout:scaleout_bench",
         "orders/s with 2 worker hosts / 1 at the platform's latency (network namespaces, haproxy; ~3 min, root)",

@@ -38,12 +38,12 @@ def batch(platform: Platform, model: str, *, transactions: int, base: str | None
     worker = platform.worker(name, pool=pool, concurrency=concurrency, base=base)
     peak = Peak(worker)
     try:
-        offset, cpu_before = platform.access_log.stat().st_size, _cpu(platform, worker)
+        offset, cpu_before = platform.access_log.stat().st_size, cpu_by_process(platform, worker)
         peak.start()
         began = time.monotonic()
         ids = platform.orders_create(transactions)
         statuses, done = platform.orders_wait(ids, timeout=max(180, transactions * 3))
-        cpu, rss = _cpu(platform, worker), peak.stop()
+        cpu, rss = cpu_by_process(platform, worker), peak.stop()
     finally:
         worker.stop()
     kinds, answers = platform.calls(offset)
@@ -66,7 +66,8 @@ def batch(platform: Platform, model: str, *, transactions: int, base: str | None
     }
 
 
-def _cpu(platform: Platform, worker: stack.Process) -> dict:
+def cpu_by_process(platform: Platform, worker: stack.Process) -> dict:
+    """CPU seconds so far of each part: our worker and web server, the platform (apart), this process, PostgreSQL."""
     return {
         "worker": stack.cpu_of(worker),
         "our_web": stack.cpu_of(platform.ours),
@@ -147,9 +148,10 @@ def latency_bench(
     }
 
 
-def staff_burst(platform: Platform, model: str, *, base: str, deliveries: int, waits: dict) -> dict:
-    """`deliveries` staff deliveries requested at once; their time against the waits' share, and the
-    admin's order page meanwhile."""
+def staff_burst(platform: Platform, model: str, *, base: str, deliveries: int, waits: dict, browse=True) -> dict:
+    """`deliveries` staff deliveries requested at once; their time against the waits' share, each one's
+    wait from the release to its final PATCH, the CPU per delivery of each process from the first
+    request made to the last PATCH, and (`browse`) the admin's order page meanwhile."""
     from config.celery import app
 
     pool, concurrency = pool_parse(model)
@@ -163,21 +165,24 @@ def staff_burst(platform: Platform, model: str, *, base: str, deliveries: int, w
         for page in pages:
             admin.send(page, "/take/", {})
             admin.send(page, "/documents/", {}, files={"upload-files": ("report.pdf", REPORT, "application/pdf")})
-        loads = PageLoads(admin, pages[0])
+        loads = PageLoads(admin, pages[0]) if browse else None
         # "At once": the worker takes no task while the requests are made (the admin's form work, one
         # after another from this process, is no part of sending them), then takes them all.
         queue = app.conf.task_default_queue
         app.control.cancel_consumer(queue, reply=True, timeout=10, limit=1)  # one worker: its reply ends the wait
-        before, made = platform.patches(ids), time.monotonic()
+        before, made, cpu_before = platform.patches(ids), time.monotonic(), cpu_by_process(platform, worker)
         for page in pages:
             final = {"deliver-kind": "final", "deliver-partner_status": "Report attached", "confirmed": "Send"}
             admin.send(page, "/deliver/", final)
-        requested_s, started = time.monotonic() - made, time.monotonic()
+        requested_s, started, released = time.monotonic() - made, time.monotonic(), time.time()
         app.control.add_consumer(queue, reply=True, timeout=10, limit=1)
         sent = _wait(lambda: _all_more(platform.patches(ids), before), timeout=deliveries * 3)
-        elapsed, admin_page = time.monotonic() - started, loads.stop()
+        elapsed, admin_page = time.monotonic() - started, loads.stop() if loads else None
+        cpu = cpu_by_process(platform, worker)
     finally:
         worker.stop()
+    patches = platform.records(ids)[1]
+    each = [found[-1][0] - released for txn, found in patches.items() if len(found) > before.get(txn, 0)]
     explained = math.ceil(len(ids) / concurrency) * sum(waits[kind] for kind in DELIVERY_CALLS)
     return {
         "deliveries": len(ids),
@@ -186,9 +191,25 @@ def staff_burst(platform: Platform, model: str, *, base: str, deliveries: int, w
         "requests_made_in_s": round(requested_s, 2),
         "burst_s": round(elapsed, 2),
         "latency_explains_s": round(explained, 2),
-        "over_latency": round(elapsed / explained, 2),
+        "over_latency": round(elapsed / explained, 2) if explained else None,
+        "release_to_patch": spread(each),
+        "cpu_ms_per_delivery": per(cpu, cpu_before, len(ids)),
         "admin_page": admin_page,
     }
+
+
+def per(after: dict, before: dict, count: int) -> dict:
+    """CPU milliseconds per item of each process between two readings of `cpu_by_process`, PostgreSQL's
+    left out: a backend that ended meanwhile (a connection closed) takes its CPU with it."""
+    return {
+        part: round((after[part] - before[part]) * 1000 / max(count, 1), 1) for part in after if part != "postgresql"
+    }
+
+
+def spread(seconds: list[float]) -> dict:
+    """p50, p99 and the most of some waits, in milliseconds, and how many."""
+    found = {f"p{int(q * 100)}_ms": stack.ms(stack.percentile(seconds, q)) for q in (0.5, 0.99)}
+    return {"n": len(seconds), **found, "max_ms": stack.ms(max(seconds)) if seconds else None}
 
 
 def _all_more(now: dict, before: dict) -> bool:

@@ -160,18 +160,25 @@ class Platform:
         done = None if pending else time.monotonic()
         return dict(Counter(seen.get(txn, "NO ANSWER") for txn in ids)), done
 
-    def to_first_patch(self, ids: list[str]) -> list[float]:
-        """Seconds from each transaction's first webhook created to the first PATCH the platform accepted."""
+    def records(self, ids: list[str]) -> tuple[dict, dict]:
+        """The platform's records of `ids`: (each one's first webhook created, epoch seconds; the PATCHes
+        it accepted, [(epoch seconds, payload)] in order), by transaction."""
         from django.db.models import Min
 
         from partner.sandbox.models import ResponsePatch, WebhookDelivery
 
         sent = WebhookDelivery.objects.filter(resource_id__in=ids).values("resource_id").annotate(at=Min("created_at"))
-        sent = {row["resource_id"]: row["at"] for row in sent}
-        first = ResponsePatch.objects.filter(transaction_id__in=ids, number=1).values_list(
-            "transaction_id", "created_at"
-        )
-        return [(at - sent[txn]).total_seconds() for txn, at in first if txn in sent]
+        patches = {txn: [] for txn in ids}
+        for txn, at, payload in ResponsePatch.objects.filter(transaction_id__in=ids).values_list(
+            "transaction_id", "created_at", "payload"
+        ):
+            patches[txn].append((at.timestamp(), payload))
+        return {row["resource_id"]: row["at"].timestamp() for row in sent}, patches
+
+    def to_first_patch(self, ids: list[str]) -> list[float]:
+        """Seconds from each transaction's first webhook created to the first PATCH the platform accepted."""
+        sent, patches = self.records(ids)
+        return [found[0][0] - sent[txn] for txn, found in patches.items() if found and txn in sent]
 
     def calls(self, offset: int = 0) -> tuple[Counter, Counter]:
         """(calls by kind, answers by status) of the platform's access log after byte `offset`."""

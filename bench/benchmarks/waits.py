@@ -1,0 +1,227 @@
+"""`waits`: how long people and partner systems wait, against the platform at ~1 ms and at its real
+latency (bench/README.md, "waits"): automated orders' webhook -> result, a connected system's answer
+-> its PATCH and a move -> its event pushed (`Receiver`, answering through /api/v1/), staff deliveries
+at once (`orders.staff_burst`); each p50/p99/max, and the CPU per order of each process.
+"""
+
+import contextlib
+import json
+import threading
+import time
+import uuid
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import requests
+
+from bench.benchmarks.orders import DELIVERY_CALLS, cpu_by_process, per, pool_parse, spread, staff_burst
+from bench.harness import stack
+from bench.harness.platform import FINAL, Platform, emulator
+
+CONNECTED = "disclosure-delivery"
+# The platform's calls behind each answer of the receiver: a status update is one PATCH; the final
+# delivery with its document asks for a slot, uploads and PATCHes, as a staff delivery does.
+ANSWER_CALLS = {"status_update": ("api",), "final": DELIVERY_CALLS}
+PDF = b"%PDF-1.7\n% the disclosure\n" + b"0" * 20_000
+
+
+def answer_waits(answers: list[dict], patches: dict) -> dict:
+    """Seconds from each answer's 201 to the first PATCH accepted whose partnerStatus is its text, by kind."""
+    accepted = {}
+    for found in patches.values():
+        for at, payload in found:
+            accepted.setdefault(payload.get("partnerStatus"), at)
+    waits = {}
+    for answer in answers:
+        if answer["text"] in accepted:
+            waits.setdefault(answer["kind"], []).append(accepted[answer["text"]] - answer["at"])
+    return waits
+
+
+class Receiver:
+    """A partner's order system: each pushed event verified (Standard Webhooks), kept once by its
+    webhook-id with the moment it came, and each order.created answered in a thread of its own."""
+
+    def __init__(self):
+        self.events, self.answers, self.refused, self.retries, self.lock = {}, [], [], 0, threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body, came = self.rfile.read(int(self.headers.get("Content-Length") or 0)), time.time()
+                try:
+                    event = receiver.webhook.verify(body, dict(self.headers))
+                except Exception:
+                    self.send_response(401)
+                else:
+                    with receiver.lock:
+                        new = self.headers["webhook-id"] not in receiver.events
+                        receiver.events.setdefault(self.headers["webhook-id"], (event, came))
+                    if new and event["type"] == "order.created":
+                        threading.Thread(target=receiver.answer, args=(event,), daemon=True).start()
+                    self.send_response(200 if new else 204)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_port}/events"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def connect(self, api: str, secrets: dict) -> None:
+        """Its credentials, as printed once at its making; a token by client credentials."""
+        from standardwebhooks.webhooks import Webhook
+
+        self.api, self.webhook = api, Webhook(secrets["SIGNING_SECRET"])
+        auth = (secrets["CLIENT_ID"], secrets["CLIENT_SECRET"])
+        token = requests.post(f"{api}/oauth/token", data={"grant_type": "client_credentials"}, auth=auth, timeout=30)
+        token.raise_for_status()
+        self.headers = {"Authorization": f"Bearer {token.json()['access_token']}"}
+
+    def post(self, path: str, **body) -> dict:
+        """One answer until it is taken (429 or 5xx: again after the wait asked), its Idempotency-Key kept."""
+        headers = {**self.headers, "Idempotency-Key": str(uuid.uuid4())}
+        for _ in range(20):
+            answer = requests.post(f"{self.api}{path}", headers=headers, timeout=60, **body)
+            if answer.status_code != 429 and answer.status_code < 500:
+                break
+            self.retries += 1
+            time.sleep(float(answer.headers.get("Retry-After") or 1))
+        if answer.status_code not in (200, 201):
+            raise RuntimeError(f"{path} answered {answer.status_code}: {answer.text[:300]}")
+        return {"at": time.time(), **answer.json()}
+
+    def answer(self, event: dict) -> None:
+        """A status update, a document and the final delivery naming it, each text the order's own."""
+        order = event["data"]["order"]["id"]
+        try:
+            update = self.post(f"/orders/{order}/status-updates", json={"text": f"bench update {order}"})
+            document = self.post(f"/orders/{order}/documents", files={"file": ("disclosure.pdf", PDF)})
+            final = {"final": True, "message": f"bench final {order}", "documents": [document["id"]]}
+            done = self.post(f"/orders/{order}/deliveries", json=final)
+        except Exception as exc:  # counted in the figures, not lost in this thread
+            self.refused.append(repr(exc)[:300])
+            return
+        with self.lock:
+            self.answers.append({"kind": "status_update", "text": f"bench update {order}", "at": update["at"]})
+            self.answers.append({"kind": "final", "text": final["message"], "at": done["at"]})
+
+    def moves(self) -> dict:
+        """Seconds from each event's move (its timestamp) to its arrival here, by type."""
+        found = {}
+        for event, came in self.events.values():
+            moved = datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
+            found.setdefault(event["type"], []).append(came - moved)
+        return found
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def connection_made(platform: Platform, receiver: Receiver) -> None:
+    """As an operator sets a partner's system up: the product made connected (`product_settings`), a
+    connection pushing to the receiver (`connection_create`), whose credentials it prints once."""
+    stack.manage("product_settings", CONNECTED, "--fulfiller", "connected", env=platform.env, capture=True)
+    argv = ("connection_create", "bench-system", "--endpoint", receiver.url, "--product", CONNECTED)
+    printed = stack.manage(*argv, env=platform.env, capture=True)
+    secrets = dict(line.split("=", 1) for line in printed.splitlines() if "=" in line)
+    receiver.connect(f"{platform.ours.url}/api/v1", secrets)
+
+
+def finished_seen(platform: Platform, ids: list[str], *, timeout: float) -> dict:
+    """Each order's moment (epoch) our status endpoint first says it is finished, asked every ~0.2 s of
+    the orders the platform holds a PATCH of."""
+    seen, deadline = {}, time.monotonic() + timeout
+    while len(seen) < len(ids) and time.monotonic() < deadline:
+        patched = [txn for txn, n in platform.patches([txn for txn in ids if txn not in seen]).items() if n]
+        for txn, status in platform.statuses(patched).items():
+            if status in FINAL:
+                seen[txn] = time.time()
+        time.sleep(0.2)
+    return seen
+
+
+def automated(platform: Platform, worker: stack.Process, count: int) -> dict:
+    before = cpu_by_process(platform, worker)
+    ids = platform.orders_create(count)
+    seen = finished_seen(platform, ids, timeout=max(180, count * 3))
+    cpu = per(cpu_by_process(platform, worker), before, count)
+    sent, patches = platform.records(ids)
+    result = [found[-1][0] - sent[txn] for txn, found in patches.items() if found and txn in sent]
+    return {
+        "orders": count,
+        "finished": len(seen),
+        "webhook_to_result_patch": spread(result),
+        "webhook_to_confirmed": spread([at - sent[txn] for txn, at in seen.items() if txn in sent]),
+        "cpu_ms_per_order": cpu,
+    }
+
+
+def connected(platform: Platform, worker: stack.Process, receiver: Receiver, count: int) -> dict:
+    receiver.events, receiver.answers, receiver.refused, receiver.retries = {}, [], [], 0
+    before = cpu_by_process(platform, worker)
+    ids = platform.orders_create(count, product=CONNECTED)
+    deadline = time.monotonic() + max(180, count * 3)
+    while time.monotonic() < deadline and not receiver.refused:
+        types = [event["type"] for event, _ in receiver.events.values()]
+        if types.count("order.completed") >= count and types.count("order.delivery.confirmed") >= 2 * count:
+            break
+        time.sleep(0.2)
+    cpu = per(cpu_by_process(platform, worker), before, count)
+    answers = answer_waits(receiver.answers, platform.records(ids)[1])
+    moves = receiver.moves()
+    return {
+        "orders": count,
+        "answers_refused": receiver.refused[:3],
+        "answers_retried": receiver.retries,
+        "answer_to_patch": {kind: spread(waits) for kind, waits in answers.items()},
+        "move_to_event": {kind: spread(waits) for kind, waits in moves.items()},
+        "move_to_event_all": spread([wait for waits in moves.values() for wait in waits]),
+        "cpu_ms_per_order": cpu,
+    }
+
+
+def waits_bench(
+    *,
+    database: str,
+    transactions: int = 100,
+    staff_deliveries: int = 200,
+    api_ms: float = 300,
+    upload_ms: float = 500,
+    pool: str = "threads:64",
+    web_workers: int = 4,
+) -> dict:
+    runs, kind, threads = {}, *pool_parse(pool)
+    with contextlib.ExitStack() as stack_of:
+        platform = stack_of.enter_context(Platform(database=database, web_workers=web_workers, name="waits"))
+        platform.emulators = tuple(
+            stack_of.enter_context(emulator(platform.port, api_ms=api, upload_ms=up, name=f"waits-platform-{label}"))
+            for label, api, up in (("fast", 0, 0), ("slow", api_ms, upload_ms))
+        )
+        receiver = Receiver()
+        stack_of.callback(receiver.close)
+        connection_made(platform, receiver)
+        for (label, waits), emulated in zip(
+            (("fast", {"api": 0, "upload": 0}), ("slow", {"api": api_ms / 1000, "upload": upload_ms / 1000})),
+            platform.emulators,
+            strict=True,
+        ):
+            worker = platform.worker(f"waits-worker-{label}", pool=kind, concurrency=threads, base=emulated.url)
+            try:
+                run = {"automated": automated(platform, worker, transactions)}
+                run["connected"] = connected(platform, worker, receiver, transactions)
+            finally:
+                worker.stop()
+            for answer, calls in ANSWER_CALLS.items():
+                run["connected"].setdefault("calls_wait_s", {})[answer] = sum(waits[call] for call in calls)
+            if staff_deliveries:
+                run["staff"] = staff_burst(
+                    platform, pool, base=emulated.url, deliveries=staff_deliveries, waits=waits, browse=False
+                )
+            runs[label] = run
+            print(f"  {label}: {json.dumps(run)}", flush=True)  # kept should a later part fail
+    return {"platform": {"api_ms": api_ms, "upload_ms": upload_ms}, "pool": pool, "runs": runs}
