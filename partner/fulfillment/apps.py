@@ -11,8 +11,15 @@ class FulfillmentConfig(AppConfig):
         # The catalog (a lower layer) validates each product's fulfiller key and picks the default
         # of a newly pulled product: it learns the registered fulfillers here, never by importing up.
         from partner.catalog.fulfiller_keys import fulfillers_install
-        from partner.fulfillment.automated.fulfillers import FULFILLERS
+        from partner.fulfillment.automated.fulfillers import FULFILLERS, fulfillers_register
+        from partner.fulfillment.automated.fulfillers.address_verification import AddressVerificationFulfiller
+        from partner.fulfillment.automated.fulfillers.disclosure_status import DisclosureStatusFulfiller
+        from partner.fulfillment.staff.fulfillers import ConnectedFulfiller, StaffWorkedFulfiller
 
+        # The first is the partner's main product (a new product's default when no rule claims it).
+        fulfillers_register(
+            AddressVerificationFulfiller, DisclosureStatusFulfiller, StaffWorkedFulfiller, ConnectedFulfiller
+        )
         fulfillers_install(FULFILLERS)
 
         from partner.core.retention import purges_register, transactions_open_register

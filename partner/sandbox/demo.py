@@ -269,7 +269,7 @@ def product_documents(public_base_url: str) -> list[dict]:
         response_fields=RESPONSE_FIELDS,
         results=[{"action": formats.DISCLOSURE_ACTION, "formats": [formats.DISCLOSURE_FORMAT]}],
     )
-    # Worked by staff: interactive only (partner/fulfillment/automated/fulfillers/staff_worked.py).
+    # Worked by staff: interactive only (partner/fulfillment/staff/fulfillers.py).
     appraisal = product(
         key="a003",
         name="appraisal",

@@ -9,7 +9,7 @@ from django.core.management.base import CommandError
 
 from partner.catalog.checks import signing_secrets_check
 from partner.catalog.models import PartnerAccount, Product
-from partner.fulfillment.automated.fulfillers.staff_worked import StaffWorkedFulfiller
+from partner.fulfillment.staff.fulfillers import StaffWorkedFulfiller
 from partner.sandbox.seeding import sandbox_seed
 from tests.helpers.products import USER_PASSWORD, product_make
 

@@ -13,7 +13,6 @@ from django.core import mail
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
-from partner.fulfillment.automated.fulfillers.staff_worked import StaffWorkedFulfiller
 from partner.fulfillment.enqueue import STAFF_NOTICE_TASK
 from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order, OrderDocument, OrderStatus
 from partner.fulfillment.orders.metrics import ORDERS_FINISHED
@@ -22,6 +21,7 @@ from partner.fulfillment.runs import order_run
 from partner.fulfillment.sending.callbacks import order_event_handle
 from partner.fulfillment.staff import notices
 from partner.fulfillment.staff import services as staff
+from partner.fulfillment.staff.fulfillers import StaffWorkedFulfiller
 from partner.platform.errors import ServiceUnavailableError, ServiceValidationError
 from tests.helpers.orders import deliveries_sent
 from tests.helpers.products import LENDER_CREDENTIALS, product_create

@@ -28,9 +28,9 @@ from partner.catalog.models import Product
 from partner.catalog.services import product_staff_settings_set, products_pull
 from partner.connector.models import Connection
 from partner.core.demo_values import DEMO_STAFF_PASSWORD, DEMO_STAFF_USERNAME
-from partner.fulfillment.automated.fulfillers.staff_worked import StaffWorkedFulfiller
 from partner.fulfillment.models import Delivery, DeliveryKind, Order
 from partner.fulfillment.sending.sender import delivery_payload
+from partner.fulfillment.staff.fulfillers import StaffWorkedFulfiller
 from partner.platform import client, urns
 from partner.platform.errors import ServiceError
 from partner.sandbox import retention

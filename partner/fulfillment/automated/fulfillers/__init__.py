@@ -1,26 +1,24 @@
 """The fulfillers and their registry: a product's `fulfiller` key names the class that does its work.
 
 Adding a fulfiller: write one module with a `Fulfiller` subclass (its key, label, options form,
-default rule and documents) and add one line to FULFILLERS. Nothing else names fulfillers: the
-catalog validates a product's key and picks the default of a newly pulled product through this
-registry (installed in it when Django starts, `FulfillmentConfig.ready`), the order form asks
-the class for its options form, and the pipeline for its work.
+default rule and documents) and name it in `FulfillmentConfig.ready`, which fills FULFILLERS when
+Django starts (`fulfillers_register`; the fulfillers of the orders people work live with the
+staff's package, above this one). Nothing else names fulfillers: the catalog validates a product's
+key and picks the default of a newly pulled product through this registry (installed in it then
+too), the order form asks the class for its options form, and the pipeline for its work.
 
-The first entry is the partner's main product: the default when no fulfiller claims a new product.
+The first registered is the partner's main product: the default when no fulfiller claims a new product.
 """
 
-from partner.fulfillment.automated.fulfillers.address_verification import AddressVerificationFulfiller
 from partner.fulfillment.automated.fulfillers.base import Attachment, Fulfiller, Fulfillment, FulfillmentRefused
-from partner.fulfillment.automated.fulfillers.connected import ConnectedFulfiller
-from partner.fulfillment.automated.fulfillers.disclosure_status import DisclosureStatusFulfiller
-from partner.fulfillment.automated.fulfillers.staff_worked import StaffWorkedFulfiller
 
-FULFILLERS: dict[str, type[Fulfiller]] = {
-    AddressVerificationFulfiller.key: AddressVerificationFulfiller,
-    DisclosureStatusFulfiller.key: DisclosureStatusFulfiller,
-    StaffWorkedFulfiller.key: StaffWorkedFulfiller,
-    ConnectedFulfiller.key: ConnectedFulfiller,
-}
+FULFILLERS: dict[str, type[Fulfiller]] = {}  # key -> class, in the order registered
+
+
+def fulfillers_register(*classes: type[Fulfiller]) -> None:
+    """Register each class under its key, in order (`FulfillmentConfig.ready`)."""
+    for fulfiller in classes:
+        FULFILLERS[fulfiller.key] = fulfiller
 
 
 class UnknownFulfillerError(LookupError):
@@ -54,4 +52,5 @@ __all__ = [
     "UnknownFulfillerError",
     "fulfiller_class",
     "fulfiller_for",
+    "fulfillers_register",
 ]
