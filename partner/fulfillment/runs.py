@@ -109,7 +109,7 @@ def _steps(order: Order, lease: Lease) -> int:
     waiting = None
     if order.prepared_at is None and order.status in ACTIVE_STATUSES:
         try:
-            waiting = [order_prepare(order)]  # the delivery it made, and its documents
+            waiting = [order_prepare(order, lease)]  # the delivery it made, and its documents
         except OrderFailed as failure:
             order_fail(order=order, code=failure.code, reason=failure.message, tell_lender=failure.tell_lender)
             waiting = None  # its notice, if the lender is told

@@ -139,3 +139,38 @@ def test_a_worker_paused_past_its_lease_after_its_fence_sends_no_patch(fake_plat
 
     assert outcome.sent == 0 and platform.seen == []  # nothing left the worker after its pause
     assert Order.objects.get(pk=order.pk).deliveries.get().state == DeliveryState.PENDING
+
+
+def test_a_worker_whose_lease_ran_out_during_the_work_stores_nothing_and_fails_nothing(
+    fake_platform, order, monkeypatch
+):
+    """The fulfiller's work outlasts the lease (a worker cut off, a slow report): another worker
+    takes the order and prepares it, and its PATCH meets a 503 (the result waits to be sent again).
+    The first one's store is fenced by the lease: it stores nothing and leaves the order alone.
+    Seen in a 2,000-order fault schedule before the fence: the late worker's documents met the
+    other's (a duplicate position) and its run failed the order with `retries_exhausted`."""
+    from partner.fulfillment.automated.fulfillers.address_verification import AddressVerificationFulfiller
+    from partner.platform.errors import ServiceUnavailableError
+
+    fulfill, other = AddressVerificationFulfiller.fulfill, {}
+
+    def fulfill_past_the_lease(self, **kwargs):
+        work = fulfill(self, **kwargs)
+        if "took_over" not in other:
+            other["took_over"] = True
+            Order.objects.filter(pk=order.pk).update(claimed_until=timezone.now() - timedelta(seconds=1))
+            fake_platform.fail("patch_response", ServiceUnavailableError("service unavailable", status=503))
+            other["outcome"] = order_run(order_id=order.pk)
+        return work
+
+    monkeypatch.setattr(AddressVerificationFulfiller, "fulfill", fulfill_past_the_lease)
+
+    outcome = order_run(order_id=order.pk)  # the first worker's work returns now
+
+    assert other["outcome"].retry is not None  # the other worker's result waits for its next run
+    assert outcome.retry is None and outcome.sent == 0
+    waiting = Order.objects.get(pk=order.pk)
+    assert waiting.status == OrderStatus.IN_PROGRESS and waiting.failure_code == ""
+    [result] = waiting.deliveries.all()
+    assert result.state == DeliveryState.PENDING
+    assert waiting.attachments.count() == result.attachments.count() >= 1  # stored once, by the other

@@ -37,8 +37,9 @@ LOAN = {
 # read, the lender's credentials checked within the minute): what every order after the first costs.
 # Transaction control (SAVEPOINT, RELEASE) is not counted: it is BEGIN/COMMIT outside the tests.
 # "process (created)" is the notification taken, the order opened taken, the product read from the
-# cache, the lender's account and company credential checked, the delivery, its documents and the
-# order prepared (3), the lease confirmed before the slot request, the slots kept, the upload's
+# cache, the lender's account and company credential checked, the prepare's fence (the lease
+# confirmed, the order's row locked), the delivery, its documents and the order prepared (3), the
+# lease confirmed before the slot request, the slots kept, the upload's
 # fence with its start and its end (2), the PATCH's fence with its attempt and response version,
 # the order locked for the record, the delivery recorded as sent, the order's delivery time and
 # resource, the order settled (delivered), the steps, the order released where nothing waits, and
@@ -49,11 +50,12 @@ LOAN = {
 # (stored, sent, confirmed), the fences before the slot request and the PATCH, and the slots kept
 # apart from the documents' INSERT. Settling an order by one rule under the order's lock costs 3
 # more (the lock of the record and of the callback, the delivery time apart from the move), and the
-# release apart from the record 1.
+# release apart from the record 1, the prepare's fence 1 (a worker whose lease ran out during the
+# work must store nothing: tests/fulfillment/test_fencing.py).
 BUDGET = {
     "intake (created)": 1,
     "relay (created)": 1,
-    "process (created)": 19,
+    "process (created)": 20,
     "intake (processed)": 1,
     "relay (processed)": 1,
     "process (processed)": 6,

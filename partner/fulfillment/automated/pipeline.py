@@ -22,6 +22,7 @@ from partner.catalog.credentials import credentials_check
 from partner.catalog.errors import ProductNotFound, ProductSyncError
 from partner.catalog.models import Product
 from partner.catalog.services import product_for_order
+from partner.core.leases import Lease
 from partner.fulfillment.automated.fulfillers import Fulfillment, FulfillmentRefused, fulfiller_for
 from partner.fulfillment.models import Delivery, DeliveryKind, FailureCode, Order, OrderDocument, OrderStatus
 from partner.fulfillment.orders.history import step_record
@@ -93,9 +94,12 @@ PREPARED_FIELDS = [
 ]
 
 
-def order_prepare(order: Order) -> tuple[Delivery, list[OrderDocument]]:
+def order_prepare(order: Order, lease: Lease) -> tuple[Delivery, list[OrderDocument]]:
     """Read the transaction, check the lender, do the work; store the response, its documents and
-    the delivery that sends them, and mark the order prepared (IN_PROGRESS), in one transaction.
+    the delivery that sends them, and mark the order prepared (IN_PROGRESS), in one transaction
+    fenced by the order's lease (`lease`, the run's): its first statement confirms the lease and
+    locks the order's row, so a worker whose lease ran out during the work stores nothing (LeaseLost)
+    and no other worker can take the order until this one's prepared order is committed.
     Returns that delivery and the documents it sends."""
     txn = _transaction_read(order)
     request = txn.request or {}
@@ -117,6 +121,7 @@ def order_prepare(order: Order) -> tuple[Delivery, list[OrderDocument]]:
 
     order.ordered_by = check.account
     with transaction.atomic():
+        lease.confirm_with(Order.objects.filter(pk=order.pk), updated_at=timezone.now())
         delivery = _prepared_store(order, fulfillment, product=product, request=request)
         prepared = {field: getattr(order, field) for field in PREPARED_FIELDS}
         if not order_move(Order.objects.filter(pk=order.pk), OrderStatus.IN_PROGRESS, **prepared):
