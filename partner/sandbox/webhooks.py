@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import requests
 from django.conf import settings
-from django.db import close_old_connections, connections, transaction
+from django.db import InterfaceError, OperationalError, close_old_connections, connections, transaction
 from django.utils import timezone
 
 from partner.core.retries import backoff
@@ -134,12 +134,13 @@ def delivery_schedule(*, delivery_id: int, delay: float = 0.0) -> None:
     _attempt_submit(delivery_id, delay=delay)
 
 
-def _attempt_submit(delivery_id: int, *, delay: float = 0.0) -> None:
-    """Hand an attempt to the sender threads, now or after `delay` seconds."""
+def _attempt_submit(delivery_id: int, *, delay: float = 0.0, away: int = 0) -> None:
+    """Hand an attempt to the sender threads, now or after `delay` seconds (`away`: how many times
+    in a row the emulator's own database was away for it)."""
     if delay <= 0:
-        _executor().submit(_attempt, delivery_id)
+        _executor().submit(_attempt, delivery_id, away)
         return
-    timer = threading.Timer(delay, lambda: _executor().submit(_attempt, delivery_id))
+    timer = threading.Timer(delay, lambda: _executor().submit(_attempt, delivery_id, away))
     timer.daemon = True
     timer.start()
 
@@ -156,7 +157,7 @@ def _backoff(number: int) -> float:
     return backoff(number - 1, base=settings.SANDBOX_WEBHOOK_BACKOFF, ceiling=settings.SANDBOX_WEBHOOK_BACKOFF_MAX)
 
 
-def _attempt(delivery_id: int) -> None:
+def _attempt(delivery_id: int, away: int = 0) -> None:
     final = True
     try:
         close_old_connections()
@@ -205,6 +206,17 @@ def _attempt(delivery_id: int) -> None:
             _attempt_submit(delivery_id, delay=_backoff(number))
     except WebhookDelivery.DoesNotExist:
         final = True  # deleted meanwhile (a test database flushed between retries): nothing to send
+    except (OperationalError, InterfaceError) as exc:
+        # The emulator's own database away (restarted): the delivery is still recorded as pending
+        # there, so it is tried again later, as a platform's queue would, for as many tries as a
+        # failing endpoint gets. Never dropped for an outage of the emulator's: an order whose
+        # callback it lost would wait for the reconciliation.
+        final = away + 1 >= settings.SANDBOX_WEBHOOK_MAX_ATTEMPTS
+        if final:
+            logger.exception("sandbox: webhook delivery %s broke: the database stayed away", delivery_id)
+        else:
+            logger.warning("sandbox: webhook delivery %s waits for the database (%s)", delivery_id, type(exc).__name__)
+            _attempt_submit(delivery_id, delay=_backoff(away + 1), away=away + 1)
     except Exception:
         final = True
         logger.exception("sandbox: webhook delivery %s broke", delivery_id)

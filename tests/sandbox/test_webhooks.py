@@ -165,3 +165,27 @@ def test_a_latency_fault_delays_the_webhook(sandbox):
     [call] = sandbox.receiver.calls
     assert call.at - started >= 1.0  # held back at least the fault's latency (a floor, never a ceiling)
     assert WebhookDelivery.objects.get().status == WebhookDelivery.Status.DELIVERED
+
+
+def test_a_delivery_waits_for_the_emulators_database_and_is_sent(sandbox, settings, monkeypatch):
+    """The emulator's own database away when a delivery is tried (restarted during a fault drill):
+    the delivery is tried again once it is back, never dropped (a 2,000-order schedule lost a
+    "processed" callback so, and its order waited unconfirmed)."""
+    from django.db import OperationalError
+
+    settings.SANDBOX_WEBHOOK_BACKOFF = 0.05
+    reconnect, away = webhooks.close_old_connections, {"times": 2}
+
+    def database_away_twice():
+        if away["times"]:
+            away["times"] -= 1
+            raise OperationalError("connection refused")
+        reconnect()
+
+    monkeypatch.setattr(webhooks, "close_old_connections", database_away_twice)
+    host_transaction(sandbox)
+    assert webhook_deliveries_wait(10)
+    assert away["times"] == 0
+    (call,) = sandbox.receiver.calls
+    [delivery] = WebhookDelivery.objects.all()
+    assert delivery.status == WebhookDelivery.Status.DELIVERED and delivery.attempt_count == 1
