@@ -299,6 +299,33 @@ def test_the_same_form_sent_twice_acts_once(staff, taken):
     assert taken.deliveries.filter(kind=DeliveryKind.STATUS_UPDATE).count() == 1
 
 
+def test_a_form_whose_action_broke_acts_when_sent_again(staff, taken, monkeypatch):
+    """The database away while a status update was stored (a restart): the page errs, nothing was
+    stored, and the same form sent again (the browser's retry) is stored, not ignored as a second
+    submission (a fault schedule lost a staff member's final delivery so)."""
+    from django.db import OperationalError
+
+    from partner.fulfillment.staff import services
+
+    post, broke = services.status_update_post, {}
+
+    def away_once(**kwargs):
+        if not broke:
+            broke["once"] = True
+            raise OperationalError("the database is away")
+        return post(**kwargs)
+
+    monkeypatch.setattr(services, "status_update_post", away_once)
+    form = {"status-partner_status": "Inspection booked", "status-once": uuid.uuid4().hex}
+    with pytest.raises(OperationalError):
+        staff.post(action("status_update", taken.pk), form)
+    assert not taken.deliveries.filter(kind=DeliveryKind.STATUS_UPDATE).exists()
+
+    again = staff.post(action("status_update", taken.pk), form, follow=True)
+    assert "the second submission was ignored" not in text(again)
+    assert taken.deliveries.filter(kind=DeliveryKind.STATUS_UPDATE).count() == 1
+
+
 # Documents ---------------------------------------------------------------------------------------
 
 

@@ -11,6 +11,7 @@ by staff who may view orders; each download is logged with who and which documen
 content.
 """
 
+import contextlib
 import logging
 
 from django.contrib import messages
@@ -198,6 +199,12 @@ def _form_post(model_admin, request, order: Order, form, *, act, success, field=
         form.release()
         form.add_error(field, refused.message)
         return order_page(model_admin, request, order, bound=form)
+    except Exception:
+        # Not done (the database away, a worker stopping): the same form, sent again, must act, not
+        # be "already sent" while nothing was stored.
+        with contextlib.suppress(Exception):
+            form.release()
+        raise
     messages.success(request, success(result))
     return redirect(page_url(order.pk))
 
