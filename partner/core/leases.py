@@ -131,6 +131,17 @@ class Lease:
                 self.lost = True
                 raise LeaseLost(f"the lease of {self.label} is no longer this worker's")
 
+    def confirm_where(self, rows: models.QuerySet, **updates) -> bool:
+        """`confirm_with`, for rows that may have changed meanwhile: False (nothing written) when
+        this worker holds the lease and `rows` match nothing; LeaseLost when it does not hold it."""
+        with self._lock:
+            if not self.lost and rows.filter(Exists(self._mine())).update(**updates):
+                return True
+            if not self.lost and self._mine().exists():
+                return False
+            self.lost = True
+            raise LeaseLost(f"the lease of {self.label} is no longer this worker's")
+
     def release_unless(self, busy: Q, **updates) -> bool:
         """Give the row back unless `busy` (a condition on the row: work waits for it) holds, with
         `updates`, in one UPDATE: True when released; False when `busy` held (the lease is kept and

@@ -57,6 +57,14 @@ def test_a_lease_another_worker_took_after_it_ran_out_writes_nothing_more():
     theirs.confirm_with(rows, last_error="the holder writes")
     order.refresh_from_db()
     assert order.last_error == "the holder writes"
+    # For rows that may have changed meanwhile: the holder learns they match nothing (no write, the
+    # lease kept); the worker that lost it is told so.
+    assert theirs.confirm_where(rows.filter(status="nothing of the kind"), last_error="no") is False
+    assert theirs.confirm_where(rows, last_error="still the holder") is True and not theirs.lost
+    with pytest.raises(LeaseLost):
+        mine.confirm_where(rows, last_error="x")
+    order.refresh_from_db()
+    assert order.last_error == "still the holder"
 
 
 @pytest.mark.django_db

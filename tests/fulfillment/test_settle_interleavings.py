@@ -193,3 +193,32 @@ def test_a_callback_applied_twice_confirms_one_delivery(fake_platform, tasks_sen
     assert _confirmed(announced) == [ack.pk]
     delivery_confirm(transaction_id=TXN, event_id="ev-2")
     assert _state(sent) == DeliveryState.CONFIRMED and _confirmed(announced) == [ack.pk, sent.pk]
+
+
+def test_a_delivery_confirmed_between_the_runs_read_and_its_fence_is_not_sent_again(
+    fake_platform, tasks_sent, announced
+):
+    """The final delivery's PATCH was accepted but its record was lost (the database away): it waits
+    again, tried once, with its response version. Its next run reads it as waiting; before the
+    run's fence, the late callback of that first PATCH confirms it. The run must not PATCH it a
+    second time (a 2,000-order schedule saw two completing PATCHes so)."""
+    order = _opened(fake_platform, staff_worked=True)
+    order_run(order_id=order.pk)  # the acknowledgement
+    delivery_confirm(transaction_id=TXN, event_id="ev-ack", version=1)
+    _stored(order, DeliveryKind.FINAL)
+    final = order.deliveries.get(kind=DeliveryKind.FINAL)
+    Delivery.objects.filter(pk=final.pk).update(attempts=1, sequence=2)  # accepted; its record lost
+    patches = len(fake_platform.called("patch_response"))
+
+    with Pause("sender.fencing") as fencing:
+        run = Actor(lambda: order_run(order_id=order.pk), name="run")
+        fencing.reached()
+        delivery_confirm(transaction_id=TXN, event_id="ev-final", version=2)
+        fencing.resume()
+        assert run.outcome().sent == 0
+
+    assert len(fake_platform.called("patch_response")) == patches  # not sent again
+    order.refresh_from_db()
+    assert _state(final) == DeliveryState.CONFIRMED and order.status == OrderStatus.REQUEST_COMPLETED
+    assert order.claimed_until is None
+    assert _confirmed(announced).count(final.pk) == 1

@@ -112,7 +112,8 @@ def _sent(order: Order, delivery: Delivery) -> None:
     logger.info("transaction %s: %s sent", order.transaction_id, delivery.get_kind_display().lower())
 
 
-def _send(order: Order, delivery: Delivery, documents: list[OrderDocument], lease: Lease) -> None:
+def _send(order: Order, delivery: Delivery, documents: list[OrderDocument], lease: Lease) -> bool:
+    """Send one delivery (its slots, uploads, then the PATCH); False when it no longer waits."""
     unslotted = [document for document in documents if not document.resource_id]
     if unslotted:
         uploads.slots_request(order, unslotted, lease=lease)
@@ -121,15 +122,19 @@ def _send(order: Order, delivery: Delivery, documents: list[OrderDocument], leas
             uploads.attachment_upload(order, document, lease=lease)
     payload = delivery_payload(order, delivery, documents)
     # The fence, the attempt's record and the response version this PATCH makes, in one statement:
-    # a callback that names the version finds its delivery even before the PATCH returns.
-    lease.confirm_with(
-        Delivery.objects.filter(pk=delivery.pk), attempts=F("attempts") + 1, sequence=_response_version_next(order)
-    )
+    # a callback that names the version finds its delivery even before the PATCH returns. Only while
+    # it still waits: a PATCH the service accepted whose record was lost (the database away) is
+    # tried again, and its late callback may confirm it between this run's read and this fence.
+    checkpoint("sender.fencing")
+    waiting = Delivery.objects.filter(pk=delivery.pk, state=DeliveryState.PENDING)
+    if not lease.confirm_where(waiting, attempts=F("attempts") + 1, sequence=_response_version_next(order)):
+        return False
     checkpoint("sender.fenced")
     client.patch_response(order.transaction_id, payload)
     checkpoint("sender.patched")
     delivery.documents = documents
     _sent(order, delivery)
+    return True
 
 
 def _refused(
@@ -206,8 +211,7 @@ def deliveries_send(order: Order, lease: Lease, *, waiting: list[Waiting] | None
     for delivery, documents in waiting:
         with _tries_kept(order, delivery), outbound.fenced(lease.held):
             try:
-                _send(order, delivery, documents, lease)
-                sent += 1
+                sent += _send(order, delivery, documents, lease)
             except OrderFailed as failure:
                 _refused(order, delivery, failure.message, code=failure.code)
             except (ServiceError, RequestRefused) as exc:
