@@ -222,7 +222,7 @@ def test_an_order_s_lines_carry_its_order_and_transaction_ids_also_when_it_fails
     from partner.fulfillment.models import FailureCode, Order
     from partner.fulfillment.orders.services import OrderFailed
 
-    def order_prepare(order):
+    def order_prepare(order, lease):
         logging.getLogger("partner.tests.steps").info("working")
         raise OrderFailed(FailureCode.ORDER_REFUSED, "refused by the test")
 

@@ -175,7 +175,7 @@ def test_our_cache_away_in_the_first_run_makes_the_order_wait_in_its_task(
 def test_an_unexpected_error_in_the_first_run_fails_the_order_not_the_notification(fake_platform, monkeypatch):
     from partner.fulfillment import runs
 
-    def broken(order):
+    def broken(order, lease):
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(runs, "order_prepare", broken)
