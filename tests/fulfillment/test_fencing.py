@@ -106,13 +106,16 @@ def test_a_worker_paused_past_its_lease_after_its_fence_sends_no_patch(fake_plat
     from partner.core.checkpoints import checkpoint_install, checkpoint_remove
     from tests.helpers.servers import FakeServer, Reply
 
-    settings.LEASE_SECONDS = 0.6  # renewed every 0.2 s, until the pause
+    settings.LEASE_SECONDS = 0.6
     paused = threading.Event()
     renew = Lease.renew
 
     def renew_unless_paused(lease, **updates):
-        if threading.current_thread().name == "lease-renewal" and paused.is_set():
-            return True  # the renewal thread is stopped with its process: it writes nothing
+        if threading.current_thread().name == "lease-renewal":
+            # Stopped with its process once paused. Before, it cannot see this test's rows (they are in
+            # the test's transaction): its renewal would find none and mark the lease lost, and the
+            # worker would stop at its first fence, the prepare's, on a machine slow enough.
+            return True
         return renew(lease, **updates)
 
     def pause():
