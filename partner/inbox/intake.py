@@ -189,7 +189,13 @@ def notification_insert(**values) -> int | None:
     insert = NotificationInsert.for_connection(db)
     reused = db.connection is not None
     if reused:
-        db.health_check_done = True  # Django's flag for the check of this request: the INSERT is it
+        # Django has no public way to skip CONN_HEALTH_CHECKS for one request, so this sets its
+        # internal flag (Django 4.1 to 5.2, `BaseDatabaseWrapper.health_check_done`): reset to False by
+        # `close_if_unusable_or_obsolete` (the `request_started` signal), read by
+        # `close_if_health_check_failed` before the request's first cursor, which skips its
+        # `SELECT 1` when it is True. The INSERT is this request's check. Pinned by
+        # tests/inbox/test_receive.py (`..._no_health_check_first`, `test_djangos_health_check_flag_...`).
+        db.health_check_done = True
     try:
         return insert.execute(db, values)
     except OperationalError:

@@ -457,6 +457,32 @@ def test_a_webhook_on_a_kept_connection_sends_its_insert_alone_no_health_check_f
     assert Notification.objects.filter(resource_id="txn-kept").count() == 1
 
 
+def test_djangos_health_check_flag_is_what_the_intake_sets(signed_post):
+    """`intake.notification_insert` skips CONN_HEALTH_CHECKS' `SELECT 1` by setting Django's internal
+    `health_check_done` (no public API does it). This pins the contract it relies on, on any database: a
+    request's start resets the flag, and a connection whose flag is set is not checked before its cursor.
+    A Django that renames or rereads it fails here, not in production's latency."""
+    from django.core import signals
+
+    db = connections["default"]
+    assert db.settings_dict["CONN_HEALTH_CHECKS"]
+    signed_post(raw(notification("txn-before")))  # a connection kept from a request
+    assert db.connection is not None and db.health_check_enabled
+    db.health_check_done = True
+    signals.request_started.send(sender=None)  # as a request's start does: Django's close_old_connections
+    assert db.connection is not None and db.health_check_done is False
+    with mock.patch.object(type(db), "is_usable", return_value=True) as checked:
+        db.health_check_done = True
+        with db.cursor():
+            pass
+        assert not checked.called  # the flag set: no check before the cursor
+        db.health_check_done = False
+        with db.cursor():
+            pass
+        assert checked.call_count == 1  # the flag clear: the check runs, and marks itself done
+        assert db.health_check_done is True
+
+
 # ---- what else the webhook promises --------------------------------------------------------------------------------
 
 
