@@ -123,21 +123,26 @@ class Lease:
             raise LeaseLost(f"the lease of {self.label} ran out on this worker's clock")
 
     def confirm_with(self, rows: models.QuerySet, **updates) -> None:
-        """The fence, written with a record of what is about to happen: apply `updates` to `rows` (of
-        any model) only while this worker holds the lease, in one statement; LeaseLost when it does
-        not. Unlike `confirm` it does not renew the lease (the renewal thread does)."""
-        with self._lock:
-            if self.lost or not rows.filter(Exists(self._mine())).update(**updates):
-                self.lost = True
-                raise LeaseLost(f"the lease of {self.label} is no longer this worker's")
+        """The fence, written with a record of what is about to happen, for rows that are there while
+        this worker holds the lease (the leased row, a document of it): the fenced write
+        (`_fenced_update`), where rows that match nothing can only mean the lease is lost: LeaseLost.
+        Unlike `confirm` it does not renew the lease (the renewal thread does)."""
+        self._fenced_update(rows, updates, none_matched_is_lost=True)
 
     def confirm_where(self, rows: models.QuerySet, **updates) -> bool:
-        """`confirm_with`, for rows that may have changed meanwhile: False (nothing written) when
-        this worker holds the lease and `rows` match nothing; LeaseLost when it does not hold it."""
+        """The fenced write for rows a condition may have left meanwhile (a delivery no longer
+        pending): True when written; False (nothing written, the lease kept) when this worker holds
+        the lease and `rows` match nothing, told apart from the lease lost (LeaseLost) by one more read."""
+        return self._fenced_update(rows, updates, none_matched_is_lost=False)
+
+    def _fenced_update(self, rows: models.QuerySet, updates: dict, *, none_matched_is_lost: bool) -> bool:
+        """Apply `updates` to `rows` (of any model) only while this worker holds the lease, in one
+        statement. When nothing was written: False if the lease is still held and the caller allows
+        it, else the lease is marked lost and LeaseLost raised."""
         with self._lock:
             if not self.lost and rows.filter(Exists(self._mine())).update(**updates):
                 return True
-            if not self.lost and self._mine().exists():
+            if not none_matched_is_lost and not self.lost and self._mine().exists():
                 return False
             self.lost = True
             raise LeaseLost(f"the lease of {self.label} is no longer this worker's")

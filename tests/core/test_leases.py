@@ -65,6 +65,12 @@ def test_a_lease_another_worker_took_after_it_ran_out_writes_nothing_more():
         mine.confirm_where(rows, last_error="x")
     order.refresh_from_db()
     assert order.last_error == "still the holder"
+    # Rows that must be there (`confirm_with`): matching nothing is the lease lost, not an answer.
+    with pytest.raises(LeaseLost):
+        theirs.confirm_with(rows.filter(status="nothing of the kind"), last_error="no")
+    assert theirs.lost and theirs.renew() is False
+    order.refresh_from_db()
+    assert order.last_error == "still the holder"
 
 
 @pytest.mark.django_db
