@@ -75,6 +75,8 @@ INSTALLED_APPS = [
     # First: its ready() prepares the metrics folder before any other app's ready() (the admin's
     # autodiscovery) imports a module that counts (partner/core/apps.py).
     "partner.core",
+    # The service's client: no models; its ready() connects the metrics to the transport's signals.
+    "partner.platform",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

@@ -32,7 +32,6 @@ from django.conf import settings
 
 from partner.core import outbound
 from partner.core.retries import backoff
-from partner.platform import metrics as _metrics  # noqa: F401 - counts every exchange (it connects to the signals)
 from partner.platform.errors import (
     RequestRefused,
     ServiceError,

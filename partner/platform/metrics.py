@@ -1,8 +1,9 @@
 """What the calls to the service cost: counted per endpoint of the spec, status and latency.
 
-Fed by the transport's own signals (`partner.platform.signals`), so every exchange is counted
-once, retries included. The endpoint is named from the path (`transaction`, `response`, …),
-never the path itself: ids would make a series per transaction.
+Fed by the transport's own signals (`partner.platform.signals`, connected in
+PlatformConfig.ready()), so every exchange is counted once, retries included. The endpoint is named
+from the path (`transaction`, `response`, …), never the path itself: ids would make a series per
+transaction.
 """
 
 from prometheus_client import Counter, Histogram
@@ -66,5 +67,7 @@ def _token_count(sender, *, status, **kwargs) -> None:
     TOKEN_REQUESTS.labels(str(status) if status is not None else "none").inc()
 
 
-service_call_finished.connect(_call_count, dispatch_uid="partner.platform.metrics.calls")
-token_requested.connect(_token_count, dispatch_uid="partner.platform.metrics.tokens")
+def receivers_connect() -> None:
+    """Count every exchange with the service and every token request (PlatformConfig.ready)."""
+    service_call_finished.connect(_call_count, dispatch_uid="partner.platform.metrics.calls")
+    token_requested.connect(_token_count, dispatch_uid="partner.platform.metrics.tokens")

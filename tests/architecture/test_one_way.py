@@ -4,8 +4,8 @@
   it, and a view picks the shape of its answers by declaring `error_shape`, never a handler of its
   own;
 - every registry (`*_register`: the purge's kinds, lease hand-backs, health warnings, metrics
-  collectors, housekeeping chores) is filled in an AppConfig.ready(), never as a side effect of
-  importing a module.
+  collectors, housekeeping chores; and a signal's receivers, `Signal.connect`) is filled in an
+  AppConfig.ready(), never as a side effect of importing a module.
 """
 
 import ast
@@ -42,8 +42,9 @@ def test_one_drf_exception_handler_and_no_view_brings_its_own():
 
 
 # Run in a process of its own: set up Django (each app's ready() fills its registries), then import
-# every module of the project; a profile hook notes each call of a `*_register` function made by a
-# module's body as it is imported (its top level, a loop there, a decorator).
+# every module of the project; a profile hook notes each call of a `*_register` function or of a
+# signal's `connect` made by a module's body as it is imported (its top level, a loop there, a
+# decorator such as Django's `@receiver`).
 _PROBE = r"""
 import importlib, json, pkgutil, sys
 
@@ -51,9 +52,15 @@ at_import, in_ready = [], set()
 
 
 def watch(frame, event, arg):
-    if event != "call" or not frame.f_code.co_name.endswith("_register"):
+    if event != "call":
+        return
+    code = frame.f_code
+    connects = code.co_name == "connect" and code.co_filename.endswith("dispatch/dispatcher.py")
+    if not (code.co_name.endswith("_register") or connects):
         return
     caller = frame.f_back
+    if connects and caller is not None and caller.f_code.co_name == "_decorator":
+        caller = caller.f_back  # @receiver(...): the module that applies the decorator
     if caller is None or not caller.f_globals.get("__name__", "").startswith("partner"):
         return
     if caller.f_code.co_name == "<module>":
@@ -86,4 +93,4 @@ def test_no_registry_is_filled_at_import():
     assert seen["at_import"] == [], "fill these in the app's AppConfig.ready()"
     # The hook saw the registries being filled where they should be.
     assert {"purges_register", "transactions_open_register", "lease_hand_back_register"} <= set(seen["in_ready"])
-    assert {"health_warning_register", "metrics_collector_register"} <= set(seen["in_ready"])
+    assert {"health_warning_register", "metrics_collector_register", "connect"} <= set(seen["in_ready"])
