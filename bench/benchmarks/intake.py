@@ -1,14 +1,5 @@
-"""The intake: signed webhooks at POST /v1/webhooks under gunicorn, against the bare handler.
-
-Our application runs as in production (`gunicorn config.wsgi`, DEBUG off, PostgreSQL, Redis
-broker and cache) over plain HTTP, with the inbox relay in a process beside it; then the bare
-handler (bench/harness/bare_webhook.py) under the same gunicorn configuration. The load generator
-(bench/harness/load.py) runs in its own process and posts distinct, pre-signed notifications. Phases per
-server: closed loop (the highest rate it sustains at a fixed number of connections), a fixed rate
-(latency counted from when each request was due) and half the closed loop's rate. Afterwards
-every accepted (202) notification must be stored exactly once and, for ours, handed to the
-broker once. The targets (bench/harness/verdicts.py): the closed loop's rate on two cores; at the
-fixed rate (1,000/s) the p99 and the ratio of the two servers' CPU per webhook.
+"""The intake: signed webhooks at POST /v1/webhooks under gunicorn, against the bare handler
+(bench/harness/bare_webhook.py); bench/README.md, "intake", says how each phase and figure is measured.
 """
 
 import json

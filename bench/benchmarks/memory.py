@@ -1,14 +1,7 @@
-"""Memory of every process kind across 100,000 webhooks: does any of them grow?
+"""Memory of every process kind across 100,000 webhooks: does any of them grow? (bench/README.md, "memory")
 
-gunicorn (`config.wsgi`, 4 sync workers, sandbox off) receives signed `created` notifications from
-the load generator (32 connections, closed loop) and one Celery worker (`--concurrency=2`, prefork)
-consumes them: its main process runs the inbox relay, its pool children the tasks, and each order
-fails at once (its `resourceRef` names no service): the worker's whole path with the database and
-the broker, no call to a service that is not there. After each chunk of 10,000, once every
-notification is processed and every order failed, VmRSS and VmHWM of every process (gunicorn master
-and workers, Celery main process and pool children). Per kind: the mean RSS after the first chunk and
-after the last, the growth between them (the target), and the peak; a process replaced meanwhile
-(another pid) is reported.
+Each order fails at once (its `resourceRef` names no service): the worker's whole path with the
+database and the broker, no call to a service that is not there.
 """
 
 import time

@@ -1,15 +1,6 @@
-"""Orders through the whole stack on the platform's side of bench/harness/platform.py: `end_to_end`
-(against the platform at once) and `latency` (at its real latency); bench/README.md says what each
-figure is.
-
-A batch: a worker of one model ("prefork:2", "threads:64", ...) started with an empty queue and no
-token, N transactions created at once, waited for until our status endpoint says each order is
-finished; its rate, the platform's webhook to the first PATCH it accepted, CPU per order by process,
-the worker's peak RSS, and the calls and token requests in the platform's access log. `latency` runs
-each model against two emulators of the platform (~1 ms, and `api_ms`/`upload_ms`), then the staff's
-burst: orders of the staff-worked product, each taken and given a PDF in the admin over HTTP, every
-final delivery requested while the worker takes no task and released to it at once, against what the
-waits alone explain (ceil(N / threads) x (slots + upload + PATCH)), the admin's order page meanwhile.
+"""Orders through the whole stack, this process the platform (bench/harness/platform.py): `end_to_end`
+(the platform at once) and `latency` (at its real latency, then the staff's burst); bench/README.md
+says what each figure is.
 """
 
 import contextlib

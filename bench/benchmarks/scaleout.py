@@ -1,12 +1,6 @@
-"""Benchmark: orders/s with two worker hosts, then one (`make bench ARGS="--only scaleout"`; root).
-
-On bench/harness/cluster.py's hosts (network namespaces) at the platform's real latency, each
-worker host of SCALEOUT_CONCURRENCY threads: few enough that one host is bound by the waits, not by
-the two cores every "host" of this machine shares (docs/performance.md, "Scale-out"). `orders`
-created at once, first created to last PATCH the platform accepted. A warm-up batch first (imports,
-connections, the token), and two hosts before one, so that both measured runs find their workers
-warm. Beside each rate: the CPU every process used meanwhile and the machine's, to tell a run
-bound by the waits from one bound by the shared cores.
+"""Benchmark: orders/s with two worker hosts, then one, at the platform's real latency (bench/README.md,
+"scaleout"; root). Each worker host has SCALEOUT_CONCURRENCY threads: few enough that one host is bound
+by the waits, not by the two cores every "host" of this machine shares (docs/performance.md, "Scale-out").
 """
 
 import argparse

@@ -1,7 +1,5 @@
-"""`waits`: how long people and partner systems wait, against the platform at ~1 ms and at its real
-latency (bench/README.md, "waits"): automated orders' webhook -> result, a connected system's answer
--> its PATCH and a move -> its event pushed (`Receiver`, answering through /api/v1/), staff deliveries
-at once (`orders.staff_burst`); each p50/p99/max, and the CPU per order of each process.
+"""`waits`: how long people and partner systems wait, at the platform's ~1 ms and at its real latency;
+bench/README.md, "waits", says what each figure is.
 """
 
 import contextlib

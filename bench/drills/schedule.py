@@ -1,25 +1,10 @@
-"""Drill: a randomised fault schedule, Jepsen-style (`make drill ARGS="--only schedule"`).
+"""Drill: a randomised fault schedule, Jepsen-style, on bench/harness/cluster.py's hosts (bench/README.md,
+"schedule", says what it draws and checks).
 
-From a seed, one `random.Random` draws the schedule (`draw`): N orders of every kind, each at its
-moment (automated; staff-worked, answered by a scripted staff member through the admin's pages over
-HTTP; connected, answered through /api/v1/ by a receiver that verifies every push with the
-`standardwebhooks` library, while a second system only pulls the feed), and faults at their
-moments: a host cut off and restored, kill -9 of a worker or web process, the broker restarted
-(Redis, or RabbitMQ with --broker rabbitmq), PostgreSQL restarted, the platform slow, answering 429/503,
-calling back late or twice, the receiver down or hanging; and the scenarios of the former hosts
-drill: `worker_cut` (a worker host cut off mid-upload while every upload is held longer than a
-lease, back after its lease ended: it sends nothing for the orders the other took over, whose own
-orders stay its own), `web_stop` (a web host killed -9 during a burst of orders: their webhooks
-land on the other) and `broker_restart` (with --broker rabbitmq, RabbitMQ). `--each` runs each kind
-of --faults once, in that order, one after another: a fixed schedule. The hosts are network
-namespaces with the application on them (bench/harness/cluster.py: two web hosts behind haproxy,
-two worker hosts, the database host). Everything done and seen is kept as a JSON history
-(var/bench/schedule-<seed>.json) with the final rows read at the end (`manage.py order_show`, the
-feed, the platform's records), and held against the
-invariants by bench/drills/schedule_check.py. The seed is printed; `--seed` replays one.
+From a seed, one `random.Random` draws the schedule (`draw`); everything done and seen is kept as a
+JSON history (var/bench/schedule-<seed>.json), held against the invariants by schedule_check.py.
 
     .venv/bin/python -m bench.drills.schedule --orders 12 --seed 7
-    .venv/bin/python -m bench.drills.schedule --faults cut,kill,slow,status --orders 200
     .venv/bin/python -m bench.drills.schedule --faults worker_cut,web_stop,broker_restart --each --broker rabbitmq
 """
 

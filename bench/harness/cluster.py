@@ -1,12 +1,6 @@
-"""The application deployed on bench/harness/hosts.py's hosts, and this process as its platform.
-
-Two web hosts (gunicorn) behind haproxy, two worker hosts (the deployment's worker command, the
-beat on the second, each started again when it exits, as a service manager does), the database
-host; the platform is the sandbox behind the emulator of its latency (`api_ms`, `upload_ms`),
-every call and reference of the worker hosts through it. Our side is set up as an operator sets it
-up (`manage.py migrate`, `partner_account`, `sync_products --pull`). The platform's access log (the
-caller's address from the emulator's X-Forwarded-For) says which host sent which call. The schedule
-drill (bench/drills/schedule.py) and the scale-out benchmark (bench/benchmarks/scaleout.py) run on it.
+"""The application deployed on bench/harness/hosts.py's hosts, and this process as its platform
+(bench/README.md, "The hosts"). The platform's access log (the caller's address from the emulator's
+X-Forwarded-For) says which host sent which call.
 """
 
 import os

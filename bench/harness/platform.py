@@ -1,16 +1,6 @@
-"""The platform's side of the order benchmarks: our application driven as the platform, its lenders,
-an operator and the staff drive it, through its public surface.
-
-`Platform` runs two gunicorns on the bench database: ours (PUBLIC_BASE_URL: the webhooks the
-sandbox sends us, the admin, `GET /v1/status/{transaction}`) and the platform's (the sandbox's
-API, with its own access log), as the real platform is another host. This process is the
-platform's back end: it creates the transactions, whose signed webhooks the sandbox's thread pool
-sends us. Our side is set up as an operator sets it up (`manage.py partner_account`, `sync_products
---pull`, `staff_account`), workers are the deployment's command, and what an order became is read
-where the platform and the lender read it: the PATCHes the platform accepted (its records) and our
-status endpoint. Workers reach the platform directly or through an emulator of its latency
-(`emulator`, bench/harness/latency_proxy.py); `use` makes the references the sandbox hands out
-name the same one. `Admin` is a staff member's browser on our admin, over HTTP.
+"""The platform's side of the order benchmarks (bench/README.md, "end_to_end and latency"): `Platform`
+runs our gunicorn and the platform's on the bench database, this process the platform's back end;
+`emulator` its latency (bench/harness/latency_proxy.py); `Admin` a staff member's browser on our admin.
 """
 
 import contextlib

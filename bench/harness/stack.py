@@ -1,9 +1,6 @@
-"""The processes a benchmark runs against: PostgreSQL and Redis checks, the bench database, gunicorn,
-Celery and relay processes, their CPU and peak memory from /proc, and this process configured as theirs.
-
-Everything a run creates is its own: the PostgreSQL database `bench_partner`
-(dropped and created again each run) and Redis databases 10 (broker) and 11
-(cache) on the shared server, which are flushed at the start of a run.
+"""The processes a benchmark runs against: PostgreSQL and Redis checks, the bench database (BENCH_DB_NAME,
+dropped and created each run) and Redis databases (BENCH_REDIS_DBS, flushed), gunicorn, Celery and relay
+processes, their CPU and memory from /proc, and this process configured as theirs.
 """
 
 import os
