@@ -162,8 +162,8 @@ def intake_bench(*, database: str, workers: int, threads: int, requests: int, co
         try:
             table = "inbox_notification" if relay else bare_webhook.TABLE
             phases = phases_run(web, sizes, table=table, tag=f"intake-{kind}", relay=relay)
-            memory = {f"web_worker_{pid}": stack.peak_rss_kib(pid) for pid in stack.web_workers(web)}
-            memory |= {"relay": stack.peak_rss_kib(relay.popen.pid)} if relay else {}
+            memory = {f"web_worker_{pid}": stack.memory_kib(pid) for pid in stack.web_workers(web)}
+            memory |= {"relay": stack.memory_kib(relay.popen.pid)} if relay else {}
         finally:
             for process in (relay, web):
                 if process:

@@ -5,7 +5,6 @@ database and the broker, no call to a service that is not there.
 """
 
 import time
-from pathlib import Path
 
 from bench.benchmarks.intake import load_run, notifications_build, summarize
 from bench.harness import stack
@@ -13,20 +12,14 @@ from bench.harness import stack
 KINDS = ("gunicorn_master", "gunicorn_worker", "celery_main", "celery_child")
 
 
-def _kib(pid: int, field: str) -> int | None:
-    try:
-        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
-    except OSError:
-        return None
-    return next((int(line.split()[1]) for line in lines if line.startswith(f"{field}:")), None)
-
-
 def memory_sample(web: stack.Process, worker: stack.Process) -> dict[str, dict[int, tuple]]:
     """{kind: {pid: (VmRSS, VmHWM) in KiB}} of every process we run."""
     main = worker.popen.pid
     pids = {"gunicorn_master": [web.popen.pid], "gunicorn_worker": stack.web_workers(web), "celery_main": [main]}
     pids["celery_child"] = stack.children(main)
-    return {kind: {pid: (_kib(pid, "VmRSS"), _kib(pid, "VmHWM")) for pid in pids[kind]} for kind in KINDS}
+    return {
+        kind: {pid: (stack.memory_kib(pid, "VmRSS"), stack.memory_kib(pid)) for pid in pids[kind]} for kind in KINDS
+    }
 
 
 def drained_wait(database: str, *, expected: int, timeout: float) -> float | None:

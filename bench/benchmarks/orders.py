@@ -82,7 +82,7 @@ class Peak:
 
     def _read(self) -> None:
         for pid in self.worker.pids():
-            self.seen[pid] = max(stack.peak_rss_kib(pid) or 0, self.seen.get(pid, 0))
+            self.seen[pid] = max(stack.memory_kib(pid) or 0, self.seen.get(pid, 0))
 
     def start(self) -> None:
         self.thread.start()
@@ -150,7 +150,7 @@ def staff_burst(platform: Platform, model: str, *, base: str, deliveries: int, w
     worker = platform.worker(f"latency-staff-{pool}-{concurrency}", pool=pool, concurrency=concurrency, base=base)
     try:
         ids = platform.orders_create(deliveries, product="appraisal")
-        acknowledged = _wait(lambda: _all_more(platform.patches(ids), {}), timeout=deliveries * 3)
+        acknowledged = bool(stack.until(lambda: _all_more(platform.patches(ids), {}), timeout=deliveries * 3))
         admin = Admin(platform.ours.url, STAFF, STAFF_PASSWORD)
         pages = [admin.order_page(txn) for txn in ids]
         for page in pages:
@@ -167,7 +167,7 @@ def staff_burst(platform: Platform, model: str, *, base: str, deliveries: int, w
             admin.send(page, "/deliver/", final)
         requested_s, started, released = time.monotonic() - made, time.monotonic(), time.time()
         app.control.add_consumer(queue, reply=True, timeout=10, limit=1)
-        sent = _wait(lambda: _all_more(platform.patches(ids), before), timeout=deliveries * 3)
+        sent = bool(stack.until(lambda: _all_more(platform.patches(ids), before), timeout=deliveries * 3))
         elapsed, admin_page = time.monotonic() - started, loads.stop() if loads else None
         cpu = cpu_by_process(platform, worker)
     finally:
@@ -205,15 +205,6 @@ def spread(seconds: list[float]) -> dict:
 
 def _all_more(now: dict, before: dict) -> bool:
     return all(count > before.get(txn, 0) for txn, count in now.items())
-
-
-def _wait(done, *, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if done():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 class PageLoads:

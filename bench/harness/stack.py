@@ -5,13 +5,14 @@ processes, their CPU and memory from /proc, and this process configured as their
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from tests.helpers.ports import free_port, port_answers
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", ROOT / "bench" / "results"))
@@ -37,18 +38,14 @@ class NotAnswering(SystemExit):
     """PostgreSQL or Redis is not there: the benchmark cannot run."""
 
 
-def port_answers(host: str, port: int, timeout: float = 0.5) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def until(done, *, timeout: float, interval: float = 0.2):
+    """`done()`'s first truthy answer, asked every `interval` seconds (None after `timeout`)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if found := done():
+            return found
+        time.sleep(interval)
+    return None
 
 
 def services_check() -> None:
@@ -230,24 +227,22 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def peak_rss_kib(pid: int) -> int | None:
-    """VmHWM: the peak resident set size of a process, in KiB (None when it is gone)."""
+def memory_kib(pid: int, field: str = "VmHWM") -> int | None:
+    """A memory figure of a process in KiB (VmHWM: its peak resident set; VmRSS: now), None when it is gone."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
     except OSError:
         return None
-    return None
+    return next((int(line.split()[1]) for line in lines if line.startswith(f"{field}:")), None)
 
 
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of a process so far."""
+def cpu_seconds(pid: int, *, reaped: bool = False) -> float:
+    """User plus system CPU time of a process so far (`reaped`: and that of the children it reaped)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return sum(int(value) for value in fields[11 : 15 if reaped else 13]) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds_of_command(command: str) -> float:
@@ -273,15 +268,17 @@ def spawn(name: str, argv: list[str], env: dict) -> tuple[subprocess.Popen, Path
     return popen, log
 
 
-def wait_port(process: Process, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def wait_port(process: Process, host: str = "127.0.0.1", port: int | None = None, timeout: float = 60) -> None:
+    """Until `process` listens on `host`:`port` (its own port by default); it exiting meanwhile raises."""
+    port = port or process.port
+
+    def listening() -> bool:
         if process.popen.poll() is not None:
             raise RuntimeError(f"{process.name} exited ({process.popen.returncode}):\n{process.log_tail()}")
-        if port_answers("127.0.0.1", process.port):
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"{process.name} did not listen on {process.port} within {timeout:g}s:\n{process.log_tail()}")
+        return port_answers(port, host)
+
+    if not until(listening, timeout=timeout, interval=0.1):
+        raise RuntimeError(f"{process.name} did not listen on {host}:{port} within {timeout:g}s:\n{process.log_tail()}")
 
 
 def gunicorn_start(name: str, app: str, env: dict, *, workers: int, threads: int = 1, port=None, access_log=None):
@@ -354,11 +351,8 @@ def worker_ready(timeout: float = 60) -> None:
     """Until a Celery worker answers a ping (`celery inspect ping`)."""
     from config.celery import app
 
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if app.control.ping(timeout=0.5):
-            return
-    raise RuntimeError("the Celery worker did not answer a ping")
+    if not until(lambda: app.control.ping(timeout=0.5), timeout=timeout, interval=0):
+        raise RuntimeError("the Celery worker did not answer a ping")
 
 
 def cpu_of(*processes: Process) -> float:
