@@ -9,7 +9,7 @@ import threading
 import time
 
 from bench.harness import stack
-from bench.harness.platform import Admin, Platform, emulator
+from bench.harness.platform import Admin, Platform
 
 # Calls of a staff delivery of one document: the slot request, the upload, the PATCH.
 DELIVERY_CALLS = ("api", "upload", "api")
@@ -115,11 +115,7 @@ def latency_bench(
     models, staff = {}, None
     with contextlib.ExitStack() as stack_of:
         platform = stack_of.enter_context(Platform(database=database, web_workers=web_workers, name="latency"))
-        fast, slow = (
-            stack_of.enter_context(emulator(platform.port, api_ms=api, upload_ms=up, name=f"latency-platform-{label}"))
-            for label, api, up in (("fast", 0, 0), ("slow", api_ms, upload_ms))
-        )
-        platform.emulators = (fast, slow)
+        fast, slow = platform.emulators_start(stack_of, api_ms=api_ms, upload_ms=upload_ms)
         for model in pools:
             runs = {
                 label: batch(platform, model, transactions=transactions, base=emulated.url, label=f"-{label}")

@@ -6,9 +6,7 @@ by the waits, not by the two cores every "host" of this machine shares (docs/per
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -130,15 +128,9 @@ def scaleout_bench(*, database: str | None = None, orders: int | None = None, co
     absent = missing()
     if absent:
         return {"ok": False, "skipped": f"this machine lacks {', '.join(absent)}"}
-    with tempfile.TemporaryDirectory(prefix="pd-scaleout-") as folder:
-        output = Path(folder) / "report.json"
-        argv = [stack.PYTHON, "-m", "bench.benchmarks.scaleout", "--output", str(output)]
-        argv += [f"--orders={orders or SCALEOUT_ORDERS}", f"--concurrency={concurrency or SCALEOUT_CONCURRENCY}"]
-        ran = subprocess.run(argv, cwd=stack.ROOT, env=stack.ENVIRON_AT_START, check=False)
-        if not output.exists():
-            return {"ok": False, "error": f"the scale-out process exited ({ran.returncode}) without a report"}
-        report = json.loads(output.read_text())
-        return {"scaleout": report, "ok": report["ok"]}
+    sizes = (f"--orders={orders or SCALEOUT_ORDERS}", f"--concurrency={concurrency or SCALEOUT_CONCURRENCY}")
+    report = stack.in_own_process("bench.benchmarks.scaleout", *sizes)
+    return {"scaleout": report, "ok": report["ok"]} if "error" not in report else report
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import requests
 
 from bench.benchmarks.orders import DELIVERY_CALLS, cpu_by_process, per, pool_parse, spread, staff_burst
 from bench.harness import stack
-from bench.harness.platform import FINAL, Platform, emulator
+from bench.harness.platform import FINAL, Platform
 
 CONNECTED = "disclosure-delivery"
 # The platform's calls behind each answer of the receiver: a status update is one PATCH; the final
@@ -196,10 +196,7 @@ def waits_bench(
     runs, kind, threads = {}, *pool_parse(pool)
     with contextlib.ExitStack() as stack_of:
         platform = stack_of.enter_context(Platform(database=database, web_workers=web_workers, name="waits"))
-        platform.emulators = tuple(
-            stack_of.enter_context(emulator(platform.port, api_ms=api, upload_ms=up, name=f"waits-platform-{label}"))
-            for label, api, up in (("fast", 0, 0), ("slow", api_ms, upload_ms))
-        )
+        platform.emulators_start(stack_of, api_ms=api_ms, upload_ms=upload_ms)
         receiver = Receiver()
         stack_of.callback(receiver.close)
         connection_made(platform, receiver)

@@ -139,7 +139,6 @@ class Receiver:
             def log_message(self, *args):
                 pass
 
-        ThreadingHTTPServer.allow_reuse_address = True
         self.server = ThreadingHTTPServer((PLATFORM_ADDRESS, PORT_RECEIVER), Handler)
         self.server.daemon_threads = True
         tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -262,20 +261,13 @@ class Schedule:
 
     def pull(self) -> None:
         """The second system: follows the feed's cursor until the drill ends, and a last round after."""
-        api, cursor, last = self.api(), 0, False
+        cursor = 0
         while True:
             last = self.done.is_set()
             with contextlib.suppress(Exception):
-                while True:
-                    page = api.get("/events", after=cursor, limit=100)
-                    if page.status_code == 401:
-                        api = self.api(renew=True)
-                    page.raise_for_status()
-                    body = page.json()
-                    self.pulled += [{"position": e["id"], "webhook_id": e["webhook_id"]} for e in body["events"]]
-                    cursor = body["next_after"]
-                    if not body["events"]:
-                        break
+                for event, past in self.feed(cursor):
+                    self.pulled.append({"position": event["id"], "webhook_id": event["webhook_id"]})
+                    cursor = past  # the next round goes on from here
                 if last:
                     return
             time.sleep(0.5)
@@ -431,22 +423,30 @@ class Schedule:
             time.sleep(1)
         return None
 
-    def events(self) -> list[dict]:
-        """Every event of the connection, read afresh from the feed (`GET /api/v1/events`)."""
-        api, cursor, found = self.api(), 0, []
+    def feed(self, after: int = 0):
+        """The connection's events after the cursor `after` (`GET /api/v1/events`, page by page), each
+        with the cursor past its page; a 401 renews the token and raises."""
+        api = self.api()
         while True:
-            page = api.get("/events", after=cursor, limit=100)
+            page = api.get("/events", after=after, limit=100)
             if page.status_code == 401:
                 self.api(renew=True)
             page.raise_for_status()
             body = page.json()
-            for event in body["events"]:
-                order = event["payload"]["data"]["order"]
-                found.append({"webhook_id": event["webhook_id"], "type": event["type"], "position": event["id"]})
-                found[-1] |= {"order": order["id"], "version": order["version"]}
             if not body["events"]:
-                return found
-            cursor = body["next_after"]
+                return
+            after = body["next_after"]
+            for event in body["events"]:
+                yield event, after
+
+    def events(self) -> list[dict]:
+        """Every event of the connection, read afresh from the feed."""
+        found = []
+        for event, _ in self.feed():
+            order = event["payload"]["data"]["order"]
+            found.append({"webhook_id": event["webhook_id"], "type": event["type"], "position": event["id"]})
+            found[-1] |= {"order": order["id"], "version": order["version"]}
+        return found
 
     def history(self, finished) -> dict:
         ids, rows = [order["txn"] for order in self.orders], {}
@@ -530,18 +530,9 @@ def schedule(*, seed=None, orders: int = 12, faults=FAULTS, broker="redis", rate
 
 def schedule_bench(*, database=None, orders=None, seed=None, faults=None, broker="redis", each=False) -> dict:
     """`bench/run.py --only schedule`: the run in a process of its own (it configures Django itself)."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="pd-schedule-") as folder:
-        output = Path(folder) / "report.json"
-        argv = [stack.PYTHON, "-m", "bench.drills.schedule", f"--output={output}", f"--orders={orders or 12}"]
-        argv += [f"--broker={broker}"] + ([f"--seed={seed}"] if seed is not None else [])
-        argv += [f"--faults={faults}"] if faults else []
-        argv += ["--each"] if each else []
-        ran = subprocess.run(argv, cwd=stack.ROOT, env=stack.ENVIRON_AT_START, check=False)
-        if not output.exists():
-            return {"ok": False, "error": f"the schedule process exited ({ran.returncode}) without a report"}
-        return json.loads(output.read_text())
+    argv = [f"--orders={orders or 12}", f"--broker={broker}"] + ([f"--seed={seed}"] if seed is not None else [])
+    argv += ([f"--faults={faults}"] if faults else []) + (["--each"] if each else [])
+    return stack.in_own_process("bench.drills.schedule", *argv)
 
 
 def main(argv=None) -> int:

@@ -88,6 +88,15 @@ class Platform:
         argv = [stack.PYTHON, "manage.py", *args]
         subprocess.run(argv, cwd=stack.ROOT, env=self.env, input=stdin, text=True, check=True, capture_output=True)
 
+    def emulators_start(self, closing: contextlib.ExitStack, *, api_ms: float, upload_ms: float) -> tuple:
+        """The emulator with no wait (the ~1 ms platform) and the one at `api_ms`/`upload_ms`, in front of
+        the platform until `closing` closes: (fast, slow)."""
+        self.emulators = tuple(
+            closing.enter_context(emulator(self.port, api_ms=api, upload_ms=up, name=f"{self.name}-platform-{label}"))
+            for label, api, up in (("fast", 0, 0), ("slow", api_ms, upload_ms))
+        )
+        return self.emulators
+
     def use(self, base: str) -> None:
         """The references and upload locations the sandbox hands out name `base` (the platform or an emulator)."""
         from django.conf import settings

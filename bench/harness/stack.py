@@ -3,10 +3,12 @@ dropped and created each run) and Redis databases (BENCH_REDIS_DBS, flushed), gu
 processes, their CPU and memory from /proc, and this process configured as theirs.
 """
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -313,6 +315,18 @@ def relay_start(name: str, env: dict) -> Process:
     """The inbox relay on its own (`manage.py inbox_relay`), as the intake bench runs no worker."""
     popen, log = spawn(name, [PYTHON, "manage.py", "inbox_relay"], env)
     return Process(name=name, popen=popen, log=log)
+
+
+def in_own_process(module: str, *args: str) -> dict:
+    """`python -m MODULE ARGS --output=FILE` with the environment the bench started with (the module
+    configures Django for itself); the JSON report it wrote, or {"ok": False, "error": ...} if none."""
+    with tempfile.TemporaryDirectory(prefix="pd-bench-") as folder:
+        output = Path(folder) / "report.json"
+        argv = [PYTHON, "-m", module, *args, f"--output={output}"]
+        ran = subprocess.run(argv, cwd=ROOT, env=ENVIRON_AT_START, check=False)
+        if not output.exists():
+            return {"ok": False, "error": f"{module} exited ({ran.returncode}) without a report"}
+        return json.loads(output.read_text())
 
 
 def percentile(values: list[float], fraction: float) -> float | None:
