@@ -14,7 +14,6 @@ import copy
 import json
 import random
 import signal
-import ssl
 import subprocess
 import sys
 import threading
@@ -27,6 +26,7 @@ from bench.harness import stack
 from bench.harness.cluster import ACCESS_LINE, LEASE_SECONDS, Cluster
 from bench.harness.hosts import ADDRESSES, NET, PLATFORM_ADDRESS, PORT_POSTGRES, PORT_REDIS, Hosts, address, missing
 from bench.harness.platform import Admin
+from bench.harness.receiver import Receiver
 from tests.helpers.processes import PRODUCTION
 
 KINDS = ("automated", "staff", "connected")
@@ -97,60 +97,6 @@ def retried(act, *, timeout: float = 180.0, wait: float = 0.5):
             time.sleep(wait)
 
 
-class Receiver:
-    """The connected orders' system: verifies each push with `standardwebhooks`, keeps every one it
-    got (webhook-id, order, version, its answer), and answers each new order.created through the API.
-    `mode`: "up", "down" (503 to every push) or "hang" (answers after the sender stopped waiting).
-    Over https, as an endpoint must be (its certificate the drill's own, trusted by the workers)."""
-
-    def __init__(self, secret: str, on_created, certificate: Path, key: Path):
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        from standardwebhooks.webhooks import Webhook
-
-        webhook, receiver = Webhook(secret), self
-        self.mode, self.pushes, self.lock, self.seen = "up", [], threading.Lock(), set()
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                mode, status = receiver.mode, 200
-                if mode == "hang":
-                    time.sleep(SEND_TIMEOUT + 1)
-                try:
-                    payload = webhook.verify(body, dict(self.headers))
-                except Exception:
-                    payload, status = None, 401
-                status = 503 if mode == "down" and payload else status
-                if payload:
-                    order = payload["data"]["order"]
-                    with receiver.lock:
-                        first = status == 200 and self.headers["webhook-id"] not in receiver.seen
-                        receiver.seen.add(self.headers["webhook-id"]) if status == 200 else None
-                        push = {"webhook_id": self.headers["webhook-id"], "type": payload["type"], "order": order["id"]}
-                        answered = status if mode != "hang" else 599  # the sender gave up meanwhile
-                        receiver.pushes.append(push | {"version": order["version"], "answered": answered})
-                    if first and payload["type"] == "order.created":
-                        threading.Thread(target=on_created, args=(order["id"],), daemon=True).start()
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer((PLATFORM_ADDRESS, PORT_RECEIVER), Handler)
-        self.server.daemon_threads = True
-        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        tls.load_cert_chain(certificate, key)
-        self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 class Schedule:
     """One run: the hosts (a Cluster), the actors, the faults, and the history they write."""
 
@@ -188,10 +134,13 @@ class Schedule:
         command("product_settings", PRODUCTS["staff"], "--turnaround-hours", "48", "--fulfiller", "staff_worked")
         command("product_settings", PRODUCTS["connected"], "--fulfiller", "connected")
         command("staff_account", STAFF, "--email", "drill.staff@partner.example", stdin=STAFF_PASSWORD)
-        endpoint = ["--endpoint", f"https://{PLATFORM_ADDRESS}:{PORT_RECEIVER}/events"]
-        printed = command("connection_create", "schedule", *endpoint, "--product", PRODUCTS["connected"], capture=True)
+        # The connected orders' system, over https as an endpoint must be (its certificate trusted by the workers).
+        bind, hang_s = (PLATFORM_ADDRESS, PORT_RECEIVER), SEND_TIMEOUT + 1  # hanging: past the send timeout
+        self.receiver = Receiver(self.connected_answer, bind=bind, tls=self.certificate, hang_s=hang_s)
+        endpoint = ["--endpoint", self.receiver.url, "--product", PRODUCTS["connected"]]
+        printed = command("connection_create", "schedule", *endpoint, capture=True)
         self.created = dict(line.split("=", 1) for line in printed.splitlines() if "=" in line)
-        self.receiver = Receiver(self.created["SIGNING_SECRET"], self.connected_answer, *self.certificate)
+        self.receiver.verify_with(self.created["SIGNING_SECRET"])
 
     # The actors -------------------------------------------------------------------------------
 
