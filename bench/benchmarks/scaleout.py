@@ -68,7 +68,7 @@ def _run(cluster: Cluster, orders: int, *, hosts: int, concurrency: int) -> dict
     cluster.workers_ready(["wk1", "wk2"][:hosts])
     load_before = os.getloadavg()
     cpu_before, machine_before, began = _cpu_now(cluster), _machine_busy(), time.monotonic()
-    ids = [cluster.order_create() for _ in range(orders)]
+    ids = cluster.orders_create(orders)
     report = completed(cluster, ids, timeout=900)
     cpu_after, machine_after, elapsed = _cpu_now(cluster), _machine_busy(), time.monotonic() - began
     first = Transaction.objects.filter(id__in=ids).aggregate(at=Min("created_at"))["at"]
@@ -104,7 +104,7 @@ def scaleout(orders: int = SCALEOUT_ORDERS, concurrency: int = SCALEOUT_CONCURRE
             hosts.stop(host)
             cluster.worker_start(host, concurrency)
         cluster.workers_ready(["wk1", "wk2"])
-        completed(cluster, [cluster.order_create() for _ in range(4 * concurrency)], timeout=300)  # warm-up
+        completed(cluster, cluster.orders_create(4 * concurrency), timeout=300)  # warm-up
         runs = {"2_worker_hosts": _run(cluster, orders, hosts=2, concurrency=concurrency)}
         hosts.stop("wk2")  # gone from the processes: the supervisor leaves it stopped
         runs["1_worker_host"] = _run(cluster, orders, hosts=1, concurrency=concurrency)

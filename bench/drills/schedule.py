@@ -222,7 +222,7 @@ class Schedule:
             time.sleep(0.5)
 
     def order_create(self, kind: str, n=None) -> None:
-        txn = retried(lambda: self.drill.order_create(PRODUCTS[kind]))
+        (txn,) = retried(lambda: self.drill.orders_create(1, product=PRODUCTS[kind]))
         self.orders.append({"n": n, "kind": kind, "txn": txn})
 
     # Faults -----------------------------------------------------------------------------------

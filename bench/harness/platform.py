@@ -45,7 +45,50 @@ def emulator(upstream_port: int, *, api_ms: float, upload_ms: float, name: str):
         process.stop()
 
 
-class Platform:
+class PlatformSide:
+    """What this process does as the platform's back end and its lender, here (`Platform`) and on the
+    hosts (bench/harness/cluster.py): `command` runs manage.py as an operator does; `ours_url` is our
+    web server (or the load balancer in front of ours)."""
+
+    ours_url: str
+
+    def command(self, *args: str, stdin: str = "", capture: bool = False) -> str:
+        raise NotImplementedError
+
+    def ours_set_up(self) -> None:
+        """The sandbox seeded, its products' webhooks sent to us; our side set up as an operator sets it up."""
+        from partner.sandbox.seeding import sandbox_seed
+
+        self.seed = sandbox_seed(public_base_url=self.ours_url)
+        self.command("partner_account", LENDER, "--company", "DEMO01", stdin=LENDER_PASSWORD)
+        for attempt in range(3):  # the platform's first answers may be slow on a busy machine
+            try:
+                self.command("sync_products", "--pull")
+                break
+            except subprocess.CalledProcessError:
+                if attempt == 2:
+                    raise
+                time.sleep(3)
+
+    def orders_create(self, count: int, *, product: str = "address-verification") -> list[str]:
+        """`count` transactions of the demo lender, each sending its signed `created` webhook to us."""
+        from partner.sandbox.transactions import transaction_create
+
+        seed = self.seed
+        user, loan = seed.users[LENDER], seed.loans[2]
+        return [transaction_create(product=seed.products[product], user=user, loan=loan).id for _ in range(count)]
+
+    def statuses(self, ids) -> dict[str, str]:
+        """Each transaction's order status, as our `GET /v1/status/{transaction}` answers it."""
+        found, session = {}, requests.Session()
+        session.trust_env = False
+        for txn in ids:
+            answer = session.get(f"{self.ours_url}/v1/status/{txn}", timeout=30)
+            found[txn] = answer.json()["status"] if answer.status_code == 200 else f"HTTP {answer.status_code}"
+        return found
+
+
+class Platform(PlatformSide):
     """Our web server and the platform's, seeded and set up; this process configured as both."""
 
     def __init__(self, *, database: str, web_workers: int = 4, lifetime: int = 3600, name: str = "orders"):
@@ -56,8 +99,6 @@ class Platform:
         self.env = stack.app_env(database=database, public_base_url=ours, sandbox=True, settings=settings, **calling)
         self.env["SANDBOX_TOKEN_LIFETIME"] = str(lifetime)
         self.access_log = stack.LOGS / f"{name}-platform-access.log"
-        self.http = requests.Session()
-        self.http.trust_env = False
 
     @staticmethod
     def _calling(base: str) -> dict:
@@ -72,21 +113,17 @@ class Platform:
         self.ours = stack.gunicorn_start(f"{self.name}-web", "config.wsgi", self.env, port=self.ours_port, **web)
         web |= {"port": self.port, "access_log": self.access_log}
         self.web = stack.gunicorn_start(f"{self.name}-platform", "config.wsgi", self.env, **web)
-        from partner.sandbox.seeding import sandbox_seed
-
-        self.seed = sandbox_seed(public_base_url=self.ours.url)  # the products' webhooks come to our server
-        self.command("partner_account", LENDER, "--company", "DEMO01", stdin=LENDER_PASSWORD)
-        self.command("sync_products", "--pull")
+        self.ours_url = self.ours.url
+        self.ours_set_up()
         return self
 
     def __exit__(self, *exc) -> None:
         self.ours.stop()
         self.web.stop()
 
-    def command(self, *args: str, stdin: str = "") -> None:
+    def command(self, *args: str, stdin: str = "", capture: bool = True) -> str:
         """`manage.py ARGS` as an operator runs it, against our settings (a password on standard input)."""
-        argv = [stack.PYTHON, "manage.py", *args]
-        subprocess.run(argv, cwd=stack.ROOT, env=self.env, input=stdin, text=True, check=True, capture_output=True)
+        return stack.manage(*args, env=self.env, stdin=stdin, capture=capture)
 
     def emulators_start(self, closing: contextlib.ExitStack, *, api_ms: float, upload_ms: float) -> tuple:
         """The emulator with no wait (the ~1 ms platform) and the one at `api_ms`/`upload_ms`, in front of
@@ -119,14 +156,6 @@ class Platform:
 
     # Orders -------------------------------------------------------------------------------------
 
-    def orders_create(self, count: int, *, product: str = "address-verification") -> list[str]:
-        """`count` transactions of the demo lender, each sending its signed `created` webhook to us."""
-        from partner.sandbox.transactions import transaction_create
-
-        seed = self.seed
-        user, loan = seed.users[LENDER], seed.loans[2]
-        return [transaction_create(product=seed.products[product], user=user, loan=loan).id for _ in range(count)]
-
     def patches(self, ids: list[str]) -> dict[str, int]:
         """The PATCHes of its response the platform accepted, by transaction."""
         from django.db.models import Count
@@ -134,14 +163,6 @@ class Platform:
         from partner.sandbox.models import Transaction
 
         return dict(Transaction.objects.filter(id__in=ids).annotate(n=Count("patches")).values_list("id", "n"))
-
-    def statuses(self, ids) -> dict[str, str]:
-        """Each transaction's order status, as our `GET /v1/status/{transaction}` answers it."""
-        found = {}
-        for txn in ids:
-            answer = self.http.get(f"{self.ours.url}/v1/status/{txn}", timeout=30)
-            found[txn] = answer.json()["status"] if answer.status_code == 200 else f"HTTP {answer.status_code}"
-        return found
 
     def orders_wait(self, ids: list[str], *, timeout: float) -> tuple[dict, float | None]:
         """Until our status endpoint says every order of `ids` is finished, asked once the platform holds
