@@ -27,7 +27,6 @@ from bench.harness.cluster import ACCESS_LINE, LEASE_SECONDS, Cluster
 from bench.harness.hosts import ADDRESSES, NET, PLATFORM_ADDRESS, PORT_POSTGRES, PORT_REDIS, Hosts, address, missing
 from bench.harness.platform import Admin
 from bench.harness.receiver import Receiver
-from tests.helpers.processes import PRODUCTION
 
 KINDS = ("automated", "staff", "connected")
 PRODUCTS = {"automated": "address-verification", "staff": "appraisal", "connected": "disclosure-delivery"}
@@ -36,8 +35,6 @@ FAULTS += ("receiver_down", "receiver_hang")
 ASKED = ("worker_cut", "web_stop")  # drawn only when --faults names them (each takes half a minute or more)
 RESTARTS = ("broker_restart", "postgres_restart")
 PORT_RECEIVER = 8138
-# The preflight refuses the demo company's details; every "host" here reads one MEDIA_ROOT.
-COMPANY = {key: value for key, value in PRODUCTION.items() if key.startswith(("PARTNER_", "DOCUMENTS_SINGLE"))}
 SEND_TIMEOUT = 2.0  # the connector's send timeout in the drill; a hanging receiver waits longer
 UPLOAD_PAUSE = 1.5 * LEASE_SECONDS  # worker_cut: how long the platform holds each upload meanwhile
 STAFF, STAFF_PASSWORD = "drill.staff", "drill-staff-pw-7431"
@@ -116,7 +113,6 @@ class Schedule:
         env["REQUESTS_CA_BUNDLE"] = str(self.hosts.scratch / "receiver.pem")  # the receiver's, self-made
         # The receiver is on the drill's private bridge: a partner's system inside its own network.
         env["CONNECTOR_ENDPOINT_NETWORKS"] = f"{NET}.0/24"
-        env |= COMPANY
         return env | {"CONNECTOR_SEND_TIMEOUT": str(SEND_TIMEOUT), "CONNECTOR_RELAY_INTERVAL": "0.5"}
 
     # Setting up -------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from tests.helpers.ports import free_port, port_answers
+from tests.helpers.processes import PRODUCTION
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", ROOT / "bench" / "results"))
@@ -31,6 +32,9 @@ DB_NAME = os.environ.get("BENCH_DB_NAME", "bench_partner")
 # Two Redis databases of the bench's own (broker, cache), flushed by each run: "10,11" unless
 # BENCH_REDIS_DBS names others (two benches side by side on one Redis).
 BROKER_DB, CACHE_DB = (int(number) for number in os.environ.get("BENCH_REDIS_DBS", "10,11").split(","))
+# What the preflight refuses to start without (partner.E013, E015): a company not the demo's, and the
+# documents on one machine's disk (every "host" of the drills reads one MEDIA_ROOT).
+COMPANY = {key: value for key, value in PRODUCTION.items() if key.startswith(("PARTNER_", "DOCUMENTS_SINGLE"))}
 SIGNING_SECRET = "bench-webhook-signing-secret"  # noqa: S105 - a benchmark's own, not a real secret
 # The settings of the processes that call the sandbox on the loopback (bench/harness/settings.py).
 SETTINGS = "bench.harness.settings"
@@ -142,13 +146,7 @@ def app_env(
         "SVC_CLIENT_SECRET": "bench-client-secret-not-for-production",
         "LOG_LEVEL": "WARNING",
         "PYTHONDONTWRITEBYTECODE": "1",
-        # What the preflight refuses to start without (partner.E013, E015): a company of our own, and
-        # the documents on this one machine's disk.
-        "PARTNER_NAME": "Bench Property Data",
-        "PARTNER_ADDRESS": "1 Bench Street",
-        "PARTNER_PHONE": "555-0100",
-        "PARTNER_EMAIL": "orders@bench.example",
-        "DOCUMENTS_SINGLE_HOST": "true",
+        **COMPANY,
     }
     if not sandbox and settings != SETTINGS:
         # Processes that never call the service (the intake, memory and restart benchmarks): an https
