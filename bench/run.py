@@ -45,7 +45,7 @@ class Entry:
 
 
 # Every benchmark and drill, in the order `make bench` runs them. The one table: --only, --list and
-# the Makefile read it; bench/README.md says what each measures.
+# the Makefile read it; docs/performance.md, "How the entries measure", says what each measures.
 BENCHMARKS = (
     Entry(
         "intake",

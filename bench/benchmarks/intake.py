@@ -1,5 +1,6 @@
 """The intake: signed webhooks at POST /v1/webhooks under gunicorn, against the bare handler
-(bench/harness/bare_webhook.py); bench/README.md, "intake", says how each phase and figure is measured.
+(bench/harness/bare_webhook.py); docs/performance.md, "How the entries measure", says how each phase
+and figure is measured.
 """
 
 import json

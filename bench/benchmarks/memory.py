@@ -1,4 +1,5 @@
-"""Memory of every process kind across 100,000 webhooks: does any of them grow? (bench/README.md, "memory")
+"""Memory of every process kind across 100,000 webhooks: does any of them grow?
+(docs/performance.md, "How the entries measure")
 
 Each order fails at once (its `resourceRef` names no service): the worker's whole path with the
 database and the broker, no call to a service that is not there.

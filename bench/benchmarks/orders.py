@@ -1,6 +1,6 @@
 """Orders through the whole stack, this process the platform (bench/harness/platform.py): `end_to_end`
-(the platform at once) and `latency` (at its real latency, then the staff's burst); bench/README.md
-says what each figure is.
+(the platform at once) and `latency` (at its real latency, then the staff's burst); docs/performance.md,
+"How the entries measure", says what each figure is.
 """
 
 import contextlib

@@ -1,6 +1,7 @@
-"""Benchmark: orders/s with two worker hosts, then one, at the platform's real latency (bench/README.md,
-"scaleout"; root). Each worker host has SCALEOUT_CONCURRENCY threads: few enough that one host is bound
-by the waits, not by the two cores every "host" of this machine shares (docs/performance.md, "Scale-out").
+"""Benchmark: orders/s with two worker hosts, then one, at the platform's real latency (as root;
+docs/performance.md, "How the entries measure"). Each worker host has SCALEOUT_CONCURRENCY threads:
+few enough that one host is bound by the waits, not by the two cores every "host" of this machine
+shares (docs/performance.md, "Scale-out").
 """
 
 import argparse

@@ -1,5 +1,5 @@
 """`waits`: how long people and partner systems wait, at the platform's ~1 ms and at its real latency;
-bench/README.md, "waits", says what each figure is.
+docs/performance.md, "How the entries measure", says what each figure is.
 """
 
 import contextlib

@@ -1,4 +1,4 @@
-"""Fault drill: PostgreSQL restarted while webhooks pour in (bench/README.md, "postgres_restart").
+"""Fault drill: PostgreSQL restarted while webhooks pour in (docs/performance.md, "How the entries measure").
 
 `pg_ctlcluster 15 main restart` restarts the machine's shared server: run it when nobody else needs
 PostgreSQL.

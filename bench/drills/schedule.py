@@ -1,5 +1,5 @@
-"""Drill: a randomised fault schedule, Jepsen-style, on bench/harness/cluster.py's hosts (bench/README.md,
-"schedule", says what it draws and checks).
+"""Drill: a randomised fault schedule, Jepsen-style, on bench/harness/cluster.py's hosts
+(docs/performance.md, "How the entries measure", says what it draws and checks).
 
 From a seed, one `random.Random` draws the schedule (`draw`); everything done and seen is kept as a
 JSON history (var/bench/schedule-<seed>.json), held against the invariants by schedule_check.py.

@@ -1,6 +1,6 @@
 """The application deployed on bench/harness/hosts.py's hosts, and this process as its platform
-(bench/README.md, "The hosts"). The platform's access log (the caller's address from the emulator's
-X-Forwarded-For) says which host sent which call.
+(docs/performance.md, "How the entries measure"). The platform's access log (the caller's address
+from the emulator's X-Forwarded-For) says which host sent which call.
 """
 
 import os

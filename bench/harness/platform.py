@@ -1,4 +1,4 @@
-"""The platform's side of the order benchmarks (bench/README.md, "end_to_end and latency"): `Platform`
+"""The platform's side of the order benchmarks (docs/performance.md, "How the entries measure"): `Platform`
 runs our gunicorn and the platform's on the bench database, this process the platform's back end;
 `emulator` its latency (bench/harness/latency_proxy.py); `Admin` a staff member's browser on our admin.
 """
