@@ -95,16 +95,8 @@ def stored_check(database: str, table: str, items, result: dict, *, accepted_sta
 
 def relay_drained(database: str, *, timeout: float = 120) -> float | None:
     """Seconds until no notification waits for the relay (None: still waiting after `timeout`)."""
-    import psycopg
-
-    started = time.monotonic()
-    with psycopg.connect(database, autocommit=True) as conn:
-        while time.monotonic() - started < timeout:
-            (waiting,) = conn.execute("SELECT count(*) FROM inbox_notification WHERE state = 'received'").fetchone()
-            if not waiting:
-                return round(time.monotonic() - started, 2)
-            time.sleep(0.05)
-    return None
+    query = "SELECT NOT EXISTS (SELECT 1 FROM inbox_notification WHERE state = 'received')"
+    return stack.database_settled(database, query, timeout=timeout, interval=0.05)
 
 
 def phases_run(process: stack.Process, sizes: dict, *, table: str, tag: str, relay=None) -> dict:

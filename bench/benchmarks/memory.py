@@ -5,8 +5,6 @@ Each order fails at once (its `resourceRef` names no service): the worker's whol
 database and the broker, no call to a service that is not there.
 """
 
-import time
-
 from bench.benchmarks.intake import load_run, notifications_build, summarize
 from bench.harness import stack
 
@@ -25,17 +23,10 @@ def memory_sample(web: stack.Process, worker: stack.Process) -> dict[str, dict[i
 
 def drained_wait(database: str, *, expected: int, timeout: float) -> float | None:
     """Seconds until every notification is processed and `expected` orders have failed (None: timed out)."""
-    import psycopg
-
-    started = time.monotonic()
-    waiting = "SELECT count(*) FROM inbox_notification WHERE state IN ('received', 'queued', 'processing')"
-    with psycopg.connect(database, autocommit=True) as conn:
-        while time.monotonic() - started < timeout:
-            (failed,) = conn.execute("SELECT count(*) FROM fulfillment_order WHERE status = 'FAILED'").fetchone()
-            if failed >= expected and not conn.execute(waiting).fetchone()[0]:
-                return round(time.monotonic() - started, 2)
-            time.sleep(0.25)
-    return None
+    failed = "SELECT count(*) FROM fulfillment_order WHERE status = 'FAILED'"
+    waiting = "SELECT 1 FROM inbox_notification WHERE state IN ('received', 'queued', 'processing')"
+    query = f"SELECT ({failed}) >= {int(expected)} AND NOT EXISTS ({waiting})"  # noqa: S608 - a number of ours
+    return stack.database_settled(database, query, timeout=timeout, interval=0.25)
 
 
 def _mib(kib: float | None) -> float | None:

@@ -315,6 +315,17 @@ def relay_start(name: str, env: dict) -> Process:
     return Process(name=name, popen=popen, log=log)
 
 
+def database_settled(database: str, query: str, *, timeout: float, interval: float) -> float | None:
+    """Seconds until `query` (one row, one value) answers true on `database`, asked every `interval`
+    seconds on one connection (None: still false after `timeout`)."""
+    import psycopg
+
+    started = time.monotonic()
+    with psycopg.connect(database, autocommit=True) as conn:
+        settled = until(lambda: conn.execute(query).fetchone()[0], timeout=timeout, interval=interval)
+    return round(time.monotonic() - started, 2) if settled else None
+
+
 def in_own_process(module: str, *args: str) -> dict:
     """`python -m MODULE ARGS --output=FILE` with the environment the bench started with (the module
     configures Django for itself); the JSON report it wrote, or {"ok": False, "error": ...} if none."""
