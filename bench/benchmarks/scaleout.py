@@ -15,12 +15,12 @@ from pathlib import Path
 from bench.harness import stack
 from bench.harness.cluster import Cluster
 from bench.harness.hosts import Hosts, missing
+from bench.harness.platform import FINAL
 
 API_MS, UPLOAD_MS = 300, 500  # the platform's real latency (bench/benchmarks/orders.py's)
 WAITS_PER_ORDER_S = (4 * API_MS + UPLOAD_MS) / 1000  # GET transaction, slots, upload, PATCH, the callback's GET
 SCALEOUT_CONCURRENCY = 4
 SCALEOUT_ORDERS = 120
-FINAL = ("REQUEST_COMPLETED", "FAILED", "DECLINED")
 PLATFORM = "platform (sandbox, latency emulator, this process)"
 ROLES = {  # the processes by the host they stand for
     **dict.fromkeys(("wk1", "wk2", "beat"), "worker hosts"),
