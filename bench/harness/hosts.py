@@ -173,10 +173,8 @@ class Hosts:
     def spawn(self, name: str, host: str | None, argv: list[str], env: dict | None = None) -> stack.Process:
         """Start `argv` on `host` (None: this machine's namespace), logged to var/bench/hosts-NAME.log."""
         command = ["ip", "netns", "exec", namespace(host), *argv] if host else argv
-        popen, log = stack.spawn(f"hosts-{name}", command, env or dict(os.environ))
-        process = stack.Process(name=name, popen=popen, log=log)
-        self.processes[name] = process
-        return process
+        self.processes[name] = stack.spawn(name, command, env or dict(os.environ), log=f"hosts-{name}")
+        return self.processes[name]
 
     def stop(self, name: str, *, sig: int = signal.SIGTERM, timeout: float = 30) -> None:
         process = self.processes.pop(name)

@@ -1,6 +1,6 @@
 """The platform's side of the order benchmarks (docs/performance.md, "How the entries measure"): `Platform`
 runs our gunicorn and the platform's on the bench database, this process the platform's back end;
-`emulator` its latency (bench/harness/latency_proxy.py); `Admin` a staff member's browser on our admin.
+`emulators_start` its latency (bench/harness/latency_proxy.py); `Admin` a staff member's browser on our admin.
 """
 
 import contextlib
@@ -29,20 +29,6 @@ def call_kind(path: str) -> str:
         if path.endswith(end):
             return kind
     return "event" if "/events/" in path else "transaction" if "/transactions/" in path else "other"
-
-
-@contextlib.contextmanager
-def emulator(upstream_port: int, *, api_ms: float, upload_ms: float, name: str):
-    """The platform's latency emulator in its own process, in front of `upstream_port`; yields it."""
-    argv = [stack.PYTHON, "-m", "bench.harness.latency_proxy", "--port", str(port := stack.free_port())]
-    argv += ["--upstream", f"127.0.0.1:{upstream_port}", "--api-ms", str(api_ms), "--upload-ms", str(upload_ms)]
-    popen, log = stack.spawn(name, argv, dict(stack.ENVIRON_AT_START))
-    process = stack.Process(name=name, popen=popen, log=log, port=port)
-    try:
-        stack.wait_port(process)
-        yield process
-    finally:
-        process.stop()
 
 
 class PlatformSide:
@@ -126,12 +112,16 @@ class Platform(PlatformSide):
         return stack.manage(*args, env=self.env, stdin=stdin, capture=capture)
 
     def emulators_start(self, closing: contextlib.ExitStack, *, api_ms: float, upload_ms: float) -> tuple:
-        """The emulator with no wait (the ~1 ms platform) and the one at `api_ms`/`upload_ms`, in front of
-        the platform until `closing` closes: (fast, slow)."""
-        self.emulators = tuple(
-            closing.enter_context(emulator(self.port, api_ms=api, upload_ms=up, name=f"{self.name}-platform-{label}"))
-            for label, api, up in (("fast", 0, 0), ("slow", api_ms, upload_ms))
-        )
+        """The platform's latency emulator (bench/harness/latency_proxy.py, a process of its own) with no
+        wait (the ~1 ms platform) and at `api_ms`/`upload_ms`, in front of it until `closing` closes:
+        (fast, slow)."""
+        for label, api, upload in (("fast", 0, 0), ("slow", api_ms, upload_ms)):
+            argv = [stack.PYTHON, "-m", "bench.harness.latency_proxy", "--port", str(port := stack.free_port())]
+            argv += ["--upstream", f"127.0.0.1:{self.port}", "--api-ms", str(api), "--upload-ms", str(upload)]
+            process = stack.spawn(f"{self.name}-platform-{label}", argv, dict(stack.ENVIRON_AT_START), port=port)
+            closing.callback(process.stop)
+            stack.wait_port(process)
+            self.emulators += (process,)
         return self.emulators
 
     def use(self, base: str) -> None:

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -177,7 +177,6 @@ class Process:
     popen: subprocess.Popen
     log: Path
     port: int | None = None
-    extra: dict = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -259,13 +258,13 @@ def _is(comm: Path, command: str) -> bool:
         return False
 
 
-def spawn(name: str, argv: list[str], env: dict) -> tuple[subprocess.Popen, Path]:
+def spawn(name: str, argv: list[str], env: dict, *, port: int | None = None, log: str = "") -> Process:
+    """`argv` started in a process group of its own, its output in LOGS/`log` (`name` by default).log."""
     LOGS.mkdir(parents=True, exist_ok=True)
-    log = LOGS / f"{name}.log"
-    handle = log.open("wb")
-    popen = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
-    handle.close()
-    return popen, log
+    path = LOGS / f"{log or name}.log"
+    with path.open("wb") as out:
+        popen = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    return Process(name=name, popen=popen, log=path, port=port)
 
 
 def wait_port(process: Process, host: str = "127.0.0.1", port: int | None = None, timeout: float = 60) -> None:
@@ -290,8 +289,7 @@ def gunicorn_start(name: str, app: str, env: dict, *, workers: int, threads: int
         argv += ["--worker-class", "gthread", "--threads", str(threads)]
     if access_log is not None:
         argv += ["--access-logfile", str(access_log), "--access-logformat", "%(m)s %(U)s %(s)s"]
-    popen, log = spawn(name, argv, env)
-    process = Process(name=name, popen=popen, log=log, port=port, extra={"workers": workers, "threads": threads})
+    process = spawn(name, argv, env, port=port)
     wait_port(process)
     return process
 
@@ -301,18 +299,16 @@ def web_workers(process: Process) -> list[int]:
     return children(process.popen.pid)
 
 
-def celery_start(name: str, env: dict, *, concurrency: int, beat: bool = False, pool: str = "prefork") -> Process:
+def celery_start(name: str, env: dict, *, concurrency: int, pool: str = "prefork") -> Process:
     """`celery -A config worker` with `concurrency` slots of `pool` (prefork processes, threads)."""
     argv = [PYTHON, "-m", "celery", "-A", "config", "worker", f"--pool={pool}", f"--concurrency={concurrency}"]
     argv += ["--loglevel=WARNING", "--without-gossip", "--without-mingle", f"--hostname={name}@%h"]
-    popen, log = spawn(name, argv + (["-B"] if beat else []), env)
-    return Process(name=name, popen=popen, log=log, extra={"concurrency": concurrency, "pool": pool})
+    return spawn(name, argv, env)
 
 
 def relay_start(name: str, env: dict) -> Process:
     """The inbox relay on its own (`manage.py inbox_relay`), as the intake bench runs no worker."""
-    popen, log = spawn(name, [PYTHON, "manage.py", "inbox_relay"], env)
-    return Process(name=name, popen=popen, log=log)
+    return spawn(name, [PYTHON, "manage.py", "inbox_relay"], env)
 
 
 def database_settled(database: str, query: str, *, timeout: float, interval: float) -> float | None:
