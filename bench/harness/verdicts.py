@@ -4,9 +4,8 @@
 each judge reads its own figures only and returns {key: verdict line}.
 """
 
+# The targets, each said in words in docs/performance.md, "Targets".
 TARGETS = {
-    # Issue 38: the intake at most 1.6x the bare handler's CPU per webhook at a fixed 1,000/s (open
-    # loop), at least 1,000/s in the closed loop on two cores, p99 < 50 ms at 1,000/s.
     "intake_per_s": 1000,
     "intake_cores": 2,  # the closed loop's rate counts on at most this many cores
     "intake_fixed_rate": 1000,  # the open loop's rate, at which the p99 and the CPU are judged
@@ -19,11 +18,8 @@ TARGETS = {
     "latency_worker_rss_mib": 1024,  # every worker process of the host together
     "staff_burst_over_latency": 1.5,  # 200 staff deliveries at once / the time the waits alone explain
     "staff_admin_page_p99_ms": 300,  # the admin's order page while they send
-    # Issue 38, the waits (300 ms per call, 500 ms per upload, and ~1 ms): a connected system's answer
-    # (the API's 201) -> the PATCH carrying it at most the platform's waits for its calls + 1 s (p99); a
-    # move -> its event received at most 1 s (p99); our CPU (web + worker) per staff delivery half of
-    # the baseline, 118 ms (worker 37 + web 81: main on 2026-11-28, 200 at once at the slow platform,
-    # load average 7-8; docs/performance.md, "Waits").
+    # The waits: our CPU (web + worker) per staff delivery half of the baseline, 118 ms (worker 37 + web
+    # 81: main on 2026-11-28, 200 at once at the slow platform, load average 7-8; docs/performance.md, "Waits").
     "waits_answer_over_calls_s": 1.0,
     "waits_move_to_event_p99_s": 1.0,
     "waits_staff_cpu_ms_per_delivery": 118 / 2,
