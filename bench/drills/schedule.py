@@ -94,6 +94,19 @@ def retried(act, *, timeout: float = 180.0, wait: float = 0.5):
             time.sleep(wait)
 
 
+@contextlib.contextmanager
+def platform_fault(endpoint: str, **rule):
+    """The sandbox's fault rule (`fault_set`: latency, a status, how many calls) on `endpoint` for the block."""
+    from partner.sandbox.faults import fault_set
+    from partner.sandbox.models import FaultRule
+
+    made = retried(lambda: fault_set(endpoint=endpoint, **rule))
+    try:
+        yield
+    finally:
+        retried(lambda: FaultRule.objects.filter(pk=made.pk).update(active=False))
+
+
 class Schedule:
     """One run: the hosts (a Cluster), the actors, the faults, and the history they write."""
 
@@ -234,9 +247,6 @@ class Schedule:
 
     def fault_run(self, fault: dict) -> None:
         """At its moment, the fault done and undone; where it began, ended and settled in the calls."""
-        from partner.sandbox.faults import fault_set
-        from partner.sandbox.models import FaultRule
-
         time.sleep(max(0.0, fault["at"] - (time.monotonic() - self.began)))
         kind, host, hosts, record = fault["kind"], fault.get("host"), self.hosts, dict(fault)
         target = host or ("db" if kind in RESTARTS else kind.split("_")[0])  # the receiver's two: one at a time
@@ -256,14 +266,9 @@ class Schedule:
                     self.restart("postgres" if kind == "postgres_restart" else self.broker)
                 elif kind in ("slow", "callback_late", "status"):
                     endpoint = fault.get("endpoint", "webhook" if kind == "callback_late" else "*")
-                    rule = {
-                        "latency": fault.get("latency", 0.0),
-                        "status": fault.get("status"),
-                        "count": fault.get("count"),
-                    }
-                    rule = retried(lambda: fault_set(endpoint=endpoint, **rule))
-                    time.sleep(fault["for"])
-                    retried(lambda: FaultRule.objects.filter(pk=rule.pk).update(active=False))
+                    rule = {key: fault.get(key) for key in ("status", "count")}
+                    with platform_fault(endpoint, latency=fault.get("latency", 0.0), **rule):
+                        time.sleep(fault["for"])
                 elif kind == "callback_twice":
                     record["sent_again"] = self.callbacks_again(fault["count"])
                 elif kind == "worker_cut":
@@ -292,11 +297,7 @@ class Schedule:
         than a lease: the other host keeps its orders only by renewing their leases), back after its
         lease ended. Automated orders, one a second, until it has an upload under way; the orders it
         held, from the platform's access log."""
-        from partner.sandbox.faults import fault_set
-        from partner.sandbox.models import FaultRule
-
-        pause = retried(lambda: fault_set(endpoint="upload", latency=UPLOAD_PAUSE))
-        try:
+        with platform_fault("upload", latency=UPLOAD_PAUSE):
             offset, deadline, held = self.drill.platform_log.stat().st_size, time.monotonic() + 60, set()
             while not held and time.monotonic() < deadline:
                 self.order_create("automated", "worker_cut")
@@ -306,8 +307,6 @@ class Schedule:
                 raise RuntimeError(f"{host} started no upload within 60 s")
             time.sleep(1.0)  # its upload under way at the platform
             self.hosts.cut(host)
-        finally:
-            retried(lambda: FaultRule.objects.filter(pk=pause.pk).update(active=False))
         time.sleep(max(seconds, UPLOAD_PAUSE + 2 * LEASE_SECONDS))
         self.hosts.reconnect(host)
         return sorted(held)
