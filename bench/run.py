@@ -45,7 +45,7 @@ class Entry:
 
 
 # Every benchmark and drill, in the order `make bench` runs them. The one table: --only, --list and
-# the Makefile read it; bench/README.md says what each measures.
+# the Makefile read it; docs/performance.md, "How the entries measure", says what each measures.
 BENCHMARKS = (
     Entry(
         "intake",
@@ -97,17 +97,6 @@ BENCHMARKS = (
     ),
 )
 BY_NAME = {entry.name: entry for entry in BENCHMARKS}
-# Entries that were investigations: their conclusions are in docs/performance.md, their guards in tests/.
-RETIRED = {
-    "order_cpu": "the worker's CPU against a hand-written bare order (docs/performance.md, the investigations)",
-    "faults_429": "429 + Retry-After on a third of the calls: bound by the waits the service asks for "
-    "(docs/performance.md; tests/platform/test_one_retry_layer.py holds the behaviour)",
-    "panels": "open lender panels: tests/ui/test_panel_session.py holds 0 service calls and 2 queries per poll",
-    "reconcile": "calls per reconciliation run: tests/fulfillment/test_reconcile_cost.py holds them",
-    "hosts": "its faults are the schedule drill's: --only schedule --faults worker_cut,web_stop,broker_restart "
-    "--each --broker rabbitmq --transactions 30",
-    "statements": "SQL statements and tasks per automated order: tests/fulfillment/test_order_budget.py holds them",
-}
 
 
 def machine() -> dict:
@@ -168,16 +157,11 @@ def main(argv=None) -> int:
             print(f"  {entry.name:<18} {entry.about}")
         return 0
     names = [name.strip() for name in args.only.split(",") if name.strip()]
-    for name in [name for name in names if name in RETIRED]:
-        print(f"{name}: retired; {RETIRED[name]}", file=sys.stderr)
-    unknown = [name for name in names if name not in BY_NAME and name not in RETIRED]
+    unknown = [name for name in names if name not in BY_NAME]
     if unknown:
         print(f"unknown: {', '.join(unknown)} (bench/run.py --list)", file=sys.stderr)
         return 2
-    if names and not any(name in BY_NAME for name in names):
-        return 0
-    chosen = [BY_NAME[name] for name in names if name in BY_NAME]
-    chosen = chosen or [entry for entry in BENCHMARKS if entry.drill == args.drills]
+    chosen = [BY_NAME[name] for name in names] or [entry for entry in BENCHMARKS if entry.drill == args.drills]
 
     try:
         stack.services_check()

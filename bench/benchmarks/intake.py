@@ -1,14 +1,6 @@
-"""The intake: signed webhooks at POST /v1/webhooks under gunicorn, against the bare handler.
-
-Our application runs as in production (`gunicorn config.wsgi`, DEBUG off, PostgreSQL, Redis
-broker and cache) over plain HTTP, with the inbox relay in a process beside it; then the bare
-handler (bench/harness/bare_webhook.py) under the same gunicorn configuration. The load generator
-(bench/harness/load.py) runs in its own process and posts distinct, pre-signed notifications. Phases per
-server: closed loop (the highest rate it sustains at a fixed number of connections), a fixed rate
-(latency counted from when each request was due) and half the closed loop's rate. Afterwards
-every accepted (202) notification must be stored exactly once and, for ours, handed to the
-broker once. The targets (bench/harness/verdicts.py): the closed loop's rate on two cores; at the
-fixed rate (1,000/s) the p99 and the ratio of the two servers' CPU per webhook.
+"""The intake: signed webhooks at POST /v1/webhooks under gunicorn, against the bare handler
+(bench/harness/bare_webhook.py); docs/performance.md, "How the entries measure", says how each phase
+and figure is measured.
 """
 
 import json
@@ -103,16 +95,8 @@ def stored_check(database: str, table: str, items, result: dict, *, accepted_sta
 
 def relay_drained(database: str, *, timeout: float = 120) -> float | None:
     """Seconds until no notification waits for the relay (None: still waiting after `timeout`)."""
-    import psycopg
-
-    started = time.monotonic()
-    with psycopg.connect(database, autocommit=True) as conn:
-        while time.monotonic() - started < timeout:
-            (waiting,) = conn.execute("SELECT count(*) FROM inbox_notification WHERE state = 'received'").fetchone()
-            if not waiting:
-                return round(time.monotonic() - started, 2)
-            time.sleep(0.05)
-    return None
+    query = "SELECT NOT EXISTS (SELECT 1 FROM inbox_notification WHERE state = 'received')"
+    return stack.database_settled(database, query, timeout=timeout, interval=0.05)
 
 
 def phases_run(process: stack.Process, sizes: dict, *, table: str, tag: str, relay=None) -> dict:
@@ -171,8 +155,8 @@ def intake_bench(*, database: str, workers: int, threads: int, requests: int, co
         try:
             table = "inbox_notification" if relay else bare_webhook.TABLE
             phases = phases_run(web, sizes, table=table, tag=f"intake-{kind}", relay=relay)
-            memory = {f"web_worker_{pid}": stack.peak_rss_kib(pid) for pid in stack.web_workers(web)}
-            memory |= {"relay": stack.peak_rss_kib(relay.popen.pid)} if relay else {}
+            memory = {f"web_worker_{pid}": stack.memory_kib(pid) for pid in stack.web_workers(web)}
+            memory |= {"relay": stack.memory_kib(relay.popen.pid)} if relay else {}
         finally:
             for process in (relay, web):
                 if process:

@@ -1,18 +1,9 @@
 """Memory of every process kind across 100,000 webhooks: does any of them grow?
+(docs/performance.md, "How the entries measure")
 
-gunicorn (`config.wsgi`, 4 sync workers, sandbox off) receives signed `created` notifications from
-the load generator (32 connections, closed loop) and one Celery worker (`--concurrency=2`, prefork)
-consumes them: its main process runs the inbox relay, its pool children the tasks, and each order
-fails at once (its `resourceRef` names no service): the worker's whole path with the database and
-the broker, no call to a service that is not there. After each chunk of 10,000, once every
-notification is processed and every order failed, VmRSS and VmHWM of every process (gunicorn master
-and workers, Celery main process and pool children). Per kind: the mean RSS after the first chunk and
-after the last, the growth between them (the target), and the peak; a process replaced meanwhile
-(another pid) is reported.
+Each order fails at once (its `resourceRef` names no service): the worker's whole path with the
+database and the broker, no call to a service that is not there.
 """
-
-import time
-from pathlib import Path
 
 from bench.benchmarks.intake import load_run, notifications_build, summarize
 from bench.harness import stack
@@ -20,35 +11,22 @@ from bench.harness import stack
 KINDS = ("gunicorn_master", "gunicorn_worker", "celery_main", "celery_child")
 
 
-def _kib(pid: int, field: str) -> int | None:
-    try:
-        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
-    except OSError:
-        return None
-    return next((int(line.split()[1]) for line in lines if line.startswith(f"{field}:")), None)
-
-
 def memory_sample(web: stack.Process, worker: stack.Process) -> dict[str, dict[int, tuple]]:
     """{kind: {pid: (VmRSS, VmHWM) in KiB}} of every process we run."""
     main = worker.popen.pid
     pids = {"gunicorn_master": [web.popen.pid], "gunicorn_worker": stack.web_workers(web), "celery_main": [main]}
     pids["celery_child"] = stack.children(main)
-    return {kind: {pid: (_kib(pid, "VmRSS"), _kib(pid, "VmHWM")) for pid in pids[kind]} for kind in KINDS}
+    return {
+        kind: {pid: (stack.memory_kib(pid, "VmRSS"), stack.memory_kib(pid)) for pid in pids[kind]} for kind in KINDS
+    }
 
 
 def drained_wait(database: str, *, expected: int, timeout: float) -> float | None:
     """Seconds until every notification is processed and `expected` orders have failed (None: timed out)."""
-    import psycopg
-
-    started = time.monotonic()
-    waiting = "SELECT count(*) FROM inbox_notification WHERE state IN ('received', 'queued', 'processing')"
-    with psycopg.connect(database, autocommit=True) as conn:
-        while time.monotonic() - started < timeout:
-            (failed,) = conn.execute("SELECT count(*) FROM fulfillment_order WHERE status = 'FAILED'").fetchone()
-            if failed >= expected and not conn.execute(waiting).fetchone()[0]:
-                return round(time.monotonic() - started, 2)
-            time.sleep(0.25)
-    return None
+    failed = "SELECT count(*) FROM fulfillment_order WHERE status = 'FAILED'"
+    waiting = "SELECT 1 FROM inbox_notification WHERE state IN ('received', 'queued', 'processing')"
+    query = f"SELECT ({failed}) >= {int(expected)} AND NOT EXISTS ({waiting})"  # noqa: S608 - a number of ours
+    return stack.database_settled(database, query, timeout=timeout, interval=0.25)
 
 
 def _mib(kib: float | None) -> float | None:

@@ -1,15 +1,6 @@
-"""Orders through the whole stack on the platform's side of bench/harness/platform.py: `end_to_end`
-(against the platform at once) and `latency` (at its real latency); bench/README.md says what each
-figure is.
-
-A batch: a worker of one model ("prefork:2", "threads:64", ...) started with an empty queue and no
-token, N transactions created at once, waited for until our status endpoint says each order is
-finished; its rate, the platform's webhook to the first PATCH it accepted, CPU per order by process,
-the worker's peak RSS, and the calls and token requests in the platform's access log. `latency` runs
-each model against two emulators of the platform (~1 ms, and `api_ms`/`upload_ms`), then the staff's
-burst: orders of the staff-worked product, each taken and given a PDF in the admin over HTTP, every
-final delivery requested while the worker takes no task and released to it at once, against what the
-waits alone explain (ceil(N / threads) x (slots + upload + PATCH)), the admin's order page meanwhile.
+"""Orders through the whole stack, this process the platform (bench/harness/platform.py): `end_to_end`
+(the platform at once) and `latency` (at its real latency, then the staff's burst); docs/performance.md,
+"How the entries measure", says what each figure is.
 """
 
 import contextlib
@@ -18,7 +9,7 @@ import threading
 import time
 
 from bench.harness import stack
-from bench.harness.platform import Admin, Platform, emulator
+from bench.harness.platform import Admin, Platform
 
 # Calls of a staff delivery of one document: the slot request, the upload, the PATCH.
 DELIVERY_CALLS = ("api", "upload", "api")
@@ -91,7 +82,7 @@ class Peak:
 
     def _read(self) -> None:
         for pid in self.worker.pids():
-            self.seen[pid] = max(stack.peak_rss_kib(pid) or 0, self.seen.get(pid, 0))
+            self.seen[pid] = max(stack.memory_kib(pid) or 0, self.seen.get(pid, 0))
 
     def start(self) -> None:
         self.thread.start()
@@ -124,11 +115,7 @@ def latency_bench(
     models, staff = {}, None
     with contextlib.ExitStack() as stack_of:
         platform = stack_of.enter_context(Platform(database=database, web_workers=web_workers, name="latency"))
-        fast, slow = (
-            stack_of.enter_context(emulator(platform.port, api_ms=api, upload_ms=up, name=f"latency-platform-{label}"))
-            for label, api, up in (("fast", 0, 0), ("slow", api_ms, upload_ms))
-        )
-        platform.emulators = (fast, slow)
+        fast, slow = platform.emulators_start(stack_of, api_ms=api_ms, upload_ms=upload_ms)
         for model in pools:
             runs = {
                 label: batch(platform, model, transactions=transactions, base=emulated.url, label=f"-{label}")
@@ -159,7 +146,7 @@ def staff_burst(platform: Platform, model: str, *, base: str, deliveries: int, w
     worker = platform.worker(f"latency-staff-{pool}-{concurrency}", pool=pool, concurrency=concurrency, base=base)
     try:
         ids = platform.orders_create(deliveries, product="appraisal")
-        acknowledged = _wait(lambda: _all_more(platform.patches(ids), {}), timeout=deliveries * 3)
+        acknowledged = bool(stack.until(lambda: _all_more(platform.patches(ids), {}), timeout=deliveries * 3))
         admin = Admin(platform.ours.url, STAFF, STAFF_PASSWORD)
         pages = [admin.order_page(txn) for txn in ids]
         for page in pages:
@@ -176,7 +163,7 @@ def staff_burst(platform: Platform, model: str, *, base: str, deliveries: int, w
             admin.send(page, "/deliver/", final)
         requested_s, started, released = time.monotonic() - made, time.monotonic(), time.time()
         app.control.add_consumer(queue, reply=True, timeout=10, limit=1)
-        sent = _wait(lambda: _all_more(platform.patches(ids), before), timeout=deliveries * 3)
+        sent = bool(stack.until(lambda: _all_more(platform.patches(ids), before), timeout=deliveries * 3))
         elapsed, admin_page = time.monotonic() - started, loads.stop() if loads else None
         cpu = cpu_by_process(platform, worker)
     finally:
@@ -214,15 +201,6 @@ def spread(seconds: list[float]) -> dict:
 
 def _all_more(now: dict, before: dict) -> bool:
     return all(count > before.get(txn, 0) for txn, count in now.items())
-
-
-def _wait(done, *, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if done():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 class PageLoads:

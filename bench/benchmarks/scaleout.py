@@ -1,20 +1,13 @@
-"""Benchmark: orders/s with two worker hosts, then one (`make bench ARGS="--only scaleout"`; root).
-
-On bench/harness/cluster.py's hosts (network namespaces) at the platform's real latency, each
-worker host of SCALEOUT_CONCURRENCY threads: few enough that one host is bound by the waits, not by
-the two cores every "host" of this machine shares (docs/performance.md, "Scale-out"). `orders`
-created at once, first created to last PATCH the platform accepted. A warm-up batch first (imports,
-connections, the token), and two hosts before one, so that both measured runs find their workers
-warm. Beside each rate: the CPU every process used meanwhile and the machine's, to tell a run
-bound by the waits from one bound by the shared cores.
+"""Benchmark: orders/s with two worker hosts, then one, at the platform's real latency (as root;
+docs/performance.md, "How the entries measure"). Each worker host has SCALEOUT_CONCURRENCY threads:
+few enough that one host is bound by the waits, not by the two cores every "host" of this machine
+shares (docs/performance.md, "Scale-out").
 """
 
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -22,12 +15,12 @@ from pathlib import Path
 from bench.harness import stack
 from bench.harness.cluster import Cluster
 from bench.harness.hosts import Hosts, missing
+from bench.harness.platform import FINAL
 
 API_MS, UPLOAD_MS = 300, 500  # the platform's real latency (bench/benchmarks/orders.py's)
 WAITS_PER_ORDER_S = (4 * API_MS + UPLOAD_MS) / 1000  # GET transaction, slots, upload, PATCH, the callback's GET
 SCALEOUT_CONCURRENCY = 4
 SCALEOUT_ORDERS = 120
-FINAL = ("REQUEST_COMPLETED", "FAILED", "DECLINED")
 PLATFORM = "platform (sandbox, latency emulator, this process)"
 ROLES = {  # the processes by the host they stand for
     **dict.fromkeys(("wk1", "wk2", "beat"), "worker hosts"),
@@ -76,7 +69,7 @@ def _run(cluster: Cluster, orders: int, *, hosts: int, concurrency: int) -> dict
     cluster.workers_ready(["wk1", "wk2"][:hosts])
     load_before = os.getloadavg()
     cpu_before, machine_before, began = _cpu_now(cluster), _machine_busy(), time.monotonic()
-    ids = [cluster.order_create() for _ in range(orders)]
+    ids = cluster.orders_create(orders)
     report = completed(cluster, ids, timeout=900)
     cpu_after, machine_after, elapsed = _cpu_now(cluster), _machine_busy(), time.monotonic() - began
     first = Transaction.objects.filter(id__in=ids).aggregate(at=Min("created_at"))["at"]
@@ -112,7 +105,7 @@ def scaleout(orders: int = SCALEOUT_ORDERS, concurrency: int = SCALEOUT_CONCURRE
             hosts.stop(host)
             cluster.worker_start(host, concurrency)
         cluster.workers_ready(["wk1", "wk2"])
-        completed(cluster, [cluster.order_create() for _ in range(4 * concurrency)], timeout=300)  # warm-up
+        completed(cluster, cluster.orders_create(4 * concurrency), timeout=300)  # warm-up
         runs = {"2_worker_hosts": _run(cluster, orders, hosts=2, concurrency=concurrency)}
         hosts.stop("wk2")  # gone from the processes: the supervisor leaves it stopped
         runs["1_worker_host"] = _run(cluster, orders, hosts=1, concurrency=concurrency)
@@ -136,15 +129,9 @@ def scaleout_bench(*, database: str | None = None, orders: int | None = None, co
     absent = missing()
     if absent:
         return {"ok": False, "skipped": f"this machine lacks {', '.join(absent)}"}
-    with tempfile.TemporaryDirectory(prefix="pd-scaleout-") as folder:
-        output = Path(folder) / "report.json"
-        argv = [stack.PYTHON, "-m", "bench.benchmarks.scaleout", "--output", str(output)]
-        argv += [f"--orders={orders or SCALEOUT_ORDERS}", f"--concurrency={concurrency or SCALEOUT_CONCURRENCY}"]
-        ran = subprocess.run(argv, cwd=stack.ROOT, env=stack.ENVIRON_AT_START, check=False)
-        if not output.exists():
-            return {"ok": False, "error": f"the scale-out process exited ({ran.returncode}) without a report"}
-        report = json.loads(output.read_text())
-        return {"scaleout": report, "ok": report["ok"]}
+    sizes = (f"--orders={orders or SCALEOUT_ORDERS}", f"--concurrency={concurrency or SCALEOUT_CONCURRENCY}")
+    report = stack.in_own_process("bench.benchmarks.scaleout", *sizes)
+    return {"scaleout": report, "ok": report["ok"]} if "error" not in report else report
 
 
 if __name__ == "__main__":

@@ -1,22 +1,19 @@
-"""`waits`: how long people and partner systems wait, against the platform at ~1 ms and at its real
-latency (bench/README.md, "waits"): automated orders' webhook -> result, a connected system's answer
--> its PATCH and a move -> its event pushed (`Receiver`, answering through /api/v1/), staff deliveries
-at once (`orders.staff_burst`); each p50/p99/max, and the CPU per order of each process.
+"""`waits`: how long people and partner systems wait, at the platform's ~1 ms and at its real latency;
+docs/performance.md, "How the entries measure", says what each figure is.
 """
 
 import contextlib
 import json
-import threading
 import time
 import uuid
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import requests
 
 from bench.benchmarks.orders import DELIVERY_CALLS, cpu_by_process, per, pool_parse, spread, staff_burst
 from bench.harness import stack
-from bench.harness.platform import FINAL, Platform, emulator
+from bench.harness.platform import FINAL, Platform
+from bench.harness.receiver import Receiver
 
 CONNECTED = "disclosure-delivery"
 # The platform's calls behind each answer of the receiver: a status update is one PATCH; the final
@@ -38,44 +35,18 @@ def answer_waits(answers: list[dict], patches: dict) -> dict:
     return waits
 
 
-class Receiver:
-    """A partner's order system: each pushed event verified (Standard Webhooks), kept once by its
-    webhook-id with the moment it came, and each order.created answered in a thread of its own."""
+class System(Receiver):
+    """A partner's order system: the receiver of bench/harness/receiver.py, answering each order.created
+    through /api/v1/."""
 
     def __init__(self):
-        self.events, self.answers, self.refused, self.retries, self.lock = {}, [], [], 0, threading.Lock()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body, came = self.rfile.read(int(self.headers.get("Content-Length") or 0)), time.time()
-                try:
-                    event = receiver.webhook.verify(body, dict(self.headers))
-                except Exception:
-                    self.send_response(401)
-                else:
-                    with receiver.lock:
-                        new = self.headers["webhook-id"] not in receiver.events
-                        receiver.events.setdefault(self.headers["webhook-id"], (event, came))
-                    if new and event["type"] == "order.created":
-                        threading.Thread(target=receiver.answer, args=(event,), daemon=True).start()
-                    self.send_response(200 if new else 204)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_port}/events"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        super().__init__(self.answer)
+        self.answers, self.refused, self.retries = [], [], 0
 
     def connect(self, api: str, secrets: dict) -> None:
         """Its credentials, as printed once at its making; a token by client credentials."""
-        from standardwebhooks.webhooks import Webhook
-
-        self.api, self.webhook = api, Webhook(secrets["SIGNING_SECRET"])
+        self.api = api
+        self.verify_with(secrets["SIGNING_SECRET"])
         auth = (secrets["CLIENT_ID"], secrets["CLIENT_SECRET"])
         token = requests.post(f"{api}/oauth/token", data={"grant_type": "client_credentials"}, auth=auth, timeout=30)
         token.raise_for_status()
@@ -94,9 +65,8 @@ class Receiver:
             raise RuntimeError(f"{path} answered {answer.status_code}: {answer.text[:300]}")
         return {"at": time.time(), **answer.json()}
 
-    def answer(self, event: dict) -> None:
+    def answer(self, order: int) -> None:
         """A status update, a document and the final delivery naming it, each text the order's own."""
-        order = event["data"]["order"]["id"]
         try:
             update = self.post(f"/orders/{order}/status-updates", json={"text": f"bench update {order}"})
             document = self.post(f"/orders/{order}/documents", files={"file": ("disclosure.pdf", PDF)})
@@ -112,17 +82,13 @@ class Receiver:
     def moves(self) -> dict:
         """Seconds from each event's move (its timestamp) to its arrival here, by type."""
         found = {}
-        for event, came in self.events.values():
+        for event, came in self.first.values():
             moved = datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
             found.setdefault(event["type"], []).append(came - moved)
         return found
 
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
-
-def connection_made(platform: Platform, receiver: Receiver) -> None:
+def connection_made(platform: Platform, receiver: System) -> None:
     """As an operator sets a partner's system up: the product made connected (`product_settings`), a
     connection pushing to the receiver (`connection_create`), whose credentials it prints once."""
     stack.manage("product_settings", CONNECTED, "--fulfiller", "connected", env=platform.env, capture=True)
@@ -161,13 +127,13 @@ def automated(platform: Platform, worker: stack.Process, count: int) -> dict:
     }
 
 
-def connected(platform: Platform, worker: stack.Process, receiver: Receiver, count: int) -> dict:
-    receiver.events, receiver.answers, receiver.refused, receiver.retries = {}, [], [], 0
+def connected(platform: Platform, worker: stack.Process, receiver: System, count: int) -> dict:
+    receiver.first, receiver.pushes, receiver.answers, receiver.refused, receiver.retries = {}, [], [], [], 0
     before = cpu_by_process(platform, worker)
     ids = platform.orders_create(count, product=CONNECTED)
     deadline = time.monotonic() + max(180, count * 3)
     while time.monotonic() < deadline and not receiver.refused:
-        types = [event["type"] for event, _ in receiver.events.values()]
+        types = [event["type"] for event, _ in receiver.first.values()]
         if types.count("order.completed") >= count and types.count("order.delivery.confirmed") >= 2 * count:
             break
         time.sleep(0.2)
@@ -198,11 +164,8 @@ def waits_bench(
     runs, kind, threads = {}, *pool_parse(pool)
     with contextlib.ExitStack() as stack_of:
         platform = stack_of.enter_context(Platform(database=database, web_workers=web_workers, name="waits"))
-        platform.emulators = tuple(
-            stack_of.enter_context(emulator(platform.port, api_ms=api, upload_ms=up, name=f"waits-platform-{label}"))
-            for label, api, up in (("fast", 0, 0), ("slow", api_ms, upload_ms))
-        )
-        receiver = Receiver()
+        platform.emulators_start(stack_of, api_ms=api_ms, upload_ms=upload_ms)
+        receiver = System()
         stack_of.callback(receiver.close)
         connection_made(platform, receiver)
         for (label, waits), emulated in zip(

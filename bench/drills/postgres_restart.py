@@ -1,12 +1,7 @@
-"""Fault drill: PostgreSQL restarted while webhooks pour in (`make drill`, or `--only postgres_restart`).
+"""Fault drill: PostgreSQL restarted while webhooks pour in (docs/performance.md, "How the entries measure").
 
-The intake runs under gunicorn as in `make bench`; the load generator sends
-signed notifications at a fixed rate; a few seconds in, the PostgreSQL
-cluster is restarted (`pg_ctlcluster 15 main restart`: this restarts the
-machine's shared server, so run it when nobody else needs PostgreSQL).
-Afterwards every answer is classified: a 202 must have its row (never a 202
-without it); the rest must be 5xx or a dropped connection, which the
-platform redelivers.
+`pg_ctlcluster 15 main restart` restarts the machine's shared server: run it when nobody else needs
+PostgreSQL.
 """
 
 import subprocess

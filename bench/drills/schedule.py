@@ -1,25 +1,10 @@
-"""Drill: a randomised fault schedule, Jepsen-style (`make drill ARGS="--only schedule"`).
+"""Drill: a randomised fault schedule, Jepsen-style, on bench/harness/cluster.py's hosts
+(docs/performance.md, "How the entries measure", says what it draws and checks).
 
-From a seed, one `random.Random` draws the schedule (`draw`): N orders of every kind, each at its
-moment (automated; staff-worked, answered by a scripted staff member through the admin's pages over
-HTTP; connected, answered through /api/v1/ by a receiver that verifies every push with the
-`standardwebhooks` library, while a second system only pulls the feed), and faults at their
-moments: a host cut off and restored, kill -9 of a worker or web process, the broker restarted
-(Redis, or RabbitMQ with --broker rabbitmq), PostgreSQL restarted, the platform slow, answering 429/503,
-calling back late or twice, the receiver down or hanging; and the scenarios of the former hosts
-drill: `worker_cut` (a worker host cut off mid-upload while every upload is held longer than a
-lease, back after its lease ended: it sends nothing for the orders the other took over, whose own
-orders stay its own), `web_stop` (a web host killed -9 during a burst of orders: their webhooks
-land on the other) and `broker_restart` (with --broker rabbitmq, RabbitMQ). `--each` runs each kind
-of --faults once, in that order, one after another: a fixed schedule. The hosts are network
-namespaces with the application on them (bench/harness/cluster.py: two web hosts behind haproxy,
-two worker hosts, the database host). Everything done and seen is kept as a JSON history
-(var/bench/schedule-<seed>.json) with the final rows read at the end (`manage.py order_show`, the
-feed, the platform's records), and held against the
-invariants by bench/drills/schedule_check.py. The seed is printed; `--seed` replays one.
+From a seed, one `random.Random` draws the schedule (`draw`); everything done and seen is kept as a
+JSON history (var/bench/schedule-<seed>.json), held against the invariants by schedule_check.py.
 
     .venv/bin/python -m bench.drills.schedule --orders 12 --seed 7
-    .venv/bin/python -m bench.drills.schedule --faults cut,kill,slow,status --orders 200
     .venv/bin/python -m bench.drills.schedule --faults worker_cut,web_stop,broker_restart --each --broker rabbitmq
 """
 
@@ -29,7 +14,6 @@ import copy
 import json
 import random
 import signal
-import ssl
 import subprocess
 import sys
 import threading
@@ -42,7 +26,7 @@ from bench.harness import stack
 from bench.harness.cluster import ACCESS_LINE, LEASE_SECONDS, Cluster
 from bench.harness.hosts import ADDRESSES, NET, PLATFORM_ADDRESS, PORT_POSTGRES, PORT_REDIS, Hosts, address, missing
 from bench.harness.platform import Admin
-from tests.helpers.processes import PRODUCTION
+from bench.harness.receiver import Receiver
 
 KINDS = ("automated", "staff", "connected")
 PRODUCTS = {"automated": "address-verification", "staff": "appraisal", "connected": "disclosure-delivery"}
@@ -51,8 +35,6 @@ FAULTS += ("receiver_down", "receiver_hang")
 ASKED = ("worker_cut", "web_stop")  # drawn only when --faults names them (each takes half a minute or more)
 RESTARTS = ("broker_restart", "postgres_restart")
 PORT_RECEIVER = 8138
-# The preflight refuses the demo company's details; every "host" here reads one MEDIA_ROOT.
-COMPANY = {key: value for key, value in PRODUCTION.items() if key.startswith(("PARTNER_", "DOCUMENTS_SINGLE"))}
 SEND_TIMEOUT = 2.0  # the connector's send timeout in the drill; a hanging receiver waits longer
 UPLOAD_PAUSE = 1.5 * LEASE_SECONDS  # worker_cut: how long the platform holds each upload meanwhile
 STAFF, STAFF_PASSWORD = "drill.staff", "drill-staff-pw-7431"
@@ -112,59 +94,17 @@ def retried(act, *, timeout: float = 180.0, wait: float = 0.5):
             time.sleep(wait)
 
 
-class Receiver:
-    """The connected orders' system: verifies each push with `standardwebhooks`, keeps every one it
-    got (webhook-id, order, version, its answer), and answers each new order.created through the API.
-    `mode`: "up", "down" (503 to every push) or "hang" (answers after the sender stopped waiting).
-    Over https, as an endpoint must be (its certificate the drill's own, trusted by the workers)."""
+@contextlib.contextmanager
+def platform_fault(endpoint: str, **rule):
+    """The sandbox's fault rule (`fault_set`: latency, a status, how many calls) on `endpoint` for the block."""
+    from partner.sandbox.faults import fault_set
+    from partner.sandbox.models import FaultRule
 
-    def __init__(self, secret: str, on_created, certificate: Path, key: Path):
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        from standardwebhooks.webhooks import Webhook
-
-        webhook, receiver = Webhook(secret), self
-        self.mode, self.pushes, self.lock, self.seen = "up", [], threading.Lock(), set()
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                mode, status = receiver.mode, 200
-                if mode == "hang":
-                    time.sleep(SEND_TIMEOUT + 1)
-                try:
-                    payload = webhook.verify(body, dict(self.headers))
-                except Exception:
-                    payload, status = None, 401
-                status = 503 if mode == "down" and payload else status
-                if payload:
-                    order = payload["data"]["order"]
-                    with receiver.lock:
-                        first = status == 200 and self.headers["webhook-id"] not in receiver.seen
-                        receiver.seen.add(self.headers["webhook-id"]) if status == 200 else None
-                        push = {"webhook_id": self.headers["webhook-id"], "type": payload["type"], "order": order["id"]}
-                        answered = status if mode != "hang" else 599  # the sender gave up meanwhile
-                        receiver.pushes.append(push | {"version": order["version"], "answered": answered})
-                    if first and payload["type"] == "order.created":
-                        threading.Thread(target=on_created, args=(order["id"],), daemon=True).start()
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        ThreadingHTTPServer.allow_reuse_address = True
-        self.server = ThreadingHTTPServer((PLATFORM_ADDRESS, PORT_RECEIVER), Handler)
-        self.server.daemon_threads = True
-        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        tls.load_cert_chain(certificate, key)
-        self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+    made = retried(lambda: fault_set(endpoint=endpoint, **rule))
+    try:
+        yield
+    finally:
+        retried(lambda: FaultRule.objects.filter(pk=made.pk).update(active=False))
 
 
 class Schedule:
@@ -186,7 +126,6 @@ class Schedule:
         env["REQUESTS_CA_BUNDLE"] = str(self.hosts.scratch / "receiver.pem")  # the receiver's, self-made
         # The receiver is on the drill's private bridge: a partner's system inside its own network.
         env["CONNECTOR_ENDPOINT_NETWORKS"] = f"{NET}.0/24"
-        env |= COMPANY
         return env | {"CONNECTOR_SEND_TIMEOUT": str(SEND_TIMEOUT), "CONNECTOR_RELAY_INTERVAL": "0.5"}
 
     # Setting up -------------------------------------------------------------------------------
@@ -204,10 +143,13 @@ class Schedule:
         command("product_settings", PRODUCTS["staff"], "--turnaround-hours", "48", "--fulfiller", "staff_worked")
         command("product_settings", PRODUCTS["connected"], "--fulfiller", "connected")
         command("staff_account", STAFF, "--email", "drill.staff@partner.example", stdin=STAFF_PASSWORD)
-        endpoint = ["--endpoint", f"https://{PLATFORM_ADDRESS}:{PORT_RECEIVER}/events"]
-        printed = command("connection_create", "schedule", *endpoint, "--product", PRODUCTS["connected"], capture=True)
+        # The connected orders' system, over https as an endpoint must be (its certificate trusted by the workers).
+        bind, hang_s = (PLATFORM_ADDRESS, PORT_RECEIVER), SEND_TIMEOUT + 1  # hanging: past the send timeout
+        self.receiver = Receiver(self.connected_answer, bind=bind, tls=self.certificate, hang_s=hang_s)
+        endpoint = ["--endpoint", self.receiver.url, "--product", PRODUCTS["connected"]]
+        printed = command("connection_create", "schedule", *endpoint, capture=True)
         self.created = dict(line.split("=", 1) for line in printed.splitlines() if "=" in line)
-        self.receiver = Receiver(self.created["SIGNING_SECRET"], self.connected_answer, *self.certificate)
+        self.receiver.verify_with(self.created["SIGNING_SECRET"])
 
     # The actors -------------------------------------------------------------------------------
 
@@ -277,26 +219,19 @@ class Schedule:
 
     def pull(self) -> None:
         """The second system: follows the feed's cursor until the drill ends, and a last round after."""
-        api, cursor, last = self.api(), 0, False
+        cursor = 0
         while True:
             last = self.done.is_set()
             with contextlib.suppress(Exception):
-                while True:
-                    page = api.get("/events", after=cursor, limit=100)
-                    if page.status_code == 401:
-                        api = self.api(renew=True)
-                    page.raise_for_status()
-                    body = page.json()
-                    self.pulled += [{"position": e["id"], "webhook_id": e["webhook_id"]} for e in body["events"]]
-                    cursor = body["next_after"]
-                    if not body["events"]:
-                        break
+                for event, past in self.feed(cursor):
+                    self.pulled.append({"position": event["id"], "webhook_id": event["webhook_id"]})
+                    cursor = past  # the next round goes on from here
                 if last:
                     return
             time.sleep(0.5)
 
     def order_create(self, kind: str, n=None) -> None:
-        txn = retried(lambda: self.drill.order_create(PRODUCTS[kind]))
+        (txn,) = retried(lambda: self.drill.orders_create(1, product=PRODUCTS[kind]))
         self.orders.append({"n": n, "kind": kind, "txn": txn})
 
     # Faults -----------------------------------------------------------------------------------
@@ -312,9 +247,6 @@ class Schedule:
 
     def fault_run(self, fault: dict) -> None:
         """At its moment, the fault done and undone; where it began, ended and settled in the calls."""
-        from partner.sandbox.faults import fault_set
-        from partner.sandbox.models import FaultRule
-
         time.sleep(max(0.0, fault["at"] - (time.monotonic() - self.began)))
         kind, host, hosts, record = fault["kind"], fault.get("host"), self.hosts, dict(fault)
         target = host or ("db" if kind in RESTARTS else kind.split("_")[0])  # the receiver's two: one at a time
@@ -334,14 +266,9 @@ class Schedule:
                     self.restart("postgres" if kind == "postgres_restart" else self.broker)
                 elif kind in ("slow", "callback_late", "status"):
                     endpoint = fault.get("endpoint", "webhook" if kind == "callback_late" else "*")
-                    rule = {
-                        "latency": fault.get("latency", 0.0),
-                        "status": fault.get("status"),
-                        "count": fault.get("count"),
-                    }
-                    rule = retried(lambda: fault_set(endpoint=endpoint, **rule))
-                    time.sleep(fault["for"])
-                    retried(lambda: FaultRule.objects.filter(pk=rule.pk).update(active=False))
+                    rule = {key: fault.get(key) for key in ("status", "count")}
+                    with platform_fault(endpoint, latency=fault.get("latency", 0.0), **rule):
+                        time.sleep(fault["for"])
                 elif kind == "callback_twice":
                     record["sent_again"] = self.callbacks_again(fault["count"])
                 elif kind == "worker_cut":
@@ -370,11 +297,7 @@ class Schedule:
         than a lease: the other host keeps its orders only by renewing their leases), back after its
         lease ended. Automated orders, one a second, until it has an upload under way; the orders it
         held, from the platform's access log."""
-        from partner.sandbox.faults import fault_set
-        from partner.sandbox.models import FaultRule
-
-        pause = retried(lambda: fault_set(endpoint="upload", latency=UPLOAD_PAUSE))
-        try:
+        with platform_fault("upload", latency=UPLOAD_PAUSE):
             offset, deadline, held = self.drill.platform_log.stat().st_size, time.monotonic() + 60, set()
             while not held and time.monotonic() < deadline:
                 self.order_create("automated", "worker_cut")
@@ -384,8 +307,6 @@ class Schedule:
                 raise RuntimeError(f"{host} started no upload within 60 s")
             time.sleep(1.0)  # its upload under way at the platform
             self.hosts.cut(host)
-        finally:
-            retried(lambda: FaultRule.objects.filter(pk=pause.pk).update(active=False))
         time.sleep(max(seconds, UPLOAD_PAUSE + 2 * LEASE_SECONDS))
         self.hosts.reconnect(host)
         return sorted(held)
@@ -446,22 +367,30 @@ class Schedule:
             time.sleep(1)
         return None
 
-    def events(self) -> list[dict]:
-        """Every event of the connection, read afresh from the feed (`GET /api/v1/events`)."""
-        api, cursor, found = self.api(), 0, []
+    def feed(self, after: int = 0):
+        """The connection's events after the cursor `after` (`GET /api/v1/events`, page by page), each
+        with the cursor past its page; a 401 renews the token and raises."""
+        api = self.api()
         while True:
-            page = api.get("/events", after=cursor, limit=100)
+            page = api.get("/events", after=after, limit=100)
             if page.status_code == 401:
                 self.api(renew=True)
             page.raise_for_status()
             body = page.json()
-            for event in body["events"]:
-                order = event["payload"]["data"]["order"]
-                found.append({"webhook_id": event["webhook_id"], "type": event["type"], "position": event["id"]})
-                found[-1] |= {"order": order["id"], "version": order["version"]}
             if not body["events"]:
-                return found
-            cursor = body["next_after"]
+                return
+            after = body["next_after"]
+            for event in body["events"]:
+                yield event, after
+
+    def events(self) -> list[dict]:
+        """Every event of the connection, read afresh from the feed."""
+        found = []
+        for event, _ in self.feed():
+            order = event["payload"]["data"]["order"]
+            found.append({"webhook_id": event["webhook_id"], "type": event["type"], "position": event["id"]})
+            found[-1] |= {"order": order["id"], "version": order["version"]}
+        return found
 
     def history(self, finished) -> dict:
         ids, rows = [order["txn"] for order in self.orders], {}
@@ -545,18 +474,9 @@ def schedule(*, seed=None, orders: int = 12, faults=FAULTS, broker="redis", rate
 
 def schedule_bench(*, database=None, orders=None, seed=None, faults=None, broker="redis", each=False) -> dict:
     """`bench/run.py --only schedule`: the run in a process of its own (it configures Django itself)."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="pd-schedule-") as folder:
-        output = Path(folder) / "report.json"
-        argv = [stack.PYTHON, "-m", "bench.drills.schedule", f"--output={output}", f"--orders={orders or 12}"]
-        argv += [f"--broker={broker}"] + ([f"--seed={seed}"] if seed is not None else [])
-        argv += [f"--faults={faults}"] if faults else []
-        argv += ["--each"] if each else []
-        ran = subprocess.run(argv, cwd=stack.ROOT, env=stack.ENVIRON_AT_START, check=False)
-        if not output.exists():
-            return {"ok": False, "error": f"the schedule process exited ({ran.returncode}) without a report"}
-        return json.loads(output.read_text())
+    argv = [f"--orders={orders or 12}", f"--broker={broker}"] + ([f"--seed={seed}"] if seed is not None else [])
+    argv += ([f"--faults={faults}"] if faults else []) + (["--each"] if each else [])
+    return stack.in_own_process("bench.drills.schedule", *argv)
 
 
 def main(argv=None) -> int:

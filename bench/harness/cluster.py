@@ -1,23 +1,17 @@
-"""The application deployed on bench/harness/hosts.py's hosts, and this process as its platform.
-
-Two web hosts (gunicorn) behind haproxy, two worker hosts (the deployment's worker command, the
-beat on the second, each started again when it exits, as a service manager does), the database
-host; the platform is the sandbox behind the emulator of its latency (`api_ms`, `upload_ms`),
-every call and reference of the worker hosts through it. Our side is set up as an operator sets it
-up (`manage.py migrate`, `partner_account`, `sync_products --pull`). The platform's access log (the
-caller's address from the emulator's X-Forwarded-For) says which host sent which call. The schedule
-drill (bench/drills/schedule.py) and the scale-out benchmark (bench/benchmarks/scaleout.py) run on it.
+"""The application deployed on bench/harness/hosts.py's hosts, and this process as its platform
+(docs/performance.md, "How the entries measure"). The platform's access log (the caller's address
+from the emulator's X-Forwarded-For) says which host sent which call.
 """
 
 import os
 import re
-import subprocess
 import threading
 import time
 from collections import Counter
 
 from bench.harness import stack
 from bench.harness.hosts import PLATFORM_ADDRESS, PORT_PLATFORM, PORT_PLATFORM_LATENT, PORT_WEB, Hosts, address
+from bench.harness.platform import PlatformSide
 
 # Shorter than production's (15 s, 120 s, 30 s), so a cut-off host's order is taken over within
 # seconds; not so short that a renewal every third of it is missed on a busy shared machine.
@@ -25,7 +19,6 @@ LEASE_SECONDS = 10
 STALL_SECONDS = 20
 SWEEP_INTERVAL = 5
 WEB_WORKERS = 2
-LENDER, LENDER_PASSWORD = "lender.demo", "demo-password-1"  # the sandbox's demo lender
 # The platform's access log names the caller the emulator saw (X-Forwarded-For), not the emulator.
 PLATFORM_ACCESS_FORMAT = '%({x-forwarded-for}i)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms'
 ACCESS_LINE = re.compile(
@@ -33,7 +26,7 @@ ACCESS_LINE = re.compile(
 )
 
 
-class Cluster:
+class Cluster(PlatformSide):
     """The hosts and their processes, and what this process (the platform's side) needs to drive them."""
 
     def __init__(self, hosts: Hosts, *, api_ms: float = 300, upload_ms: float = 500, extra_env=None):
@@ -41,7 +34,7 @@ class Cluster:
         self.extra_env = extra_env or (lambda env: env)  # a caller's own settings over the cluster's
         self.concurrency: dict[str, int | None] = {}  # threads per worker host (None: the settings')
         self.platform_log = stack.LOGS / "hosts-platform-access.log"
-        self.seed = None
+        self.ours_url = hosts.urls.balancer  # the sandbox's webhooks and our status endpoint: the load balancer
         self.restarts: Counter = Counter()
         self._closing = threading.Event()
         self._supervisor = threading.Thread(target=self._supervise, name="worker-supervisor", daemon=True)
@@ -120,18 +113,7 @@ class Cluster:
             self.web_start(host)
         self.hosts.balancer_start()
         self.django_setup()
-        from partner.sandbox.seeding import sandbox_seed
-
-        self.seed = sandbox_seed(public_base_url=self.hosts.urls.balancer)  # webhooks to the load balancer
-        self.command("partner_account", LENDER, "--company", "DEMO01", stdin=LENDER_PASSWORD)
-        for attempt in range(3):  # the platform's first answers may be slow on a busy machine
-            try:
-                self.command("sync_products", "--pull")
-                break
-            except subprocess.CalledProcessError:
-                if attempt == 2:
-                    raise
-                time.sleep(3)
+        self.ours_set_up()
         for host in ("wk1", "wk2"):
             self.worker_start(host)
         beat = [stack.PYTHON, "-m", "celery", "-A", "config", "beat", "--loglevel=WARNING"]
@@ -181,13 +163,6 @@ class Cluster:
 
     # The platform's side ------------------------------------------------------------------------
 
-    def order_create(self, product: str = "address-verification") -> str:
-        from partner.sandbox.transactions import transaction_create
-
-        seed = self.seed
-        user, loan = seed.users[LENDER], seed.loans[2]
-        return transaction_create(product=seed.products[product], user=user, loan=loan).id
-
     def calls(self, offset: int = 0) -> list[dict]:
         """The platform's access log from byte `offset`: who called what, and its answer."""
         with self.platform_log.open() as handle:
@@ -202,15 +177,4 @@ class Cluster:
         found = {txn: [] for txn in ids}
         for patch in ResponsePatch.objects.filter(transaction_id__in=ids).order_by("transaction_id", "number"):
             found[patch.transaction_id].append(patch.payload)
-        return found
-
-    def statuses(self, ids) -> dict[str, str]:
-        """Each transaction's order status, as our `GET /v1/status/{transaction}` answers it."""
-        import requests
-
-        found, session = {}, requests.Session()
-        session.trust_env = False
-        for txn in ids:
-            answer = session.get(f"{self.hosts.urls.balancer}/v1/status/{txn}", timeout=30)
-            found[txn] = answer.json()["status"] if answer.status_code == 200 else f"HTTP {answer.status_code}"
         return found

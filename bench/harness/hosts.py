@@ -82,14 +82,6 @@ def _namespaces_work() -> bool:
         return False
 
 
-def _cpu_with_reaped(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
-
-
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(["ip", *args], capture_output=True, text=True, check=check)
 
@@ -181,10 +173,8 @@ class Hosts:
     def spawn(self, name: str, host: str | None, argv: list[str], env: dict | None = None) -> stack.Process:
         """Start `argv` on `host` (None: this machine's namespace), logged to var/bench/hosts-NAME.log."""
         command = ["ip", "netns", "exec", namespace(host), *argv] if host else argv
-        popen, log = stack.spawn(f"hosts-{name}", command, env or dict(os.environ))
-        process = stack.Process(name=name, popen=popen, log=log)
-        self.processes[name] = process
-        return process
+        self.processes[name] = stack.spawn(name, command, env or dict(os.environ), log=f"hosts-{name}")
+        return self.processes[name]
 
     def stop(self, name: str, *, sig: int = signal.SIGTERM, timeout: float = 30) -> None:
         process = self.processes.pop(name)
@@ -198,7 +188,10 @@ class Hosts:
     def cpu_seconds(self) -> dict[str, float]:
         """CPU seconds so far of each process we started: its live processes' user and system time,
         and that of the children they reaped (PostgreSQL's backends that ended, say)."""
-        return {name: sum(_cpu_with_reaped(pid) for pid in process.pids()) for name, process in self.processes.items()}
+        return {
+            name: sum(stack.cpu_seconds(pid, reaped=True) for pid in process.pids())
+            for name, process in self.processes.items()
+        }
 
     # The database host --------------------------------------------------------------------------
 
@@ -292,12 +285,4 @@ class Hosts:
     # Waiting ------------------------------------------------------------------------------------
 
     def wait_port(self, name: str, host: str, port: int, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        process = self.processes[name]
-        while time.monotonic() < deadline:
-            if process.popen.poll() is not None:
-                raise RuntimeError(f"{name} exited ({process.popen.returncode}):\n{process.log_tail()}")
-            if stack.port_answers(host, port):
-                return
-            time.sleep(0.2)
-        raise RuntimeError(f"{name} did not listen on {host}:{port} within {timeout:g}s:\n{process.log_tail()}")
+        stack.wait_port(self.processes[name], host, port, timeout)

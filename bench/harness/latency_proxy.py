@@ -13,7 +13,7 @@ import asyncio
 import signal
 
 
-async def _read_head(reader: asyncio.StreamReader) -> tuple[str, list[tuple[str, str]]] | None:
+async def read_head(reader: asyncio.StreamReader) -> tuple[str, list[tuple[str, str]]] | None:
     try:
         head = await reader.readuntil(b"\r\n\r\n")
     except (asyncio.IncompleteReadError, ConnectionError):
@@ -27,15 +27,15 @@ async def _read_head(reader: asyncio.StreamReader) -> tuple[str, list[tuple[str,
     return lines[0], headers
 
 
-def _header(headers: list[tuple[str, str]], name: str) -> str | None:
+def header_of(headers: list[tuple[str, str]], name: str) -> str | None:
     for key, value in headers:
         if key.lower() == name:
             return value
     return None
 
 
-async def _read_body(reader: asyncio.StreamReader, headers: list[tuple[str, str]], *, to_eof: bool = False) -> bytes:
-    if (_header(headers, "transfer-encoding") or "").lower() == "chunked":
+async def read_body(reader: asyncio.StreamReader, headers: list[tuple[str, str]], *, to_eof: bool = False) -> bytes:
+    if (header_of(headers, "transfer-encoding") or "").lower() == "chunked":
         body = bytearray()
         while True:
             size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)
@@ -45,13 +45,13 @@ async def _read_body(reader: asyncio.StreamReader, headers: list[tuple[str, str]
                 return bytes(body)
             body += await reader.readexactly(size)
             await reader.readexactly(2)
-    length = _header(headers, "content-length")
+    length = header_of(headers, "content-length")
     if length is not None:
         return await reader.readexactly(int(length))
     return await reader.read() if to_eof else b""
 
 
-def _framed(first: str, headers: list[tuple[str, str]], body: bytes, *, close: bool) -> bytes:
+def framed(first: str, headers: list[tuple[str, str]], body: bytes, *, close: bool) -> bytes:
     hop = {"connection", "keep-alive", "transfer-encoding", "content-length", "proxy-connection"}
     lines = [first] + [f"{name}: {value}" for name, value in headers if name.lower() not in hop]
     lines += [f"Content-Length: {len(body)}", f"Connection: {'close' if close else 'keep-alive'}"]
@@ -75,16 +75,16 @@ class Proxy:
         caller = (writer.get_extra_info("peername") or ("-",))[0]
         try:
             while True:
-                request = await _read_head(reader)
+                request = await read_head(reader)
                 if request is None:
                     return
                 first, headers = request
                 headers = [*headers, ("X-Forwarded-For", caller)]
-                body = await _read_body(reader, headers)
+                body = await read_body(reader, headers)
                 wait = self.delay(first.split(" ")[1] if " " in first else "")
                 if wait:
                     await asyncio.sleep(wait)
-                close = (_header(headers, "connection") or "").lower() == "close"
+                close = (header_of(headers, "connection") or "").lower() == "close"
                 writer.write(await self.forward(first, headers, body, close=close))
                 await writer.drain()
                 if close:
@@ -98,16 +98,16 @@ class Proxy:
         try:
             up_reader, up_writer = await asyncio.open_connection(*self.upstream)
         except OSError:
-            return _framed("HTTP/1.1 502 Bad Gateway", [], b"sandbox not answering", close=close)
+            return framed("HTTP/1.1 502 Bad Gateway", [], b"sandbox not answering", close=close)
         try:
-            up_writer.write(_framed(first, headers, body, close=True))
+            up_writer.write(framed(first, headers, body, close=True))
             await up_writer.drain()
-            answer = await _read_head(up_reader)
+            answer = await read_head(up_reader)
             if answer is None:
-                return _framed("HTTP/1.1 502 Bad Gateway", [], b"no answer from the sandbox", close=close)
+                return framed("HTTP/1.1 502 Bad Gateway", [], b"no answer from the sandbox", close=close)
             status_line, answer_headers = answer
-            answer_body = await _read_body(up_reader, answer_headers, to_eof=True)
-            return _framed(status_line, answer_headers, answer_body, close=close)
+            answer_body = await read_body(up_reader, answer_headers, to_eof=True)
+            return framed(status_line, answer_headers, answer_body, close=close)
         finally:
             up_writer.close()
 

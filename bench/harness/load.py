@@ -13,35 +13,18 @@ import json
 import time
 from pathlib import Path
 
-
-def request_bytes(*, host: str, path: str, body: bytes, signature: str, header: str) -> bytes:
-    head = (
-        f"POST {path} HTTP/1.1\r\n"
-        f"Host: {host}\r\n"
-        "Content-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n"
-        f"{header}: {signature}\r\n"
-        "Connection: keep-alive\r\n"
-        "\r\n"
-    )
-    return head.encode("latin-1") + body
+from bench.harness.latency_proxy import framed, header_of, read_body, read_head
 
 
 async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bool]:
-    head = await reader.readuntil(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split(" ", 2)[1])
-    length, close = 0, lines[0].startswith("HTTP/1.0")
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        name = name.strip().lower()
-        if name == "content-length":
-            length = int(value.strip())
-        elif name == "connection":
-            close = value.strip().lower() == "close"
-    if length:
-        await reader.readexactly(length)
-    return status, close
+    """The status of the next answer on `reader`, and whether the server closes the connection after it."""
+    answer = await read_head(reader)
+    if answer is None:
+        raise ConnectionResetError("the server closed the connection")
+    first, headers = answer
+    await read_body(reader, headers)
+    close = first.startswith("HTTP/1.0") or (header_of(headers, "connection") or "").lower() == "close"
+    return int(first.split(" ", 2)[1]), close
 
 
 async def run(*, host: str, port: int, requests: list[bytes], concurrency: int, rate: float) -> dict:
@@ -108,12 +91,9 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
 
     pairs = json.loads(args.input.read_text())
-    requests = [
-        request_bytes(
-            host=f"{args.host}:{args.port}", path=args.path, body=body.encode(), signature=sig, header=args.header
-        )
-        for body, sig in pairs
-    ]
+    head = [("Host", f"{args.host}:{args.port}"), ("Content-Type", "application/json")]
+    first = f"POST {args.path} HTTP/1.1"
+    requests = [framed(first, [*head, (args.header, sig)], body.encode(), close=False) for body, sig in pairs]
     clock = time.process_time()
     result = asyncio.run(
         run(host=args.host, port=args.port, requests=requests, concurrency=args.concurrency, rate=args.rate)

@@ -1,16 +1,6 @@
-"""The platform's side of the order benchmarks: our application driven as the platform, its lenders,
-an operator and the staff drive it, through its public surface.
-
-`Platform` runs two gunicorns on the bench database: ours (PUBLIC_BASE_URL: the webhooks the
-sandbox sends us, the admin, `GET /v1/status/{transaction}`) and the platform's (the sandbox's
-API, with its own access log), as the real platform is another host. This process is the
-platform's back end: it creates the transactions, whose signed webhooks the sandbox's thread pool
-sends us. Our side is set up as an operator sets it up (`manage.py partner_account`, `sync_products
---pull`, `staff_account`), workers are the deployment's command, and what an order became is read
-where the platform and the lender read it: the PATCHes the platform accepted (its records) and our
-status endpoint. Workers reach the platform directly or through an emulator of its latency
-(`emulator`, bench/harness/latency_proxy.py); `use` makes the references the sandbox hands out
-name the same one. `Admin` is a staff member's browser on our admin, over HTTP.
+"""The platform's side of the order benchmarks (docs/performance.md, "How the entries measure"): `Platform`
+runs our gunicorn and the platform's on the bench database, this process the platform's back end;
+`emulators_start` its latency (bench/harness/latency_proxy.py); `Admin` a staff member's browser on our admin.
 """
 
 import contextlib
@@ -41,21 +31,50 @@ def call_kind(path: str) -> str:
     return "event" if "/events/" in path else "transaction" if "/transactions/" in path else "other"
 
 
-@contextlib.contextmanager
-def emulator(upstream_port: int, *, api_ms: float, upload_ms: float, name: str):
-    """The platform's latency emulator in its own process, in front of `upstream_port`; yields it."""
-    argv = [stack.PYTHON, "-m", "bench.harness.latency_proxy", "--port", str(port := stack.free_port())]
-    argv += ["--upstream", f"127.0.0.1:{upstream_port}", "--api-ms", str(api_ms), "--upload-ms", str(upload_ms)]
-    popen, log = stack.spawn(name, argv, dict(stack.ENVIRON_AT_START))
-    process = stack.Process(name=name, popen=popen, log=log, port=port)
-    try:
-        stack.wait_port(process)
-        yield process
-    finally:
-        process.stop()
+class PlatformSide:
+    """What this process does as the platform's back end and its lender, here (`Platform`) and on the
+    hosts (bench/harness/cluster.py): `command` runs manage.py as an operator does; `ours_url` is our
+    web server (or the load balancer in front of ours)."""
+
+    ours_url: str
+
+    def command(self, *args: str, stdin: str = "", capture: bool = False) -> str:
+        raise NotImplementedError
+
+    def ours_set_up(self) -> None:
+        """The sandbox seeded, its products' webhooks sent to us; our side set up as an operator sets it up."""
+        from partner.sandbox.seeding import sandbox_seed
+
+        self.seed = sandbox_seed(public_base_url=self.ours_url)
+        self.command("partner_account", LENDER, "--company", "DEMO01", stdin=LENDER_PASSWORD)
+        for attempt in range(3):  # the platform's first answers may be slow on a busy machine
+            try:
+                self.command("sync_products", "--pull")
+                break
+            except subprocess.CalledProcessError:
+                if attempt == 2:
+                    raise
+                time.sleep(3)
+
+    def orders_create(self, count: int, *, product: str = "address-verification") -> list[str]:
+        """`count` transactions of the demo lender, each sending its signed `created` webhook to us."""
+        from partner.sandbox.transactions import transaction_create
+
+        seed = self.seed
+        user, loan = seed.users[LENDER], seed.loans[2]
+        return [transaction_create(product=seed.products[product], user=user, loan=loan).id for _ in range(count)]
+
+    def statuses(self, ids) -> dict[str, str]:
+        """Each transaction's order status, as our `GET /v1/status/{transaction}` answers it."""
+        found, session = {}, requests.Session()
+        session.trust_env = False
+        for txn in ids:
+            answer = session.get(f"{self.ours_url}/v1/status/{txn}", timeout=30)
+            found[txn] = answer.json()["status"] if answer.status_code == 200 else f"HTTP {answer.status_code}"
+        return found
 
 
-class Platform:
+class Platform(PlatformSide):
     """Our web server and the platform's, seeded and set up; this process configured as both."""
 
     def __init__(self, *, database: str, web_workers: int = 4, lifetime: int = 3600, name: str = "orders"):
@@ -66,8 +85,6 @@ class Platform:
         self.env = stack.app_env(database=database, public_base_url=ours, sandbox=True, settings=settings, **calling)
         self.env["SANDBOX_TOKEN_LIFETIME"] = str(lifetime)
         self.access_log = stack.LOGS / f"{name}-platform-access.log"
-        self.http = requests.Session()
-        self.http.trust_env = False
 
     @staticmethod
     def _calling(base: str) -> dict:
@@ -82,21 +99,30 @@ class Platform:
         self.ours = stack.gunicorn_start(f"{self.name}-web", "config.wsgi", self.env, port=self.ours_port, **web)
         web |= {"port": self.port, "access_log": self.access_log}
         self.web = stack.gunicorn_start(f"{self.name}-platform", "config.wsgi", self.env, **web)
-        from partner.sandbox.seeding import sandbox_seed
-
-        self.seed = sandbox_seed(public_base_url=self.ours.url)  # the products' webhooks come to our server
-        self.command("partner_account", LENDER, "--company", "DEMO01", stdin=LENDER_PASSWORD)
-        self.command("sync_products", "--pull")
+        self.ours_url = self.ours.url
+        self.ours_set_up()
         return self
 
     def __exit__(self, *exc) -> None:
         self.ours.stop()
         self.web.stop()
 
-    def command(self, *args: str, stdin: str = "") -> None:
+    def command(self, *args: str, stdin: str = "", capture: bool = True) -> str:
         """`manage.py ARGS` as an operator runs it, against our settings (a password on standard input)."""
-        argv = [stack.PYTHON, "manage.py", *args]
-        subprocess.run(argv, cwd=stack.ROOT, env=self.env, input=stdin, text=True, check=True, capture_output=True)
+        return stack.manage(*args, env=self.env, stdin=stdin, capture=capture)
+
+    def emulators_start(self, closing: contextlib.ExitStack, *, api_ms: float, upload_ms: float) -> tuple:
+        """The platform's latency emulator (bench/harness/latency_proxy.py, a process of its own) with no
+        wait (the ~1 ms platform) and at `api_ms`/`upload_ms`, in front of it until `closing` closes:
+        (fast, slow)."""
+        for label, api, upload in (("fast", 0, 0), ("slow", api_ms, upload_ms)):
+            argv = [stack.PYTHON, "-m", "bench.harness.latency_proxy", "--port", str(port := stack.free_port())]
+            argv += ["--upstream", f"127.0.0.1:{self.port}", "--api-ms", str(api), "--upload-ms", str(upload)]
+            process = stack.spawn(f"{self.name}-platform-{label}", argv, dict(stack.ENVIRON_AT_START), port=port)
+            closing.callback(process.stop)
+            stack.wait_port(process)
+            self.emulators += (process,)
+        return self.emulators
 
     def use(self, base: str) -> None:
         """The references and upload locations the sandbox hands out name `base` (the platform or an emulator)."""
@@ -120,14 +146,6 @@ class Platform:
 
     # Orders -------------------------------------------------------------------------------------
 
-    def orders_create(self, count: int, *, product: str = "address-verification") -> list[str]:
-        """`count` transactions of the demo lender, each sending its signed `created` webhook to us."""
-        from partner.sandbox.transactions import transaction_create
-
-        seed = self.seed
-        user, loan = seed.users[LENDER], seed.loans[2]
-        return [transaction_create(product=seed.products[product], user=user, loan=loan).id for _ in range(count)]
-
     def patches(self, ids: list[str]) -> dict[str, int]:
         """The PATCHes of its response the platform accepted, by transaction."""
         from django.db.models import Count
@@ -135,14 +153,6 @@ class Platform:
         from partner.sandbox.models import Transaction
 
         return dict(Transaction.objects.filter(id__in=ids).annotate(n=Count("patches")).values_list("id", "n"))
-
-    def statuses(self, ids) -> dict[str, str]:
-        """Each transaction's order status, as our `GET /v1/status/{transaction}` answers it."""
-        found = {}
-        for txn in ids:
-            answer = self.http.get(f"{self.ours.url}/v1/status/{txn}", timeout=30)
-            found[txn] = answer.json()["status"] if answer.status_code == 200 else f"HTTP {answer.status_code}"
-        return found
 
     def orders_wait(self, ids: list[str], *, timeout: float) -> tuple[dict, float | None]:
         """Until our status endpoint says every order of `ids` is finished, asked once the platform holds

@@ -1,20 +1,21 @@
-"""The processes a benchmark runs against: PostgreSQL and Redis checks, the bench database, gunicorn,
-Celery and relay processes, their CPU and peak memory from /proc, and this process configured as theirs.
-
-Everything a run creates is its own: the PostgreSQL database `bench_partner`
-(dropped and created again each run) and Redis databases 10 (broker) and 11
-(cache) on the shared server, which are flushed at the start of a run.
+"""The processes a benchmark runs against: PostgreSQL and Redis checks, the bench database (BENCH_DB_NAME,
+dropped and created each run) and Redis databases (BENCH_REDIS_DBS, flushed), gunicorn, Celery and relay
+processes, their CPU and memory from /proc, and this process configured as theirs.
 """
 
+import json
 import os
 import signal
-import socket
 import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from tests.helpers.ports import free_port, port_answers
+from tests.helpers.processes import PRODUCTION
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", ROOT / "bench" / "results"))
@@ -31,6 +32,9 @@ DB_NAME = os.environ.get("BENCH_DB_NAME", "bench_partner")
 # Two Redis databases of the bench's own (broker, cache), flushed by each run: "10,11" unless
 # BENCH_REDIS_DBS names others (two benches side by side on one Redis).
 BROKER_DB, CACHE_DB = (int(number) for number in os.environ.get("BENCH_REDIS_DBS", "10,11").split(","))
+# What the preflight refuses to start without (partner.E013, E015): a company not the demo's, and the
+# documents on one machine's disk (every "host" of the drills reads one MEDIA_ROOT).
+COMPANY = {key: value for key, value in PRODUCTION.items() if key.startswith(("PARTNER_", "DOCUMENTS_SINGLE"))}
 SIGNING_SECRET = "bench-webhook-signing-secret"  # noqa: S105 - a benchmark's own, not a real secret
 # The settings of the processes that call the sandbox on the loopback (bench/harness/settings.py).
 SETTINGS = "bench.harness.settings"
@@ -40,18 +44,14 @@ class NotAnswering(SystemExit):
     """PostgreSQL or Redis is not there: the benchmark cannot run."""
 
 
-def port_answers(host: str, port: int, timeout: float = 0.5) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def until(done, *, timeout: float, interval: float = 0.2):
+    """`done()`'s first truthy answer, asked every `interval` seconds (None after `timeout`)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if found := done():
+            return found
+        time.sleep(interval)
+    return None
 
 
 def services_check() -> None:
@@ -146,13 +146,7 @@ def app_env(
         "SVC_CLIENT_SECRET": "bench-client-secret-not-for-production",
         "LOG_LEVEL": "WARNING",
         "PYTHONDONTWRITEBYTECODE": "1",
-        # What the preflight refuses to start without (partner.E013, E015): a company of our own, and
-        # the documents on this one machine's disk.
-        "PARTNER_NAME": "Bench Property Data",
-        "PARTNER_ADDRESS": "1 Bench Street",
-        "PARTNER_PHONE": "555-0100",
-        "PARTNER_EMAIL": "orders@bench.example",
-        "DOCUMENTS_SINGLE_HOST": "true",
+        **COMPANY,
     }
     if not sandbox and settings != SETTINGS:
         # Processes that never call the service (the intake, memory and restart benchmarks): an https
@@ -183,7 +177,6 @@ class Process:
     popen: subprocess.Popen
     log: Path
     port: int | None = None
-    extra: dict = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -233,24 +226,22 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def peak_rss_kib(pid: int) -> int | None:
-    """VmHWM: the peak resident set size of a process, in KiB (None when it is gone)."""
+def memory_kib(pid: int, field: str = "VmHWM") -> int | None:
+    """A memory figure of a process in KiB (VmHWM: its peak resident set; VmRSS: now), None when it is gone."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
     except OSError:
         return None
-    return None
+    return next((int(line.split()[1]) for line in lines if line.startswith(f"{field}:")), None)
 
 
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of a process so far."""
+def cpu_seconds(pid: int, *, reaped: bool = False) -> float:
+    """User plus system CPU time of a process so far (`reaped`: and that of the children it reaped)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return sum(int(value) for value in fields[11 : 15 if reaped else 13]) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds_of_command(command: str) -> float:
@@ -267,24 +258,26 @@ def _is(comm: Path, command: str) -> bool:
         return False
 
 
-def spawn(name: str, argv: list[str], env: dict) -> tuple[subprocess.Popen, Path]:
+def spawn(name: str, argv: list[str], env: dict, *, port: int | None = None, log: str = "") -> Process:
+    """`argv` started in a process group of its own, its output in LOGS/`log` (`name` by default).log."""
     LOGS.mkdir(parents=True, exist_ok=True)
-    log = LOGS / f"{name}.log"
-    handle = log.open("wb")
-    popen = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
-    handle.close()
-    return popen, log
+    path = LOGS / f"{log or name}.log"
+    with path.open("wb") as out:
+        popen = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    return Process(name=name, popen=popen, log=path, port=port)
 
 
-def wait_port(process: Process, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def wait_port(process: Process, host: str = "127.0.0.1", port: int | None = None, timeout: float = 60) -> None:
+    """Until `process` listens on `host`:`port` (its own port by default); it exiting meanwhile raises."""
+    port = port or process.port
+
+    def listening() -> bool:
         if process.popen.poll() is not None:
             raise RuntimeError(f"{process.name} exited ({process.popen.returncode}):\n{process.log_tail()}")
-        if port_answers("127.0.0.1", process.port):
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"{process.name} did not listen on {process.port} within {timeout:g}s:\n{process.log_tail()}")
+        return port_answers(port, host)
+
+    if not until(listening, timeout=timeout, interval=0.1):
+        raise RuntimeError(f"{process.name} did not listen on {host}:{port} within {timeout:g}s:\n{process.log_tail()}")
 
 
 def gunicorn_start(name: str, app: str, env: dict, *, workers: int, threads: int = 1, port=None, access_log=None):
@@ -296,8 +289,7 @@ def gunicorn_start(name: str, app: str, env: dict, *, workers: int, threads: int
         argv += ["--worker-class", "gthread", "--threads", str(threads)]
     if access_log is not None:
         argv += ["--access-logfile", str(access_log), "--access-logformat", "%(m)s %(U)s %(s)s"]
-    popen, log = spawn(name, argv, env)
-    process = Process(name=name, popen=popen, log=log, port=port, extra={"workers": workers, "threads": threads})
+    process = spawn(name, argv, env, port=port)
     wait_port(process)
     return process
 
@@ -307,18 +299,39 @@ def web_workers(process: Process) -> list[int]:
     return children(process.popen.pid)
 
 
-def celery_start(name: str, env: dict, *, concurrency: int, beat: bool = False, pool: str = "prefork") -> Process:
+def celery_start(name: str, env: dict, *, concurrency: int, pool: str = "prefork") -> Process:
     """`celery -A config worker` with `concurrency` slots of `pool` (prefork processes, threads)."""
     argv = [PYTHON, "-m", "celery", "-A", "config", "worker", f"--pool={pool}", f"--concurrency={concurrency}"]
     argv += ["--loglevel=WARNING", "--without-gossip", "--without-mingle", f"--hostname={name}@%h"]
-    popen, log = spawn(name, argv + (["-B"] if beat else []), env)
-    return Process(name=name, popen=popen, log=log, extra={"concurrency": concurrency, "pool": pool})
+    return spawn(name, argv, env)
 
 
 def relay_start(name: str, env: dict) -> Process:
     """The inbox relay on its own (`manage.py inbox_relay`), as the intake bench runs no worker."""
-    popen, log = spawn(name, [PYTHON, "manage.py", "inbox_relay"], env)
-    return Process(name=name, popen=popen, log=log)
+    return spawn(name, [PYTHON, "manage.py", "inbox_relay"], env)
+
+
+def database_settled(database: str, query: str, *, timeout: float, interval: float) -> float | None:
+    """Seconds until `query` (one row, one value) answers true on `database`, asked every `interval`
+    seconds on one connection (None: still false after `timeout`)."""
+    import psycopg
+
+    started = time.monotonic()
+    with psycopg.connect(database, autocommit=True) as conn:
+        settled = until(lambda: conn.execute(query).fetchone()[0], timeout=timeout, interval=interval)
+    return round(time.monotonic() - started, 2) if settled else None
+
+
+def in_own_process(module: str, *args: str) -> dict:
+    """`python -m MODULE ARGS --output=FILE` with the environment the bench started with (the module
+    configures Django for itself); the JSON report it wrote, or {"ok": False, "error": ...} if none."""
+    with tempfile.TemporaryDirectory(prefix="pd-bench-") as folder:
+        output = Path(folder) / "report.json"
+        argv = [PYTHON, "-m", module, *args, f"--output={output}"]
+        ran = subprocess.run(argv, cwd=ROOT, env=ENVIRON_AT_START, check=False)
+        if not output.exists():
+            return {"ok": False, "error": f"{module} exited ({ran.returncode}) without a report"}
+        return json.loads(output.read_text())
 
 
 def percentile(values: list[float], fraction: float) -> float | None:
@@ -357,11 +370,8 @@ def worker_ready(timeout: float = 60) -> None:
     """Until a Celery worker answers a ping (`celery inspect ping`)."""
     from config.celery import app
 
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if app.control.ping(timeout=0.5):
-            return
-    raise RuntimeError("the Celery worker did not answer a ping")
+    if not until(lambda: app.control.ping(timeout=0.5), timeout=timeout, interval=0):
+        raise RuntimeError("the Celery worker did not answer a ping")
 
 
 def cpu_of(*processes: Process) -> float:

@@ -4,9 +4,8 @@
 each judge reads its own figures only and returns {key: verdict line}.
 """
 
+# The targets, each said in words in docs/performance.md, "Targets".
 TARGETS = {
-    # Issue 38: the intake at most 1.6x the bare handler's CPU per webhook at a fixed 1,000/s (open
-    # loop), at least 1,000/s in the closed loop on two cores, p99 < 50 ms at 1,000/s.
     "intake_per_s": 1000,
     "intake_cores": 2,  # the closed loop's rate counts on at most this many cores
     "intake_fixed_rate": 1000,  # the open loop's rate, at which the p99 and the CPU are judged
@@ -19,11 +18,8 @@ TARGETS = {
     "latency_worker_rss_mib": 1024,  # every worker process of the host together
     "staff_burst_over_latency": 1.5,  # 200 staff deliveries at once / the time the waits alone explain
     "staff_admin_page_p99_ms": 300,  # the admin's order page while they send
-    # Issue 38, the waits (300 ms per call, 500 ms per upload, and ~1 ms): a connected system's answer
-    # (the API's 201) -> the PATCH carrying it at most the platform's waits for its calls + 1 s (p99); a
-    # move -> its event received at most 1 s (p99); our CPU (web + worker) per staff delivery half of
-    # the baseline, 118 ms (worker 37 + web 81: main on 2026-11-28, 200 at once at the slow platform,
-    # load average 7-8; docs/performance.md, "Waits").
+    # The waits: our CPU (web + worker) per staff delivery half of the baseline, 118 ms (worker 37 + web
+    # 81: main on 2026-11-28, 200 at once at the slow platform, load average 7-8; docs/performance.md, "Waits").
     "waits_answer_over_calls_s": 1.0,
     "waits_move_to_event_p99_s": 1.0,
     "waits_staff_cpu_ms_per_delivery": 118 / 2,
@@ -37,12 +33,12 @@ def verdict(name: str, measured, target, ok: bool) -> dict:
     return {"measured": measured, "target": target, "met": bool(ok)}
 
 
-def at_least(name: str, measured, key: str) -> dict:
-    return verdict(name, measured, TARGETS[key], measured is not None and measured >= TARGETS[key])
+def at_least(name: str, measured, key: str, valid: bool = True) -> dict:
+    return verdict(name, measured, TARGETS[key], valid and measured is not None and measured >= TARGETS[key])
 
 
-def at_most(name: str, measured, key: str) -> dict:
-    return verdict(name, measured, TARGETS[key], measured is not None and measured <= TARGETS[key])
+def at_most(name: str, measured, key: str, valid: bool = True) -> dict:
+    return verdict(name, measured, TARGETS[key], valid and measured is not None and measured <= TARGETS[key])
 
 
 def intake(figures: dict) -> dict:
@@ -55,31 +51,27 @@ def intake(figures: dict) -> dict:
     lost = sum(p["stored"]["accepted_missing"] + p["stored"]["accepted_stored_twice_or_more"] for p in phases)
     off_queue = sum(abs(p["queue_length"] - p["stored"]["accepted"]) for p in phases if "queue_length" in p)
 
-    cores, rate, fewest = figures.get("cores"), closed["accepted_per_s"], TARGETS["intake_per_s"]
+    cores = figures.get("cores")
     on_cores = cores is not None and cores <= TARGETS["intake_cores"]
-    where = f"{cores} cores" if cores is not None else "cores unknown"
-    if not on_cores:
-        where += f", not the target's {TARGETS['intake_cores']}"
-    per_s = verdict(
-        f"intake webhooks/s (closed loop, {where})", rate, fewest, on_cores and rate is not None and rate >= fewest
+    where = (f"{cores} cores" if cores is not None else "cores unknown") + (
+        "" if on_cores else f", not the target's {TARGETS['intake_cores']}"
     )
-
     asked = TARGETS["intake_fixed_rate"]
     at_rate = fixed["rate_asked"] == asked and bare["fixed_rate"]["rate_asked"] == asked
-    shown = f"{fixed['rate_asked']:g}/s" if fixed["rate_asked"] else "no fixed rate"
-    if not at_rate:
-        shown += f", not the target's {asked:g}/s"
+    shown = (f"{fixed['rate_asked']:g}/s" if fixed["rate_asked"] else "no fixed rate") + (
+        "" if at_rate else f", not the target's {asked:g}/s"
+    )
     p99, most = fixed["p99_ms"], TARGETS["intake_p99_ms"]
     least = bare["fixed_rate"]["server_cpu_ms_per_request"]
     ratio = round(fixed["server_cpu_ms_per_request"] / least, 2) if least else None
+    # A figure taken off the target's cores or rate is no measure of it: MISSED whatever it is.
     return {
-        "intake_per_s": per_s,
+        "intake_per_s": at_least(
+            f"intake webhooks/s (closed loop, {where})", closed["accepted_per_s"], "intake_per_s", on_cores
+        ),
         "intake_p99_ms": verdict(f"intake p99 ms at {shown}", p99, most, at_rate and p99 is not None and p99 < most),
-        "intake_cpu_over_bare": verdict(
-            f"gunicorn CPU per webhook / the bare handler's at {shown}",
-            ratio,
-            TARGETS["intake_cpu_over_bare"],
-            at_rate and ratio is not None and ratio <= TARGETS["intake_cpu_over_bare"],
+        "intake_cpu_over_bare": at_most(
+            f"gunicorn CPU per webhook / the bare handler's at {shown}", ratio, "intake_cpu_over_bare", at_rate
         ),
         "intake_nothing_lost": verdict("accepted but not stored exactly once", lost, 0, lost == 0),
         "intake_all_relayed": verdict("accepted but not relayed once", off_queue, 0, off_queue == 0),
@@ -103,6 +95,13 @@ def end_to_end(figures: dict) -> dict:
     return found
 
 
+def staff_burst(staff: dict) -> dict:
+    """The staff's burst (bench/benchmarks/orders.py): its time over what the waits explain, every delivery sent."""
+    times = f"{staff['burst_s']} s / {staff['latency_explains_s']} s the waits explain"
+    over = staff["over_latency"] if staff["all_sent"] else None
+    return at_most(f"{staff['deliveries']} staff deliveries at once: {times}", over, "staff_burst_over_latency")
+
+
 def latency(figures: dict) -> dict:
     found = {}
     for model, runs in figures["models"].items():
@@ -116,11 +115,7 @@ def latency(figures: dict) -> dict:
         )
     staff = figures.get("staff")
     if staff:
-        times = f"{staff['burst_s']} s / {staff['latency_explains_s']} s the waits explain"
-        over = staff["over_latency"] if staff["all_sent"] else None
-        found["staff_burst_over_latency"] = at_most(
-            f"{staff['deliveries']} staff deliveries at once: {times}", over, "staff_burst_over_latency"
-        )
+        found["staff_burst_over_latency"] = staff_burst(staff)
         p99 = staff["admin_page"]["p99_ms"]
         found["staff_admin_page_p99_ms"] = at_most("admin order page p99 ms meanwhile", p99, "staff_admin_page_p99_ms")
     return found
@@ -140,10 +135,7 @@ def waits(figures: dict) -> dict:
         found[f"waits_move_to_event_{label}"] = verdict(name, p99, f"≤ {most:g}", p99 is not None and p99 <= most)
         staff = run.get("staff")
         if staff and label == "slow":
-            times = f"{staff['burst_s']} s / {staff['latency_explains_s']} s the waits explain"
-            over = staff["over_latency"] if staff["all_sent"] else None
-            name = f"{staff['deliveries']} staff deliveries at once: {times}"
-            found["waits_staff_burst_over_latency"] = at_most(name, over, "staff_burst_over_latency")
+            found["waits_staff_burst_over_latency"] = staff_burst(staff)
             ours = round(staff["cpu_ms_per_delivery"]["worker"] + staff["cpu_ms_per_delivery"]["our_web"], 1)
             name = "our CPU ms (web + worker) per staff delivery"
             found["waits_staff_cpu_ms_per_delivery"] = at_most(name, ours, "waits_staff_cpu_ms_per_delivery")
