@@ -36,3 +36,8 @@ RECONCILE_FULL_INTERVAL = env.int("RECONCILE_FULL_INTERVAL", default=86400)
 # confirmation (admin filter, /healthz warning); the reconciliation completes it when the service's
 # transaction list says it is completed, and staff can confirm it by hand.
 CONFIRMATION_WAIT_SECONDS = env.int("CONFIRMATION_WAIT_SECONDS", default=900)
+# A PATCH whose answer we never recorded (the connection lost, the worker killed, our database away
+# when its answer came) may have been accepted: it is sent again only when its "processed" callback
+# has not come this long after it left (a callback that comes confirms it, and nothing is sent
+# twice). The service's callbacks come within seconds; a longer wait only delays such a delivery.
+CALLBACK_WAIT_SECONDS = env.int("CALLBACK_WAIT_SECONDS", default=60)

@@ -1,6 +1,6 @@
 """Retry timing and budget shared by the tasks that call the service.
 
-Three kinds of transient error, one rule (`retry_plan`):
+Four kinds of transient error, one rule (`retry_plan`):
 
 - The service asked us to wait: a 429 or 503 whose answer carried Retry-After (RFC 9110
   §10.2.3; the errors of `partner.platform.errors` carry `.status` and `.retry_after`). The task
@@ -20,6 +20,9 @@ Three kinds of transient error, one rule (`retry_plan`):
   travels in the message, as the task keyword OUTAGE_SINCE. A bug is never an outage: any other
   error, a database error PostgreSQL answered (a deadlock, a timeout, a constraint), a socket
   error of any other code, stays a counted or an unexpected error.
+- The service may have taken a request whose answer we never recorded (`AnswerAwaited`): the task
+  waits for the service's own word (its callback) for the time the error names, and this costs
+  none of its retries; the request is made again only if that word has not come by then.
 - Anything else (5xx, a 429 or 503 without Retry-After, a lost connection to the service): a
   counted retry after an exponential backoff with full jitter (a wait drawn uniformly between 0
   and the exponential ceiling), at least the Retry-After a 5xx sent.
@@ -174,6 +177,15 @@ def outage_countdown(elapsed: float) -> float:
     )
 
 
+class AnswerAwaited(Exception):
+    """The service may have taken a request of ours whose answer we never recorded: wait `seconds`
+    for its callback before making the request again (module docstring)."""
+
+    def __init__(self, message: str, *, seconds: float):
+        super().__init__(message)
+        self.seconds = seconds
+
+
 @dataclass(frozen=True)
 class RetryPlan:
     """When a task runs again after a transient error, and whether that spends one of its retries."""
@@ -203,6 +215,8 @@ def retry_plan(
     now: float | None = None,
 ) -> RetryPlan:
     """The rule (module docstring) for a task that ran `retries + 1` times and failed with `exc`."""
+    if isinstance(exc, AnswerAwaited):
+        return RetryPlan(countdown=max(0.0, exc.seconds), counted=False, rate_limited_since=rate_limited_since)
     away = outage_of(exc)
     if away is not None:
         now = time.time() if now is None else now

@@ -254,6 +254,10 @@ class Delivery(TimeStampedModel):
     number of our PATCHes of the transaction up to this one (the response version it makes), written
     before the PATCH: a "processed" callback that names the response version confirms that delivery,
     one that does not confirms the oldest the service accepted and has not confirmed.
+    `unanswered_since` is written with it and cleared by the PATCH's answer: a PATCH whose answer
+    was never recorded (the connection lost, the worker killed, our database away at its record)
+    may have been accepted, and is sent again only once its callback had time to come
+    (CALLBACK_WAIT_SECONDS).
     """
 
     order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="deliveries")
@@ -272,6 +276,11 @@ class Delivery(TimeStampedModel):
     failure_reason = models.TextField(blank=True)
     attempts = models.PositiveIntegerField(default=0)
     last_error = models.TextField(blank=True)
+    unanswered_since = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="A PATCH of it left then and no answer of the service's was recorded: the service may have it.",
+    )
 
     class Meta:
         ordering = ["order", "created_at", "id"]

@@ -18,7 +18,8 @@ what is not yet done, in this order:
 
 When a run stops on an error, one function decides what comes next (`_stopped`): a transient
 service error is run again later (the rule of `partner.core.retries`: the wait the service asked
-for, or a counted backoff), until the retries are spent; one of our own services away (the
+for, or a counted backoff), until the retries are spent; a PATCH whose answer was never recorded
+waits for its callback, uncounted (`sender._answer_await`); one of our own services away (the
 database, the cache, the broker) is waited for, uncounted, for as long as it lasts, the order's
 `last_error` saying which; when the retries are spent, or on an unexpected error, the run gives
 up: the order fails ("gave up after retries"), or, when the order is with staff, the delivery it
@@ -36,7 +37,7 @@ from partner.core.checkpoints import checkpoint
 from partner.core.leases import Lease, LeaseLost, lease_give_back, lease_kept, lease_remaining, lease_take_one
 from partner.core.logging import log_context
 from partner.core.outbound import kept
-from partner.core.retries import SERVICE_CALLS, RetryPlan, outage_of, retry_plan
+from partner.core.retries import SERVICE_CALLS, AnswerAwaited, RetryPlan, outage_of, retry_plan
 from partner.fulfillment.automated.pipeline import order_prepare
 from partner.fulfillment.models import (
     ACTIVE_STATUSES,
@@ -144,10 +145,12 @@ def _stopped(
         logger.warning("transaction %s: the run stopped, its lease lost (%s)", order.transaction_id, exc)
         return RunOutcome()
     waits_for_us = outage_of(exc) is not None  # one of our own services is away: wait, never fail
-    if waits_for_us or (isinstance(exc, ServiceError) and exc.transient):
+    # A PATCH without a recorded answer: its callback is waited for (the sender gave the order back).
+    awaited = isinstance(exc, AnswerAwaited)
+    if waits_for_us or awaited or (isinstance(exc, ServiceError) and exc.transient):
         plan = retry_plan(exc, retries=retries, rate_limited_since=rate_limited_since, outage_since=outage_since)
         if not plan.counted or not SERVICE_CALLS.spent(retries):
-            if plan.waiting_for:
+            if plan.waiting_for or awaited:
                 logger.warning("transaction %s: %s", order.transaction_id, plan.reason(exc))
             # The lease given back with the error and the time of the next run, in one UPDATE (when
             # the database is what is away, the lease runs out instead and the order is handed back).

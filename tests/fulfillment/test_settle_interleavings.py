@@ -8,15 +8,23 @@ waits for it. Each ends with N accepted PATCHes, N confirmations (each of the de
 belongs to) and N `delivery_confirmed` announcements, and the order where its deliveries put it.
 """
 
-import pytest
-from django.contrib.auth import get_user_model
+from datetime import timedelta
 
+import pytest
+import redis.exceptions
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from partner.core.retries import AnswerAwaited
+from partner.fulfillment.enqueue import ORDER_RUN_TASK
 from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order, OrderStatus
 from partner.fulfillment.orders import announcements
 from partner.fulfillment.orders.services import order_open
 from partner.fulfillment.runs import order_run
 from partner.fulfillment.sending.callbacks import delivery_confirm
 from partner.fulfillment.staff import services as staff
+from partner.platform.errors import ServiceUnavailableError
 from tests.helpers.interleaving import Actor, Pause, until_waiting_on_a_lock
 from tests.helpers.products import LENDER_CREDENTIALS, product_create
 
@@ -74,8 +82,11 @@ def _opened(fake_platform, *, staff_worked: bool) -> Order:
 
 def _stored(order: Order, kind: str) -> None:
     """A staff member's answer of `kind`, stored (sent by the order's next run)."""
-    user = get_user_model().objects.create_user("appraiser.ann", "ann@partner.example", "pw-ann-12345")
-    staff.order_take(order_id=order.pk, user=user)
+    users = get_user_model().objects
+    user = users.filter(username="appraiser.ann").first()
+    if user is None:
+        user = users.create_user("appraiser.ann", "ann@partner.example", "pw-ann-12345")
+        staff.order_take(order_id=order.pk, user=user)
     if kind == DeliveryKind.STATUS_UPDATE:
         staff.status_update_post(order_id=order.pk, text="Inspection booked", user=user)
     elif kind == DeliveryKind.DECLINE:
@@ -222,3 +233,129 @@ def test_a_delivery_confirmed_between_the_runs_read_and_its_fence_is_not_sent_ag
     assert _state(final) == DeliveryState.CONFIRMED and order.status == OrderStatus.REQUEST_COMPLETED
     assert order.claimed_until is None
     assert _confirmed(announced).count(final.pk) == 1
+
+
+def _record_lost(monkeypatch):
+    """The sender's record of an accepted PATCH fails as when our Redis or database is away at that
+    moment: the service has the PATCH, our rows do not say so."""
+    from partner.fulfillment.sending import sender
+
+    def away(order, delivery):
+        raise redis.exceptions.ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(sender, "_sent", away)
+
+
+def _in_doubt(fake_platform, monkeypatch, kind: str) -> tuple[Order, Delivery]:
+    """A staff-worked order, its acknowledgement sent and confirmed, and a delivery of `kind` whose
+    PATCH the service accepted while its record was lost: it waits again, its answer unrecorded."""
+    order = _opened(fake_platform, staff_worked=True)
+    order_run(order_id=order.pk)  # the acknowledgement
+    delivery_confirm(transaction_id=TXN, event_id="ev-ack", version=1)
+    _stored(order, kind)
+    with monkeypatch.context() as patched:
+        _record_lost(patched)
+        outcome = order_run(order_id=order.pk)
+    assert outcome.retry is not None and outcome.retry.waiting_for == "Redis"
+    delivery = order.deliveries.get(kind=kind)
+    assert delivery.state == DeliveryState.PENDING and delivery.unanswered_since is not None
+    return order, delivery
+
+
+def test_a_patch_whose_record_was_lost_waits_for_its_callback_instead_of_going_twice(
+    fake_platform, tasks_sent, announced, monkeypatch
+):
+    """The final delivery's PATCH was accepted, then our record of it failed (Redis away). The next
+    run must not PATCH it again while its callback may still come (a 2,000-order schedule saw a
+    second PATCH of a delivery so, and the callbacks then outnumbered the deliveries): it gives the
+    order back to wait, uncounted; the callback confirms the delivery and completes the order."""
+    order, final = _in_doubt(fake_platform, monkeypatch, DeliveryKind.FINAL)
+    patches = len(fake_platform.called("patch_response"))  # the acknowledgement's and the final's
+
+    outcome = order_run(order_id=order.pk)
+
+    assert isinstance(outcome.error, AnswerAwaited) and not outcome.retry.counted
+    assert 0 < outcome.retry.countdown <= settings.CALLBACK_WAIT_SECONDS
+    assert len(fake_platform.called("patch_response")) == patches  # not sent again
+    order.refresh_from_db()
+    assert order.claimed_until is None and order.next_attempt_at is not None
+    assert "waiting up to" in order.last_error
+
+    delivery_confirm(transaction_id=TXN, event_id="ev-final", version=2)
+    order.refresh_from_db()
+    assert _state(final) == DeliveryState.CONFIRMED and order.status == OrderStatus.REQUEST_COMPLETED
+    assert _confirmed(announced).count(final.pk) == 1
+    assert order_run(order_id=order.pk).sent == 0  # the retry that comes later finds nothing to do
+    assert len(fake_platform.called("patch_response")) == patches
+
+
+def test_a_patch_without_its_callback_is_sent_again_once_the_wait_is_over(
+    fake_platform, tasks_sent, announced, monkeypatch
+):
+    """No callback came within CALLBACK_WAIT_SECONDS (the service never took the PATCH, or its
+    callback was lost): the delivery is sent again, with the same response version."""
+    order, partial = _in_doubt(fake_platform, monkeypatch, DeliveryKind.PARTIAL)
+    patches = len(fake_platform.called("patch_response"))
+    waited = timezone.now() - timedelta(seconds=settings.CALLBACK_WAIT_SECONDS + 1)
+    Delivery.objects.filter(pk=partial.pk).update(unanswered_since=waited)
+
+    assert order_run(order_id=order.pk).sent == 1
+
+    partial.refresh_from_db()
+    assert len(fake_platform.called("patch_response")) == patches + 1
+    assert (partial.state, partial.sequence, partial.attempts) == (DeliveryState.SENT, 2, 2)
+    assert partial.unanswered_since is None
+
+
+def test_an_answered_refusal_is_not_a_patch_in_doubt(fake_platform, tasks_sent, monkeypatch):
+    """A PATCH the service answered with a 503 did not go through: it is tried again by the retry
+    rule, with no wait for a callback."""
+    order = _opened(fake_platform, staff_worked=True)
+    fake_platform.fail("patch_response", ServiceUnavailableError("service unavailable", status=503))
+    outcome = order_run(order_id=order.pk)
+    assert outcome.retry is not None and not isinstance(outcome.error, AnswerAwaited)
+    ack = order.deliveries.get()
+    assert ack.state == DeliveryState.PENDING and ack.unanswered_since is None
+    assert order_run(order_id=order.pk).sent == 1
+
+
+@pytest.mark.parametrize("callback", ["before-the-runs-lock", "while-the-run-holds-the-lock"])
+def test_a_callback_of_a_patch_in_doubt_and_the_run_that_awaits_it(
+    fake_platform, tasks_sent, announced, monkeypatch, callback
+):
+    """A partial delivery in doubt and a final stored after it. The partial's callback comes as the
+    run finds the partial in doubt: either between the run's read and its lock (the run then finds
+    it confirmed and sends the final at once), or while the run holds the order's lock, about to
+    give the order back to wait (the callback, behind that lock, then finds the order free and hands
+    it to a run after its commit: no wake-up lost, no wait for the retry's countdown)."""
+    order, partial = _in_doubt(fake_platform, monkeypatch, DeliveryKind.PARTIAL)
+    _stored(order, DeliveryKind.FINAL)
+    patches = len(fake_platform.called("patch_response"))
+    tasks_sent.clear()
+
+    if callback == "before-the-runs-lock":
+        with Pause("sender.unanswered") as unanswered:
+            run = Actor(lambda: order_run(order_id=order.pk), name="run")
+            unanswered.reached()
+            delivery_confirm(transaction_id=TXN, event_id="ev-partial", version=2)
+            unanswered.resume()
+            assert run.outcome().sent == 1  # the final, at once
+        assert len(fake_platform.called("patch_response")) == patches + 1
+    else:
+        with Pause("sender.unanswered_locked") as locked:
+            run = Actor(lambda: order_run(order_id=order.pk), name="run")
+            locked.reached()
+            confirm = Actor(
+                lambda: delivery_confirm(transaction_id=TXN, event_id="ev-partial", version=2), name="callback"
+            )
+            until_waiting_on_a_lock()
+            locked.resume()
+            assert isinstance(run.outcome().error, AnswerAwaited)
+            assert confirm.outcome() is not None
+        woken = [kwargs for name, kwargs in tasks_sent if name == ORDER_RUN_TASK]
+        assert woken == [{"order_id": order.pk}], tasks_sent
+        assert order_run(order_id=order.pk).sent == 1  # the woken run sends the final
+        assert len(fake_platform.called("patch_response")) == patches + 1
+
+    assert _state(partial) == DeliveryState.CONFIRMED
+    assert order.deliveries.get(kind=DeliveryKind.FINAL).state == DeliveryState.SENT

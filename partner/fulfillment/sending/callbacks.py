@@ -22,9 +22,12 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from partner.core.checkpoints import checkpoint
+from partner.core.leases import lease_free
+from partner.fulfillment.enqueue import order_run_enqueue
 from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order
 from partner.fulfillment.orders import announcements
 from partner.fulfillment.orders.history import step_record
+from partner.fulfillment.orders.selectors import work_left
 from partner.fulfillment.orders.services import order_lock, order_settle
 from partner.fulfillment.orders.states import DELIVERY_MOVES, delivery_move_returning
 from partner.fulfillment.sending.accepted import delivery_accepted
@@ -114,7 +117,18 @@ def _delivery_confirm(*, order_id: int, event_id: str, version) -> Delivery | No
             step_record(Order(pk=order_id), "confirmed", f"{confirmed.get_kind_display()} ({event_id})")
         announcements.order_announce(order_id=order_id, what=announcements.DELIVERY_CONFIRMED, delivery_id=confirmed.pk)
         order_settle(order_id=order_id, delivery=confirmed, event_id=event_id)
+    if order is not None:
+        _run_wake(order_id)
     return delivery
+
+
+def _run_wake(order_id: int) -> None:
+    """A delivery confirmed before the sender's record of it may be one whose answer was lost, its
+    order given back to wait for this callback (`sender._answer_await`): the deliveries after it are
+    handed to a run now (after commit). Not while a run holds the order (it sends them itself)."""
+    free = Order.objects.filter(lease_free(timezone.now()), work_left(), pk=order_id)
+    if free.exists():
+        order_run_enqueue(order_id)
 
 
 def order_event_handle(*, resource_ref: str) -> str:

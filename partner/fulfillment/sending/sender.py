@@ -24,7 +24,9 @@ refuses one the pipeline made (a result, an acknowledgement), the order fails wi
 
 import contextlib
 import logging
+from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Max, Prefetch, Subquery
 from django.db.models.functions import Coalesce
@@ -32,7 +34,8 @@ from django.utils import timezone
 
 from partner.core import outbound
 from partner.core.checkpoints import checkpoint
-from partner.core.leases import Lease
+from partner.core.leases import Lease, LeaseLost
+from partner.core.retries import AnswerAwaited, outage_of
 from partner.fulfillment.models import (
     PIPELINE_KINDS,
     Delivery,
@@ -103,12 +106,13 @@ def _sent(order: Order, delivery: Delivery) -> None:
     with transaction.atomic():
         order_lock(Order.objects.filter(pk=order.pk))
         rows = Delivery.objects.filter(pk=delivery.pk)
-        recorded = delivery_move_returning(rows, DeliveryState.SENT, sent_at=now, updated_at=now)
+        answered = {"sent_at": now, "unanswered_since": None, "updated_at": now}
+        recorded = delivery_move_returning(rows, DeliveryState.SENT, **answered)
         if recorded:
             delivery_accepted(order, recorded[0], now, documents=delivery.documents)
             order_settle(order_id=order.pk, delivery=recorded[0])
         else:
-            rows.update(sent_at=now, updated_at=now)
+            rows.update(**answered)
     logger.info("transaction %s: %s sent", order.transaction_id, delivery.get_kind_display().lower())
 
 
@@ -124,13 +128,22 @@ def _send(order: Order, delivery: Delivery, documents: list[OrderDocument], leas
     # The fence, the attempt's record and the response version this PATCH makes, in one statement:
     # a callback that names the version finds its delivery even before the PATCH returns. Only while
     # it still waits: a PATCH the service accepted whose record was lost (the database away) is
-    # tried again, and its late callback may confirm it between this run's read and this fence.
+    # tried again once its callback had time to come (`_answer_await`), and a late callback may
+    # still confirm it between this run's read and this fence.
     checkpoint("sender.fencing")
     waiting = Delivery.objects.filter(pk=delivery.pk, state=DeliveryState.PENDING)
-    if not lease.confirm_where(waiting, attempts=F("attempts") + 1, sequence=_response_version_next(order)):
+    tried = {"attempts": F("attempts") + 1, "sequence": _response_version_next(order)}
+    if not lease.confirm_where(waiting, unanswered_since=timezone.now(), **tried):
         return False
     checkpoint("sender.fenced")
-    client.patch_response(order.transaction_id, payload)
+    try:
+        client.patch_response(order.transaction_id, payload)
+    except Exception as exc:
+        # The service answered (not 200: it did not take it), or one of ours failed before the
+        # request left (the bearer token's cache away): not in doubt. No answer: it may have it.
+        if getattr(exc, "status", None) is not None or outage_of(exc) is not None:
+            Delivery.objects.filter(pk=delivery.pk).update(unanswered_since=None)
+        raise
     checkpoint("sender.patched")
     delivery.documents = documents
     _sent(order, delivery)
@@ -194,6 +207,34 @@ def _call_of(method: str, url: str) -> str:
 Waiting = tuple[Delivery, list[OrderDocument]]
 
 
+def _answer_await(order: Order, delivery: Delivery, lease: Lease) -> None:
+    """A delivery whose last PATCH left without an answer we recorded may have been accepted: until
+    its callback had CALLBACK_WAIT_SECONDS to come, give the order back and raise AnswerAwaited (the
+    run comes back then, uncounted; a callback that confirms it wakes the run at once). Checked
+    under the order's lock, which the callback takes too: either the callback confirmed it first
+    (the fence then finds it no longer pending and it is not sent), or the order is free when the
+    callback looks, and the callback hands it to a run (`callbacks.delivery_confirm`)."""
+    if delivery.unanswered_since is None:
+        return
+    until = delivery.unanswered_since + timedelta(seconds=settings.CALLBACK_WAIT_SECONDS)
+    left = (until - timezone.now()).total_seconds()
+    if left <= 0:
+        return  # no callback came: the service did not take it, or its callback was lost; sent again
+    reason = (
+        f"{delivery.get_kind_display()}: its PATCH left at {delivery.unanswered_since:%H:%M:%S} UTC without an "
+        f"answer recorded; waiting up to {left:.0f} s for the service's callback before sending it again"
+    )
+    checkpoint("sender.unanswered")
+    with transaction.atomic():
+        order_lock(Order.objects.filter(pk=order.pk))
+        checkpoint("sender.unanswered_locked")
+        if not Delivery.objects.filter(pk=delivery.pk, state=DeliveryState.PENDING).exists():
+            return  # confirmed meanwhile: the fence passes it by
+        if not lease.release(last_error=outbound.kept(reason), next_attempt_at=until):
+            raise LeaseLost(f"the lease of {lease.label} is no longer this worker's")
+    raise AnswerAwaited(reason, seconds=left)
+
+
 def deliveries_waiting(order: Order) -> list[Waiting]:
     """The order's deliveries waiting to be sent, in the order they were made, with their documents."""
     documents = Prefetch("attachments", queryset=OrderDocument.objects.order_by("position"))
@@ -209,6 +250,7 @@ def deliveries_send(order: Order, lease: Lease, *, waiting: list[Waiting] | None
     waiting = deliveries_waiting(order) if waiting is None else waiting
     sent = 0
     for delivery, documents in waiting:
+        _answer_await(order, delivery, lease)
         with _tries_kept(order, delivery), outbound.fenced(lease.held):
             try:
                 sent += _send(order, delivery, documents, lease)
