@@ -179,7 +179,13 @@ def event_send(*, event_id: int, lease_until: datetime) -> bool | None:
     """Send one event under the lease the relay took; True delivered, False to be tried again or
     failed, None when it was not this worker's to send (already delivered, lease lost)."""
     lease = Lease(Event, event_id, lease_until)
-    event = Event.objects.select_related("connection").filter(pk=event_id).first()
+    with transaction.atomic():
+        # The relay publishes before it commits (`rows_relay`), so this task may start while the
+        # relay's lease is not committed yet. A plain read would see the row untaken, the fence below
+        # would match nothing, and the event would wait for its unsent lease to run out (LEASE_SECONDS
+        # and a hand-back: 15-20 s, a place among the sends in flight held all along). Locking the row
+        # waits for the relay's commit (PostgreSQL; SQLite has one writer), then reads its lease.
+        event = Event.objects.select_related("connection").select_for_update(of=("self",)).filter(pk=event_id).first()
     if event is None or event.state != EventState.PENDING:
         lease.release()
         return None
