@@ -299,3 +299,33 @@ def test_a_send_that_starts_before_the_relay_commits_waits_for_its_lease(order, 
     assert sender.outcome() is True
     assert system.types() == ["order.created"]
     assert Event.objects.get(pk=task["event_id"]).state == EventState.DELIVERED
+
+
+def test_event_sends_have_a_queue_of_their_own_that_every_worker_consumes(order, system):
+    """The relay's sends go to the events' queue, not behind the orders' tasks in the default one,
+    and a worker started without `-Q` (every deployment's command) consumes both."""
+    from config.celery import app
+
+    default, events = app.conf.task_default_queue, f"{app.conf.task_default_queue}.events"
+    assert {default, events} <= set(app.amqp.queues)  # what `celery -A config worker` consumes
+
+    def taken(queue_name: str) -> list[dict]:
+        found = []
+        with app.connection_for_read() as conn:
+            queue = conn.SimpleQueue(queue_name)
+            try:
+                while True:
+                    try:
+                        message = queue.get(block=True, timeout=0.5)
+                    except queue.Empty:
+                        break
+                    found.append(message.payload[1])  # protocol 2: (args, kwargs, embed)
+                    message.ack()
+            finally:
+                queue.close()
+        return found
+
+    taken(events), taken(default)  # a previous test's leftovers
+    assert sending.events_relay() == 1
+    assert [kwargs["event_id"] for kwargs in taken(events)] == [Event.objects.get(order=order).pk]
+    assert taken(default) == []
