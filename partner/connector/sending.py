@@ -4,9 +4,10 @@ A relay (`events_relay`, a chore of every worker's housekeeping loop, `partner.c
 finds the events due: the oldest pending event of each (connection, order) whose connection is
 enabled, that is due (`next_attempt_at`), and of whose (connection, order) no event is held by a
 worker. It takes each one's lease (`partner.core.leases`) and hands it to a worker in the message
-(`connector.event_send`); the worker sends it under that lease (`event_send`). So an order's events
-go one at a time and in order, never two at once to one endpoint for one order, and a worker that
-dies mid-send leaves a lease that runs out: the housekeeping hands the event back and it is sent
+(`connector.event_send`, on the events' queue beside the orders': `config/celery.py`); the worker
+sends it under that lease (`event_send`), and relays again at once when it is done. So an order's
+events go one at a time and in order, never two at once to one endpoint for one order, and a worker
+that dies mid-send leaves a lease that runs out: the housekeeping hands the event back and it is sent
 again (the receiver dedupes by `webhook-id`).
 
 Each try is one `EventAttempt` (status, duration, the answer's start), sent through the outbound
