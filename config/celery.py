@@ -27,13 +27,34 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
+# The connector's event sends have a queue of their own, beside the orders' (the default queue):
+# an event waits for a free worker thread, never behind a burst of order tasks (docs/performance.md,
+# "waits"). Every worker consumes both: `celery -A config worker` with no `-Q` consumes every queue
+# of `task_queues`, so no deployment's command names them. The task's name is
+# `partner.connector.sending.SEND_TASK` (not imported here: Django is not set up yet).
+EVENTS_TASK = "connector.event_send"
+
+
+def events_queue(default_queue: str) -> str:
+    """The events' queue, named after the default one (a test run's own, `config.settings.test`)."""
+    return f"{default_queue}.events"
+
+
 @app.on_after_configure.connect
-def _local_broker_prepared(sender, source, **kwargs):
-    """On the SQLite broker of local runs and tests, its file, kombu's tables and the default queue
-    exist before this process uses them: made under a lock while missing, so that the web, worker and
-    beat processes starting together do not race to make them (partner/core/brokers.py). Once per
-    process, when its app first reads its configuration; nothing for a broker server."""
-    sqlite_broker_prepare(source.broker_url or "", source.broker_transport_options, queue=source.task_default_queue)
+def _queues(sender, source, **kwargs):
+    """The default queue and the events' queue, declared as Celery declares its default one, and the
+    event sends routed to theirs. Then, on the SQLite broker of local runs and tests, its file,
+    kombu's tables and both queues exist before this process uses them: made under a lock while
+    missing, so that the web, worker and beat processes starting together do not race to make them
+    (partner/core/brokers.py). Once per process, when its app first reads its configuration."""
+    from kombu import Exchange, Queue
+
+    default = source.task_default_queue
+    events = events_queue(default)
+    source.task_queues = [Queue(name, Exchange(name), routing_key=name) for name in (default, events)]
+    source.task_routes = {EVENTS_TASK: {"queue": events, "routing_key": events}}
+    for queue in (default, events):
+        sqlite_broker_prepare(source.broker_url or "", source.broker_transport_options, queue=queue)
 
 
 @worker_init.connect

@@ -4,9 +4,10 @@ A relay (`events_relay`, a chore of every worker's housekeeping loop, `partner.c
 finds the events due: the oldest pending event of each (connection, order) whose connection is
 enabled, that is due (`next_attempt_at`), and of whose (connection, order) no event is held by a
 worker. It takes each one's lease (`partner.core.leases`) and hands it to a worker in the message
-(`connector.event_send`); the worker sends it under that lease (`event_send`). So an order's events
-go one at a time and in order, never two at once to one endpoint for one order, and a worker that
-dies mid-send leaves a lease that runs out: the housekeeping hands the event back and it is sent
+(`connector.event_send`, on the events' queue beside the orders': `config/celery.py`); the worker
+sends it under that lease (`event_send`), and relays again at once when it is done. So an order's
+events go one at a time and in order, never two at once to one endpoint for one order, and a worker
+that dies mid-send leaves a lease that runs out: the housekeeping hands the event back and it is sent
 again (the receiver dedupes by `webhook-id`).
 
 Each try is one `EventAttempt` (status, duration, the answer's start), sent through the outbound
@@ -179,7 +180,13 @@ def event_send(*, event_id: int, lease_until: datetime) -> bool | None:
     """Send one event under the lease the relay took; True delivered, False to be tried again or
     failed, None when it was not this worker's to send (already delivered, lease lost)."""
     lease = Lease(Event, event_id, lease_until)
-    event = Event.objects.select_related("connection").filter(pk=event_id).first()
+    with transaction.atomic():
+        # The relay publishes before it commits (`rows_relay`), so this task may start while the
+        # relay's lease is not committed yet. A plain read would see the row untaken, the fence below
+        # would match nothing, and the event would wait for its unsent lease to run out (LEASE_SECONDS
+        # and a hand-back: 15-20 s, a place among the sends in flight held all along). Locking the row
+        # waits for the relay's commit (PostgreSQL; SQLite has one writer), then reads its lease.
+        event = Event.objects.select_related("connection").select_for_update(of=("self",)).filter(pk=event_id).first()
     if event is None or event.state != EventState.PENDING:
         lease.release()
         return None

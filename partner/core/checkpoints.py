@@ -12,6 +12,8 @@ The names, and where they are:
 - `sender.patched`: the service accepted a delivery's PATCH; the sender has not recorded it yet.
 - `run.looked`: an order's run sent everything it found waiting; it has not released the order yet.
 - `callback.confirmed`: a "processed" callback confirmed a delivery; its transaction has not committed.
+- `relay.published`: a relay (`partner.core.enqueue.rows_relay`) published its tasks; the rows it
+  took are not committed yet.
 """
 
 from collections.abc import Callable

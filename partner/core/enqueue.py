@@ -35,6 +35,8 @@ from celery import current_app
 from django.conf import settings
 from django.db import transaction
 
+from partner.core.checkpoints import checkpoint
+
 logger = logging.getLogger(__name__)
 
 # The transport options that bound a socket's connect, read and write, by kombu transport.
@@ -160,13 +162,16 @@ def rows_relay(name: str, take: Callable[[], list[dict]], *, what: str) -> int:
     untaken, for the next round. A relay that dies after publishing and before committing leaves
     them untaken too, and they are published again: each task's worker takes its row under a lease
     (`partner.core.leases`), so a second message is harmless. The rows stay locked until the
-    commit: a worker handed one before it waits for it (PostgreSQL), or finds the row still untaken.
+    commit, and a worker may get its task before it: its first statement must wait for the row's
+    lock (an UPDATE that matches the row as it was, a SELECT ... FOR UPDATE), not read the row as
+    it was before the relay took it (PostgreSQL; SQLite has one writer).
     """
     try:
         with transaction.atomic():
             batch = take()
             if batch and not tasks_publish(name, batch, what=what):
                 raise _NothingSent
+            checkpoint("relay.published")
     except _NothingSent:
         return 0
     return len(batch)

@@ -97,18 +97,21 @@ def metrics_networks() -> list:
 
 
 def broker_waiting_collect():
-    """Messages waiting in the task queue (declared as Celery declares it, so RabbitMQ agrees)."""
+    """Messages waiting in each task queue, the default one and the connector's events'
+    (`config/celery.py`), declared as Celery declares them, so RabbitMQ agrees."""
     from celery import current_app
 
-    queue = current_app.conf.task_default_queue
+    waiting = {}
     with current_app.connection_for_write() as conn:
         conn.ensure_connection(max_retries=1, timeout=2.0)
         with conn.channel() as channel:
-            declared = channel.queue_declare(queue, passive=False, durable=True, auto_delete=False)
+            for queue in current_app.amqp.queues:
+                declared = channel.queue_declare(queue, passive=False, durable=True, auto_delete=False)
+                waiting[(queue,)] = declared.message_count
     yield gauge(
         "partner_broker_messages_waiting",
-        "Task messages waiting in the broker's queue (not yet taken by a worker).",
-        {(queue,): declared.message_count},
+        "Task messages waiting in the broker's queues (not yet taken by a worker).",
+        waiting,
         ("queue",),
     )
 

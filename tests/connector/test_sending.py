@@ -278,3 +278,54 @@ def test_a_send_that_ends_hands_out_what_waits_at_once(order, system, tasks_sent
     assert event_send(**first) is True
     [(name, second)] = tasks_sent
     assert name == sending.SEND_TASK and Event.objects.get(pk=second["event_id"]).type == "order.failed"
+
+
+def test_a_send_that_starts_before_the_relay_commits_waits_for_its_lease(order, system, tasks_sent):
+    """The relay publishes before it commits: a worker that takes the task at once waits for the
+    relay's lease and sends, instead of finding the event untaken and leaving it, and its place
+    among the sends in flight, until the lease runs out (15-20 s a time, measured in the waits bench)."""
+    from tests.helpers.interleaving import Actor, Pause, lock_waiters
+    from tests.helpers.waiting import wait_for
+
+    tasks_sent.clear()
+    with Pause("relay.published") as published:
+        relay = Actor(sending.events_relay, name="relay")
+        published.reached()  # the task is published; the relay's lease is not committed
+        [task] = [kwargs for name, kwargs in tasks_sent if name == sending.SEND_TASK]
+        sender = Actor(lambda: send(task), name="sender")
+        wait_for(lambda: lock_waiters() >= 1 or not sender.is_alive(), timeout=60, interval=0.02)
+        published.resume()
+        assert relay.outcome() == 1
+    assert sender.outcome() is True
+    assert system.types() == ["order.created"]
+    assert Event.objects.get(pk=task["event_id"]).state == EventState.DELIVERED
+
+
+def test_event_sends_have_a_queue_of_their_own_that_every_worker_consumes(order, system):
+    """The relay's sends go to the events' queue, not behind the orders' tasks in the default one,
+    and a worker started without `-Q` (every deployment's command) consumes both."""
+    from config.celery import app
+
+    default, events = app.conf.task_default_queue, f"{app.conf.task_default_queue}.events"
+    assert {default, events} <= set(app.amqp.queues)  # what `celery -A config worker` consumes
+
+    def taken(queue_name: str) -> list[dict]:
+        found = []
+        with app.connection_for_read() as conn:
+            queue = conn.SimpleQueue(queue_name)
+            try:
+                while True:
+                    try:
+                        message = queue.get(block=True, timeout=0.5)
+                    except queue.Empty:
+                        break
+                    found.append(message.payload[1])  # protocol 2: (args, kwargs, embed)
+                    message.ack()
+            finally:
+                queue.close()
+        return found
+
+    taken(events), taken(default)  # a previous test's leftovers
+    assert sending.events_relay() == 1
+    assert [kwargs["event_id"] for kwargs in taken(events)] == [Event.objects.get(order=order).pk]
+    assert taken(default) == []

@@ -77,7 +77,8 @@ def test_a_real_order_shows_in_the_metrics(demo, service, client, metrics_open, 
     assert value(after, "partner_inbox_backlog", state="received") == 0
     assert not [key for key in after if key[0] == "partner_orders_open"]
     assert value(after, "partner_orders_awaiting_confirmation") == 0
-    assert ("partner_broker_messages_waiting", (("queue", app.conf.task_default_queue),)) in after
+    for queue in (app.conf.task_default_queue, f"{app.conf.task_default_queue}.events"):
+        assert ("partner_broker_messages_waiting", (("queue", queue),)) in after
 
 
 @pytest.mark.django_db

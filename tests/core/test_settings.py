@@ -177,7 +177,7 @@ def test_debug_mode_opens_the_sqlite_broker_in_wal_mode_with_a_busy_timeout(tmp_
 @pytest.mark.cold_start  # a process's Celery app, configured once: a new process (`make test-quick` leaves it out)
 def test_the_celery_app_makes_the_sqlite_broker_when_it_is_configured(tmp_path):
     # Not the settings (importing them makes nothing): the Celery app of each process, when it first
-    # reads its configuration, makes the file, kombu's tables and its default queue.
+    # reads its configuration, makes the file, kombu's tables, its default queue and the events' queue.
     broker = tmp_path / "broker.sqlite3"
     result = run_django(
         {"CELERY_BROKER_URL": f"sqla+sqlite:///{broker}"},
@@ -188,7 +188,7 @@ def test_the_celery_app_makes_the_sqlite_broker_when_it_is_configured(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["False", "configured"]
     with sqlite3.connect(broker) as db:
-        assert db.execute("SELECT name FROM kombu_queue").fetchall() == [("celery",)]
+        assert db.execute("SELECT name FROM kombu_queue ORDER BY name").fetchall() == [("celery",), ("celery.events",)]
 
 
 @pytest.mark.parametrize(
