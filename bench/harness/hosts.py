@@ -32,7 +32,10 @@ from pathlib import Path
 from bench.harness import stack
 
 NET = os.environ.get("BENCH_HOSTS_NET", "10.231.0")  # a private /24 of the drill's own
-BRIDGE = "pd-br0"
+# The names of its namespaces, bridge and RabbitMQ node: another prefix and /24 run a second drill
+# beside the first (the suite's short schedule beside a long run).
+PREFIX = os.environ.get("BENCH_HOSTS_PREFIX", "pd")
+BRIDGE = f"{PREFIX}-br0"
 PLATFORM_ADDRESS = f"{NET}.1"  # the bridge's address: this process and the platform
 ADDRESSES = {"db": 2, "lb": 3, "web1": 11, "web2": 12, "wk1": 21, "wk2": 22}
 PORT_LB = 8130
@@ -44,7 +47,7 @@ PORT_AMQP = 8135
 PORT_RABBIT_DIST = 8136
 PORT_PLATFORM_LATENT = 8137  # the latency emulator in front of the platform: what the worker hosts call
 DATABASE = "partner_hosts"
-RABBIT_NODE = "pd-rabbit@localhost"
+RABBIT_NODE = f"{PREFIX}-rabbit@localhost"
 PG_BIN = Path(os.environ.get("BENCH_PG_BIN", "/usr/lib/postgresql/15/bin"))
 RABBIT_BIN = Path("/usr/lib/rabbitmq/bin")
 
@@ -54,7 +57,7 @@ def address(host: str) -> str:
 
 
 def namespace(host: str) -> str:
-    return f"pd-{host}"
+    return f"{PREFIX}-{host}"
 
 
 def missing() -> list[str]:
@@ -102,7 +105,7 @@ class Hosts:
     """The namespaces, their links, the servers on pd-db and the load balancer; see the module."""
 
     def __init__(self):
-        self.scratch = Path(tempfile.mkdtemp(prefix="pd-drill-"))
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"{PREFIX}-drill-"))
         self.scratch.chmod(0o755)  # PostgreSQL's and RabbitMQ's folders inside are reached by their users
         self.processes: dict[str, stack.Process] = {}
         self.urls = Urls(
