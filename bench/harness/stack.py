@@ -1,8 +1,7 @@
-"""The processes a benchmark runs against: PostgreSQL and Redis checks, the bench database (BENCH_DB_NAME,
-dropped and created each run) and Redis databases (BENCH_REDIS_DBS, flushed), gunicorn, Celery and relay
-processes, their CPU and memory from /proc, and this process configured as theirs.
-"""
+"""The processes a benchmark runs against (bench/README.md, its variables): the bench database and Redis
+databases, gunicorn and Celery, their CPU and memory from /proc, and this process configured as theirs."""
 
+import contextlib
 import json
 import os
 import signal
@@ -29,8 +28,6 @@ ENVIRON_AT_START = dict(os.environ)
 PG_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379")
 DB_NAME = os.environ.get("BENCH_DB_NAME", "bench_partner")
-# Two Redis databases of the bench's own (broker, cache), flushed by each run: "10,11" unless
-# BENCH_REDIS_DBS names others (two benches side by side on one Redis).
 BROKER_DB, CACHE_DB = (int(number) for number in os.environ.get("BENCH_REDIS_DBS", "10,11").split(","))
 # What the preflight refuses to start without (partner.E013, E015): a company not the demo's, and the
 # documents on one machine's disk (every "host" of the drills reads one MEDIA_ROOT).
@@ -67,21 +64,12 @@ def services_check() -> None:
         try:
             ask()
         except Exception as exc:
-            problems.append(f"{name} at {_safe(url)} does not answer: {type(exc).__name__}: {exc}".strip())
+            at = urlsplit(url)  # its password left out
+            where = f"{at.scheme}://{at.hostname or ''}:{at.port or ''}{at.path}"
+            problems.append(f"{name} at {where} does not answer: {type(exc).__name__}: {exc}".strip())
     if problems:
         hint = "\nSet BENCH_PG_URL / BENCH_REDIS_URL if they live elsewhere."
         raise NotAnswering("make bench needs PostgreSQL and Redis:\n  " + "\n  ".join(problems) + hint)
-
-
-def _safe(url: str) -> str:
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    return f"{parts.scheme}://{host}:{parts.port or ''}{parts.path}"
-
-
-def database_url(name: str = DB_NAME) -> str:
-    parts = urlsplit(PG_URL)
-    return parts._replace(path=f"/{name}").geturl()
 
 
 def database_recreate(name: str = DB_NAME) -> str:
@@ -91,7 +79,7 @@ def database_recreate(name: str = DB_NAME) -> str:
     with psycopg.connect(PG_URL, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
-    return database_url(name)
+    return urlsplit(PG_URL)._replace(path=f"/{name}").geturl()
 
 
 def database_prepared() -> str:
@@ -114,10 +102,10 @@ def redis_flush() -> None:
         redis.Redis.from_url(redis_url(db)).flushdb()
 
 
-def queue_length(queue: str = "celery", *, broker_url: str | None = None) -> int:
+def queue_length() -> int:
     import redis
 
-    return int(redis.Redis.from_url(broker_url or redis_url(BROKER_DB)).llen(queue))
+    return int(redis.Redis.from_url(redis_url(BROKER_DB)).llen("celery"))
 
 
 def app_env(
@@ -211,8 +199,7 @@ class Process:
 
 
 def children(pid: int) -> list[int]:
-    """The child processes of `pid`, whichever of its threads forked them (a prefork pool replaces
-    its processes from a thread of the main process, not from its main thread)."""
+    """The child processes of `pid`, whichever of its threads forked them (a prefork pool's, say)."""
     found = []
     try:
         tasks = list(Path(f"/proc/{pid}/task").iterdir())
@@ -246,16 +233,11 @@ def cpu_seconds(pid: int, *, reaped: bool = False) -> float:
 
 def cpu_seconds_of_command(command: str) -> float:
     """CPU time so far of every process whose name is `command` (PostgreSQL's backends, say)."""
-    return sum(
-        cpu_seconds(int(entry.parent.name)) for entry in Path("/proc").glob("[0-9]*/comm") if _is(entry, command)
-    )
-
-
-def _is(comm: Path, command: str) -> bool:
-    try:
-        return comm.read_text().strip() == command
-    except OSError:
-        return False
+    found = 0.0
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        with contextlib.suppress(OSError):
+            found += cpu_seconds(int(comm.parent.name)) if comm.read_text().strip() == command else 0.0
+    return found
 
 
 def spawn(name: str, argv: list[str], env: dict, *, port: int | None = None, log: str = "") -> Process:
@@ -294,21 +276,11 @@ def gunicorn_start(name: str, app: str, env: dict, *, workers: int, threads: int
     return process
 
 
-def web_workers(process: Process) -> list[int]:
-    """The gunicorn worker processes (children of the master)."""
-    return children(process.popen.pid)
-
-
 def celery_start(name: str, env: dict, *, concurrency: int, pool: str = "prefork") -> Process:
     """`celery -A config worker` with `concurrency` slots of `pool` (prefork processes, threads)."""
     argv = [PYTHON, "-m", "celery", "-A", "config", "worker", f"--pool={pool}", f"--concurrency={concurrency}"]
     argv += ["--loglevel=WARNING", "--without-gossip", "--without-mingle", f"--hostname={name}@%h"]
     return spawn(name, argv, env)
-
-
-def relay_start(name: str, env: dict) -> Process:
-    """The inbox relay on its own (`manage.py inbox_relay`), as the intake bench runs no worker."""
-    return spawn(name, [PYTHON, "manage.py", "inbox_relay"], env)
 
 
 def database_settled(database: str, query: str, *, timeout: float, interval: float) -> float | None:

@@ -1,8 +1,5 @@
-"""The targets, and each benchmark's figures judged against them: MET or MISSED, printed and kept.
-
-`verdicts(results)` asks the judge of every benchmark or drill that ran (JUDGES, by entry name);
-each judge reads its own figures only and returns {key: verdict line}.
-"""
+"""The targets, and each entry's figures judged against them by its judge (JUDGES, by entry name, each
+reading its own figures only): MET or MISSED, printed and kept."""
 
 # The targets, each said in words in docs/performance.md, "Targets".
 TARGETS = {
@@ -51,20 +48,14 @@ def intake(figures: dict) -> dict:
     lost = sum(p["stored"]["accepted_missing"] + p["stored"]["accepted_stored_twice_or_more"] for p in phases)
     off_queue = sum(abs(p["queue_length"] - p["stored"]["accepted"]) for p in phases if "queue_length" in p)
 
-    cores = figures.get("cores")
+    cores, asked = figures.get("cores"), TARGETS["intake_fixed_rate"]
     on_cores = cores is not None and cores <= TARGETS["intake_cores"]
-    where = (f"{cores} cores" if cores is not None else "cores unknown") + (
-        "" if on_cores else f", not the target's {TARGETS['intake_cores']}"
-    )
-    asked = TARGETS["intake_fixed_rate"]
+    where = f"{cores} cores" + ("" if on_cores else f", not the target's {TARGETS['intake_cores']}")
     at_rate = fixed["rate_asked"] == asked and bare["fixed_rate"]["rate_asked"] == asked
-    shown = (f"{fixed['rate_asked']:g}/s" if fixed["rate_asked"] else "no fixed rate") + (
-        "" if at_rate else f", not the target's {asked:g}/s"
-    )
+    shown = f"{fixed['rate_asked'] or 0:g}/s" + ("" if at_rate else f", not the target's {asked:g}/s")
     p99, most = fixed["p99_ms"], TARGETS["intake_p99_ms"]
     least = bare["fixed_rate"]["server_cpu_ms_per_request"]
     ratio = round(fixed["server_cpu_ms_per_request"] / least, 2) if least else None
-    # A figure taken off the target's cores or rate is no measure of it: MISSED whatever it is.
     return {
         "intake_per_s": at_least(
             f"intake webhooks/s (closed loop, {where})", closed["accepted_per_s"], "intake_per_s", on_cores
@@ -176,16 +167,8 @@ def schedule(figures: dict) -> dict:
     return {"schedule": verdict(f"schedule drill (seed {seed}): invariants broken", len(violations), 0, figures["ok"])}
 
 
-JUDGES = {
-    "intake": intake,
-    "end_to_end": end_to_end,
-    "latency": latency,
-    "waits": waits,
-    "scaleout": scaleout,
-    "memory": memory,
-    "postgres_restart": postgres_restart,
-    "schedule": schedule,
-}
+JUDGES = {judge.__name__: judge for judge in (intake, end_to_end, latency, waits, scaleout, memory)}
+JUDGES |= {judge.__name__: judge for judge in (postgres_restart, schedule)}
 
 
 def verdicts(results: dict) -> dict:
