@@ -1,9 +1,5 @@
-"""Memory of every process kind across 100,000 webhooks: does any of them grow?
-(docs/performance.md, "How the entries measure")
-
-Each order fails at once (its `resourceRef` names no service): the worker's whole path with the
-database and the broker, no call to a service that is not there.
-"""
+"""Memory of every process kind across 100,000 webhooks, each order failing at once (its `resourceRef`
+names no service): does any of them grow? (docs/performance.md, "How the entries measure")"""
 
 from bench.benchmarks.intake import load_run, notifications_build, summarize
 from bench.harness import stack

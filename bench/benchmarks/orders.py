@@ -27,7 +27,7 @@ def batch(platform: Platform, model: str, *, transactions: int, base: str | None
     pool, concurrency = pool_parse(model)
     name = f"{platform.name}-worker-{pool}-{concurrency}{label}"
     worker = platform.worker(name, pool=pool, concurrency=concurrency, base=base)
-    peak = Peak(worker)
+    peak = Peak(worker)  # the worker host's peak RSS
     try:
         offset, cpu_before = platform.access_log.stat().st_size, cpu_by_process(platform, worker)
         peak.start()
@@ -68,29 +68,25 @@ def cpu_by_process(platform: Platform, worker: stack.Process) -> dict:
     }
 
 
-class Peak:
-    """The worker host's peak RSS: VmHWM of each of its processes, summed, sampled while it runs (a
-    prefork child replaced meanwhile keeps its figure)."""
+class Peak(threading.Thread):
+    """VmHWM of each process of a worker, sampled every 0.5 s until stopped (a prefork child replaced
+    meanwhile keeps its figure); `stop` returns their sum in MiB."""
 
     def __init__(self, worker: stack.Process):
+        super().__init__(daemon=True)
         self.worker, self.seen, self.done = worker, {}, threading.Event()
-        self.thread = threading.Thread(target=self._sample, daemon=True)
 
-    def _sample(self) -> None:
-        while not self.done.wait(0.5):
-            self._read()
-
-    def _read(self) -> None:
-        for pid in self.worker.pids():
-            self.seen[pid] = max(stack.memory_kib(pid) or 0, self.seen.get(pid, 0))
-
-    def start(self) -> None:
-        self.thread.start()
+    def run(self) -> None:
+        while True:
+            stopping = self.done.wait(0.5)
+            for pid in self.worker.pids():
+                self.seen[pid] = max(stack.memory_kib(pid) or 0, self.seen.get(pid, 0))
+            if stopping:
+                return
 
     def stop(self) -> float:
-        self._read()
         self.done.set()
-        self.thread.join()
+        self.join()
         return round(sum(self.seen.values()) / 1024, 1)
 
 
@@ -203,16 +199,15 @@ def _all_more(now: dict, before: dict) -> bool:
     return all(count > before.get(txn, 0) for txn, count in now.items())
 
 
-class PageLoads:
+class PageLoads(threading.Thread):
     """The staff member's browser reloading an order's page in a loop, over HTTP, until stopped."""
 
     def __init__(self, admin: Admin, page: str):
-        self.admin, self.page, self.timings, self.statuses = admin, page, [], {}
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._load, daemon=True)
-        self.thread.start()
+        super().__init__(daemon=True)
+        self.admin, self.page, self.timings, self.statuses, self.done = admin, page, [], {}, threading.Event()
+        self.start()
 
-    def _load(self) -> None:
+    def run(self) -> None:
         browser = Admin(self.admin.base, cookies=self.admin.cookies)  # the same sign-in, a connection of its own
         while not self.done.is_set():
             began = time.monotonic()
@@ -223,7 +218,7 @@ class PageLoads:
 
     def stop(self) -> dict:
         self.done.set()
-        self.thread.join(timeout=60)
+        self.join(timeout=60)
         return {
             "loads": len(self.timings),
             "statuses": self.statuses,

@@ -1,8 +1,5 @@
-"""Benchmark: orders/s with two worker hosts, then one, at the platform's real latency (as root;
-docs/performance.md, "How the entries measure"). Each worker host has SCALEOUT_CONCURRENCY threads:
-few enough that one host is bound by the waits, not by the two cores every "host" of this machine
-shares (docs/performance.md, "Scale-out").
-"""
+"""Orders/s with two worker hosts, then one, at the platform's real latency, as root (docs/performance.md,
+"How the entries measure"; "Scale-out" says why SCALEOUT_CONCURRENCY threads per host)."""
 
 import argparse
 import json

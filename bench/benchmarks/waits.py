@@ -168,11 +168,8 @@ def waits_bench(
         receiver = System()
         stack_of.callback(receiver.close)
         connection_made(platform, receiver)
-        for (label, waits), emulated in zip(
-            (("fast", {"api": 0, "upload": 0}), ("slow", {"api": api_ms / 1000, "upload": upload_ms / 1000})),
-            platform.emulators,
-            strict=True,
-        ):
+        for label, emulated in zip(("fast", "slow"), platform.emulators, strict=True):
+            waits = {"api": api_ms / 1000, "upload": upload_ms / 1000} if label == "slow" else {"api": 0, "upload": 0}
             worker = platform.worker(f"waits-worker-{label}", pool=kind, concurrency=threads, base=emulated.url)
             try:
                 run = {"automated": automated(platform, worker, transactions)}

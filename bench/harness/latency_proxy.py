@@ -11,6 +11,7 @@ so uploads are late too); `X-Forwarded-For` names the caller. `--bind` another a
 import argparse
 import asyncio
 import signal
+from dataclasses import dataclass
 
 
 async def read_head(reader: asyncio.StreamReader) -> tuple[str, list[tuple[str, str]]] | None:
@@ -18,20 +19,12 @@ async def read_head(reader: asyncio.StreamReader) -> tuple[str, list[tuple[str, 
         head = await reader.readuntil(b"\r\n\r\n")
     except (asyncio.IncompleteReadError, ConnectionError):
         return None
-    lines = head.decode("latin-1").split("\r\n")
-    headers = []
-    for line in lines[1:]:
-        if line:
-            name, _, value = line.partition(":")
-            headers.append((name.strip(), value.strip()))
-    return lines[0], headers
+    first, *lines = head.decode("latin-1").split("\r\n")
+    return first, [(name.strip(), value.strip()) for name, _, value in (line.partition(":") for line in lines if line)]
 
 
 def header_of(headers: list[tuple[str, str]], name: str) -> str | None:
-    for key, value in headers:
-        if key.lower() == name:
-            return value
-    return None
+    return next((value for key, value in headers if key.lower() == name), None)
 
 
 async def read_body(reader: asyncio.StreamReader, headers: list[tuple[str, str]], *, to_eof: bool = False) -> bytes:
@@ -58,18 +51,16 @@ def framed(first: str, headers: list[tuple[str, str]], body: bytes, *, close: bo
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
+@dataclass
 class Proxy:
-    def __init__(self, *, upstream: tuple[str, int], api_delay: float, upload_delay: float):
-        self.upstream = upstream
-        self.api_delay = api_delay
-        self.upload_delay = upload_delay
+    upstream: tuple[str, int]
+    api_delay: float
+    upload_delay: float
 
     def delay(self, path: str) -> float:
         if path.startswith("/sandbox/uploads/"):
             return self.upload_delay
-        if path.startswith("/sandbox/"):
-            return self.api_delay
-        return 0.0
+        return self.api_delay if path.startswith("/sandbox/") else 0.0
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         caller = (writer.get_extra_info("peername") or ("-",))[0]

@@ -124,17 +124,14 @@ class Platform(PlatformSide):
             self.emulators += (process,)
         return self.emulators
 
-    def use(self, base: str) -> None:
-        """The references and upload locations the sandbox hands out name `base` (the platform or an emulator)."""
-        from django.conf import settings
-
-        settings.SANDBOX_BASE_URL = f"{base}/sandbox"
-
     def worker(self, name: str, *, pool: str, concurrency: int, base: str | None = None) -> stack.Process:
         """A Celery worker of ours calling the platform at `base` (the platform itself by default), ready,
-        with an empty queue and no token yet (the bench's Redis databases flushed)."""
+        with an empty queue and no token yet (the bench's Redis databases flushed). The references and
+        upload locations the sandbox hands out name `base` too."""
+        from django.conf import settings
+
         base = base or self.url
-        self.use(base)
+        settings.SANDBOX_BASE_URL = f"{base}/sandbox"
         stack.redis_flush()
         worker = stack.celery_start(name, {**self.env, **self._calling(base)}, concurrency=concurrency, pool=pool)
         try:
