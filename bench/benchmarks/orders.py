@@ -39,7 +39,8 @@ def batch(platform: Platform, model: str, *, transactions: int, base: str | None
         worker.stop()
     kinds, answers = platform.calls(offset)
     tokens, span = kinds.pop("token", 0), (done - began) if done else None
-    waits = platform.to_first_patch(ids)
+    sent, patches = platform.records(ids)  # the first webhook created -> the first PATCH accepted:
+    waits = [found[0][0] - sent[txn] for txn, found in patches.items() if found and txn in sent]
     return {
         "order_statuses": statuses,
         "span_s": round(span, 2) if span else None,

@@ -182,11 +182,6 @@ class Platform(PlatformSide):
             patches[txn].append((at.timestamp(), payload))
         return {row["resource_id"]: row["at"].timestamp() for row in sent}, patches
 
-    def to_first_patch(self, ids: list[str]) -> list[float]:
-        """Seconds from each transaction's first webhook created to the first PATCH the platform accepted."""
-        sent, patches = self.records(ids)
-        return [found[0][0] - sent[txn] for txn, found in patches.items() if found and txn in sent]
-
     def calls(self, offset: int = 0) -> tuple[Counter, Counter]:
         """(calls by kind, answers by status) of the platform's access log after byte `offset`."""
         time.sleep(1.0)  # the access log is written after each answer

@@ -72,19 +72,14 @@ def services_check() -> None:
         raise NotAnswering("make bench needs PostgreSQL and Redis:\n  " + "\n  ".join(problems) + hint)
 
 
-def database_recreate(name: str = DB_NAME) -> str:
-    """Drop and create the benchmark's database; returns its URL."""
+def database_prepared() -> str:
+    """The bench database dropped, created and migrated, the Redis databases flushed; the database's URL."""
     import psycopg
 
     with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return urlsplit(PG_URL)._replace(path=f"/{name}").geturl()
-
-
-def database_prepared() -> str:
-    """A fresh, migrated bench database and flushed Redis databases: what each run starts from."""
-    database = database_recreate()
+        conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{DB_NAME}"')
+    database = urlsplit(PG_URL)._replace(path=f"/{DB_NAME}").geturl()
     redis_flush()
     env = app_env(database=database, public_base_url="http://127.0.0.1:9", sandbox=False)
     manage("migrate", "--no-input", "-v", "0", env=env)
@@ -148,13 +143,8 @@ def app_env(
 
 def manage(*args: str, env: dict, stdin: str | None = None, capture: bool = False) -> str:
     """`manage.py ARGS` (its output returned when `capture`)."""
-    out = subprocess.PIPE if capture else None
-    return (
-        subprocess.run(
-            [PYTHON, "manage.py", *args], cwd=ROOT, env=env, input=stdin, text=True, check=True, stdout=out
-        ).stdout
-        or ""
-    )
+    argv, out = [PYTHON, "manage.py", *args], subprocess.PIPE if capture else None
+    return subprocess.run(argv, cwd=ROOT, env=env, input=stdin, text=True, check=True, stdout=out).stdout or ""
 
 
 @dataclass
@@ -307,11 +297,8 @@ def in_own_process(module: str, *args: str) -> dict:
 
 
 def percentile(values: list[float], fraction: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
-    return ordered[index]
+    """The value at `fraction` (0 to 1) of `values` in order, nearest rank (None: no values)."""
+    return sorted(values)[round(fraction * (len(values) - 1))] if values else None
 
 
 def ms(seconds: float | None) -> float | None:
