@@ -1,7 +1,5 @@
-"""The intake: signed webhooks at POST /v1/webhooks under gunicorn, against the bare handler
-(bench/harness/bare_webhook.py); docs/performance.md, "How the entries measure", says how each phase
-and figure is measured.
-"""
+"""The intake against the bare handler (bench/harness/bare_webhook.py); docs/performance.md, "How the
+entries measure", says how each phase and figure is measured."""
 
 import json
 import os
@@ -98,9 +96,8 @@ def relay_drained(database: str, *, timeout: float = 120) -> float | None:
 
 
 def phases_run(process: stack.Process, sizes: dict, *, tag: str, relay=None) -> dict:
-    """Warm up, then the closed-loop, fixed-rate and half-capacity phases against one server (`sizes`:
-    its database, requests, concurrency and rate; with the `relay` beside it, every accepted
-    notification counted on the queue)."""
+    """Warm up, then the closed-loop, fixed-rate and half-capacity phases against one server (with the
+    `relay` beside it, the queue counted too)."""
     database, requests, concurrency, rate = (sizes[key] for key in ("database", "requests", "concurrency", "rate"))
     table = "inbox_notification" if relay else bare_webhook.TABLE
     load_run(process.port, notifications_build(1000, tag=f"{tag}-warm"), concurrency=concurrency)
@@ -135,9 +132,7 @@ def phases_run(process: stack.Process, sizes: dict, *, tag: str, relay=None) -> 
 
 
 def intake_bench(*, database: str, workers: int, threads: int, requests: int, concurrency: int, rate: float) -> dict:
-    """Our intake, then the bare handler under the same gunicorn and load: {"ours", "bare", "cores"}
-    (the cores every process of the run may use: the servers, the relay, the load generator, the database
-    when it runs here)."""
+    """Our intake, then the bare handler under the same gunicorn and load: {"ours", "bare", "cores"}."""
     sizes = {"database": database, "requests": requests, "concurrency": concurrency, "rate": rate}
     env = stack.app_env(database=database, public_base_url="http://127.0.0.1:9", sandbox=False)
     found = {"cores": len(os.sched_getaffinity(0))}
@@ -145,8 +140,7 @@ def intake_bench(*, database: str, workers: int, threads: int, requests: int, co
         if kind == "bare":
             bare_webhook.table_create(database)
         web = stack.gunicorn_start(f"{kind}-web", app, env, workers=workers, threads=threads)
-        # No worker runs with ours (nothing would answer its calls): the relay runs on its own and is
-        # counted, since it shares the cores; every accepted notification must reach the queue.
+        # No worker runs with ours (nothing would answer its calls): the relay alone, counted.
         relay = stack.spawn("intake-relay", [stack.PYTHON, "manage.py", "inbox_relay"], env) if kind == "ours" else None
         try:
             phases = phases_run(web, sizes, tag=f"intake-{kind}", relay=relay)

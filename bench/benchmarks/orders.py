@@ -1,7 +1,5 @@
-"""Orders through the whole stack, this process the platform (bench/harness/platform.py): `end_to_end`
-(the platform at once) and `latency` (at its real latency, then the staff's burst); docs/performance.md,
-"How the entries measure", says what each figure is.
-"""
+"""`end_to_end` and `latency`, this process the platform (bench/harness/platform.py); docs/performance.md,
+"How the entries measure", says what each figure is."""
 
 import contextlib
 import math
@@ -133,9 +131,7 @@ def latency_bench(
 
 
 def staff_burst(platform: Platform, model: str, *, base: str, deliveries: int, waits: dict, browse=True) -> dict:
-    """`deliveries` staff deliveries requested at once; their time against the waits' share, each one's
-    wait from the release to its final PATCH, the CPU per delivery of each process from the first
-    request made to the last PATCH, and (`browse`) the admin's order page meanwhile."""
+    """`deliveries` staff deliveries requested at once (docs/performance.md, "How the entries measure")."""
     from config.celery import app
 
     pool, concurrency = pool_parse(model)
@@ -150,8 +146,7 @@ def staff_burst(platform: Platform, model: str, *, base: str, deliveries: int, w
             admin.send(page, "/take/", {})
             admin.send(page, "/documents/", {}, files={"upload-files": ("report.pdf", REPORT, "application/pdf")})
         loads = PageLoads(admin, pages[0]) if browse else None
-        # "At once": the worker takes no task while the requests are made (the admin's form work, one
-        # after another from this process, is no part of sending them), then takes them all.
+        # "At once": the worker takes no task while the requests are made, then takes them all.
         queue = app.conf.task_default_queue
         app.control.cancel_consumer(queue, reply=True, timeout=10, limit=1)  # one worker: its reply ends the wait
         before, made, cpu_before = platform.patches(ids), time.monotonic(), cpu_by_process(platform, worker)

@@ -1,6 +1,4 @@
-"""`waits`: how long people and partner systems wait, at the platform's ~1 ms and at its real latency;
-docs/performance.md, "How the entries measure", says what each figure is.
-"""
+"""How long people and partner systems wait (docs/performance.md, "How the entries measure")."""
 
 import contextlib
 import json
@@ -89,8 +87,7 @@ class System(Receiver):
 
 
 def connection_made(platform: Platform, receiver: System) -> None:
-    """As an operator sets a partner's system up: the product made connected (`product_settings`), a
-    connection pushing to the receiver (`connection_create`), whose credentials it prints once."""
+    """A connected product and a connection pushing to `receiver`, as an operator sets them up."""
     stack.manage("product_settings", CONNECTED, "--fulfiller", "connected", env=platform.env, capture=True)
     argv = ("connection_create", "bench-system", "--endpoint", receiver.url, "--product", CONNECTED)
     printed = stack.manage(*argv, env=platform.env, capture=True)
@@ -99,8 +96,7 @@ def connection_made(platform: Platform, receiver: System) -> None:
 
 
 def finished_seen(platform: Platform, ids: list[str], *, timeout: float) -> dict:
-    """Each order's moment (epoch) our status endpoint first says it is finished, asked every ~0.2 s of
-    the orders the platform holds a PATCH of."""
+    """Each order's moment (epoch) our status endpoint first says it is finished, once it has a PATCH."""
     seen, deadline = {}, time.monotonic() + timeout
     while len(seen) < len(ids) and time.monotonic() < deadline:
         patched = [txn for txn, n in platform.patches([txn for txn in ids if txn not in seen]).items() if n]

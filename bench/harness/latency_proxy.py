@@ -1,11 +1,9 @@
 """The platform at its real latency: a reverse proxy in front of the sandbox that answers each call late.
 
 `python -m bench.harness.latency_proxy --port P --upstream 127.0.0.1:Q`: each request under `/sandbox/`
-waits `--api-ms` (an upload, under `/sandbox/uploads/`, `--upload-ms`) before it is forwarded, in one
-asyncio loop, so a thousand waiting calls hold no thread and no gunicorn worker; other paths go at once.
-HTTP/1.1 keep-alive towards the client (bodies by Content-Length or chunked), a connection per call
-towards the sandbox. `Host` passes unchanged (the upload locations the sandbox builds name the proxy,
-so uploads are late too); `X-Forwarded-For` names the caller. `--bind` another address than 127.0.0.1.
+waits `--api-ms` (under `/sandbox/uploads/`, `--upload-ms`) in one asyncio loop, then goes to the sandbox
+on a connection of its own; keep-alive towards the client. `Host` passes unchanged (the sandbox's upload
+locations name the proxy, so uploads are late too); `X-Forwarded-For` names the caller.
 """
 
 import argparse
