@@ -9,11 +9,10 @@ KINDS = ("gunicorn_master", "gunicorn_worker", "celery_main", "celery_child")
 
 def memory_sample(web: stack.Process, worker: stack.Process) -> dict[str, dict[int, tuple]]:
     """{kind: {pid: (VmRSS, VmHWM) in KiB}} of every process we run."""
-    main = worker.popen.pid
-    pids = {"gunicorn_master": [web.popen.pid], "gunicorn_worker": stack.children(web.popen.pid), "celery_main": [main]}
-    pids["celery_child"] = stack.children(main)
+    groups = ([web.popen.pid], stack.children(web.popen.pid), [worker.popen.pid], stack.children(worker.popen.pid))
     return {
-        kind: {pid: (stack.memory_kib(pid, "VmRSS"), stack.memory_kib(pid)) for pid in pids[kind]} for kind in KINDS
+        kind: {pid: (stack.memory_kib(pid, "VmRSS"), stack.memory_kib(pid)) for pid in pids}
+        for kind, pids in zip(KINDS, groups, strict=True)
     }
 
 

@@ -81,9 +81,8 @@ class Platform(PlatformSide):
         self.port, self.ours_port, self.name, self.web_workers = stack.free_port(), stack.free_port(), name, web_workers
         self.url, self.lifetime, self.emulators = f"http://127.0.0.1:{self.port}", lifetime, ()
         ours, settings = f"http://127.0.0.1:{self.ours_port}", stack.SETTINGS
-        calling = self._calling(self.url)
+        calling = {**self._calling(self.url), "SANDBOX_TOKEN_LIFETIME": lifetime}
         self.env = stack.app_env(database=database, public_base_url=ours, sandbox=True, settings=settings, **calling)
-        self.env["SANDBOX_TOKEN_LIFETIME"] = str(lifetime)
         self.access_log = stack.LOGS / f"{name}-platform-access.log"
 
     @staticmethod
@@ -187,8 +186,7 @@ class Platform(PlatformSide):
         time.sleep(1.0)  # the access log is written after each answer
         with self.access_log.open() as handle:
             handle.seek(offset)
-            matches = [ACCESS_LINE.match(line.strip()) for line in handle.read().splitlines()]
-        found = [match for match in matches if match]
+            found = [match for line in handle.read().splitlines() if (match := ACCESS_LINE.match(line.strip()))]
         return Counter(call_kind(match["path"]) for match in found), Counter(match["status"] for match in found)
 
 

@@ -191,15 +191,9 @@ class Process:
 def children(pid: int) -> list[int]:
     """The child processes of `pid`, whichever of its threads forked them (a prefork pool's, say)."""
     found = []
-    try:
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
-    except OSError:
-        return []
-    for task in tasks:
-        try:
-            found += [int(item) for item in (task / "children").read_text().split()]
-        except OSError:
-            continue
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):  # none when the process is gone
+        with contextlib.suppress(OSError):
+            found += [int(item) for item in task.read_text().split()]
     return found
 
 
