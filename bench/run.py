@@ -2,6 +2,7 @@
 judged against the targets (bench/README.md says how to run them)."""
 
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -28,12 +29,10 @@ class Entry:
 
     def call(self, args: argparse.Namespace, database: str) -> dict:
         module, _, name = self.run.partition(":")
-        options = {}
-        for pair in self.options.split():
-            parameter, _, option = pair.partition("=")
-            if getattr(args, option or parameter) is not None:
-                options[parameter] = getattr(args, option or parameter)
-        return getattr(__import__(module, fromlist=[name]), name)(database=database, **options)
+        pairs = [pair.partition("=") for pair in self.options.split()]
+        given = {parameter: getattr(args, option or parameter) for parameter, _, option in pairs}
+        options = {parameter: value for parameter, value in given.items() if value is not None}
+        return getattr(importlib.import_module(module), name)(database=database, **options)
 
 
 # Every benchmark and drill, in the order `make bench` runs them. The one table: --only, --list and

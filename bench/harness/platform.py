@@ -111,9 +111,8 @@ class Platform(PlatformSide):
         return stack.manage(*args, env=self.env, stdin=stdin, capture=capture)
 
     def emulators_start(self, closing: contextlib.ExitStack, *, api_ms: float, upload_ms: float) -> tuple:
-        """The platform's latency emulator (bench/harness/latency_proxy.py, a process of its own) with no
-        wait (the ~1 ms platform) and at `api_ms`/`upload_ms`, in front of it until `closing` closes:
-        (fast, slow)."""
+        """Two latency emulators (bench/harness/latency_proxy.py) in front of the platform until `closing`
+        closes: (fast, with no wait; slow, at `api_ms`/`upload_ms`)."""
         for label, api, upload in (("fast", 0, 0), ("slow", api_ms, upload_ms)):
             argv = [stack.PYTHON, "-m", "bench.harness.latency_proxy", "--port", str(port := stack.free_port())]
             argv += ["--upstream", f"127.0.0.1:{self.port}", "--api-ms", str(api), "--upload-ms", str(upload)]
@@ -139,8 +138,6 @@ class Platform(PlatformSide):
             worker.stop()
             raise
         return worker
-
-    # Orders -------------------------------------------------------------------------------------
 
     def patches(self, ids: list[str]) -> dict[str, int]:
         """The PATCHes of its response the platform accepted, by transaction."""
