@@ -78,9 +78,8 @@ def end_to_end(figures: dict) -> dict:
         calls, target = run["service_calls_per_order"], TARGETS["service_calls_per_transaction"]
         found[f"service_calls_{model}"] = verdict(f"service calls per order ({model})", calls, target, calls == target)
         tokens, lifetimes = run["token_requests"], run["token_lifetimes_spanned"]
-        found[f"token_requests_{model}"] = verdict(
-            f"token requests ({model}, lifetime {run['token_lifetime_s']} s)", tokens, lifetimes, tokens <= lifetimes
-        )
+        name = f"token requests ({model}, lifetime {run['token_lifetime_s']} s)"
+        found[f"token_requests_{model}"] = verdict(name, tokens, lifetimes, tokens <= lifetimes)
     return found
 
 
@@ -94,14 +93,12 @@ def staff_burst(staff: dict) -> dict:
 def latency(figures: dict) -> dict:
     found = {}
     for model, runs in figures["models"].items():
-        rates = f"{runs['slow']['orders_per_s']} / {runs['fast']['orders_per_s']}"
-        found[f"latency_over_fast_{model}"] = at_least(
-            f"orders/s at 300/500 ms / at 1 ms ({model}: {rates})", runs["slow_over_fast"], "latency_over_fast"
-        )
-        rss = max(runs["slow"]["worker_peak_rss_mib"], runs["fast"]["worker_peak_rss_mib"])
-        found[f"latency_worker_rss_{model}"] = at_most(
-            f"peak RSS of the worker host, MiB ({model})", rss, "latency_worker_rss_mib"
-        )
+        slow, fast = runs["slow"], runs["fast"]
+        name = f"orders/s at 300/500 ms / at 1 ms ({model}: {slow['orders_per_s']} / {fast['orders_per_s']})"
+        found[f"latency_over_fast_{model}"] = at_least(name, runs["slow_over_fast"], "latency_over_fast")
+        rss = max(slow["worker_peak_rss_mib"], fast["worker_peak_rss_mib"])
+        name = f"peak RSS of the worker host, MiB ({model})"
+        found[f"latency_worker_rss_{model}"] = at_most(name, rss, "latency_worker_rss_mib")
     staff = figures.get("staff")
     if staff:
         found["staff_burst_over_latency"] = staff_burst(staff)
