@@ -147,9 +147,8 @@ def intake_bench(*, database: str, workers: int, threads: int, requests: int, co
             memory = {f"web_worker_{pid}": stack.memory_kib(pid) for pid in stack.children(web.popen.pid)}
             memory |= {"relay": stack.memory_kib(relay.popen.pid)} if relay else {}
         finally:
-            for process in (relay, web):
-                if process:
-                    process.stop()
+            for process in filter(None, (relay, web)):
+                process.stop()
         server = f"gunicorn {app}, {workers} workers" + (f" x {threads} threads" if threads > 1 else "")
         found[kind] = {"server": server, "concurrency": concurrency, **phases, "peak_rss_kib": memory}
     return found

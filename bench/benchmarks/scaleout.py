@@ -36,9 +36,8 @@ def completed(cluster: Cluster, ids: list[str], *, timeout: float) -> dict:
             break
         time.sleep(0.25)
     while time.monotonic() < deadline and len(statuses) < len(ids):
-        statuses |= {
-            txn: status for txn, status in cluster.statuses(set(ids) - set(statuses)).items() if status in FINAL
-        }
+        asked = cluster.statuses(set(ids) - set(statuses))
+        statuses |= {txn: status for txn, status in asked.items() if status in FINAL}
         time.sleep(0.25)
     statuses = cluster.statuses(ids)
     accepted = Counter(len(each) for each in cluster.patches(ids).values())
