@@ -39,9 +39,8 @@ def at_most(name: str, measured, key: str, valid: bool = True) -> dict:
 
 
 def intake(figures: dict) -> dict:
-    """The closed loop's rate on at most two cores; at the fixed rate of 1,000/s (open loop: each request
-    sent when due), the p99 and our CPU per webhook over the bare handler's under the same load. A
-    figure taken at another rate, or a rate on more cores, is no measure of its target: MISSED."""
+    """The closed loop's rate, and at the fixed rate the p99 and our CPU over the bare handler's; a figure
+    taken at another rate, or on more cores, is no measure of its target: MISSED."""
     ours, bare = figures["ours"], figures["bare"]
     closed, fixed = ours["closed_loop"], ours["fixed_rate"]
     phases = (closed, fixed)
