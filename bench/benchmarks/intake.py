@@ -96,8 +96,7 @@ def relay_drained(database: str, *, timeout: float = 120) -> float | None:
 
 
 def phases_run(process: stack.Process, sizes: dict, *, tag: str, relay=None) -> dict:
-    """Warm up, then the closed-loop, fixed-rate and half-capacity phases against one server (with the
-    `relay` beside it, the queue counted too)."""
+    """Warm up, then the closed-loop, fixed-rate and half-capacity phases against one server (and `relay`)."""
     database, requests, concurrency, rate = (sizes[key] for key in ("database", "requests", "concurrency", "rate"))
     table = "inbox_notification" if relay else bare_webhook.TABLE
     load_run(process.port, notifications_build(1000, tag=f"{tag}-warm"), concurrency=concurrency)

@@ -178,8 +178,7 @@ def staff_burst(platform: Platform, model: str, *, base: str, deliveries: int, w
 
 
 def per(after: dict, before: dict, count: int) -> dict:
-    """CPU milliseconds per item of each process between two readings of `cpu_by_process`, PostgreSQL's
-    left out: a backend that ended meanwhile (a connection closed) takes its CPU with it."""
+    """CPU ms per item of each process between two `cpu_by_process`, PostgreSQL's left out (its backends end)."""
     return {
         part: round((after[part] - before[part]) * 1000 / max(count, 1), 1) for part in after if part != "postgresql"
     }

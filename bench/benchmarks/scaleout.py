@@ -120,8 +120,7 @@ def scaleout(orders: int = SCALEOUT_ORDERS, concurrency: int = SCALEOUT_CONCURRE
 
 
 def scaleout_bench(*, database: str | None = None, orders: int | None = None, concurrency: int | None = None) -> dict:
-    """`bench/run.py --only scaleout`: in a process of its own, as the cluster configures Django for
-    itself and `make bench` has configured it already. `database` is not used: the hosts run their own."""
+    """In a process of its own, as the cluster configures Django for itself (the hosts run their own database)."""
     absent = missing()
     if absent:
         return {"ok": False, "skipped": f"this machine lacks {', '.join(absent)}"}

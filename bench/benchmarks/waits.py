@@ -34,8 +34,7 @@ def answer_waits(answers: list[dict], patches: dict) -> dict:
 
 
 class System(Receiver):
-    """A partner's order system: the receiver of bench/harness/receiver.py, answering each order.created
-    through /api/v1/."""
+    """A partner's order system: bench/harness/receiver.py answering each order.created through /api/v1/."""
 
     def __init__(self):
         super().__init__(self.answer)

@@ -2,8 +2,7 @@
 
 `application`, a WSGI callable under the intake's gunicorn and load: the body read, its HMAC-SHA256
 signature checked, the JSON parsed, one row INSERTed with psycopg into a copy of inbox_notification
-(its columns, indexes and unique key). No Django, no broker.
-"""
+(its columns, indexes and unique key). No Django, no broker."""
 
 import base64
 import binascii

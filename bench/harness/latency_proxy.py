@@ -3,8 +3,7 @@
 `python -m bench.harness.latency_proxy --port P --upstream 127.0.0.1:Q`: each request under `/sandbox/`
 waits `--api-ms` (under `/sandbox/uploads/`, `--upload-ms`) in one asyncio loop, then goes to the sandbox
 on a connection of its own; keep-alive towards the client. `Host` passes unchanged (the sandbox's upload
-locations name the proxy, so uploads are late too); `X-Forwarded-For` names the caller.
-"""
+locations name the proxy, so uploads are late too); `X-Forwarded-For` names the caller."""
 
 import argparse
 import asyncio

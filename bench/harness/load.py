@@ -2,8 +2,7 @@
 
 `python -m bench.harness.load ...`, a process of its own: each `[body, signature]` pair of `--input` sent
 once to 127.0.0.1 over raw asyncio sockets, each request's status and latency written to `--output`.
-`--rate 0`: a closed loop; `--rate R`: request i due at start + i/R, its latency counted from then.
-"""
+`--rate 0`: a closed loop; `--rate R`: request i due at start + i/R, its latency counted from then."""
 
 import argparse
 import asyncio

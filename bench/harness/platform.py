@@ -32,9 +32,8 @@ def call_kind(path: str) -> str:
 
 
 class PlatformSide:
-    """What this process does as the platform's back end and its lender, here (`Platform`) and on the
-    hosts (bench/harness/cluster.py): `command` runs manage.py as an operator does; `ours_url` is our
-    web server (or the load balancer in front of ours)."""
+    """This process as the platform's back end and its lender, here (`Platform`) and on the hosts
+    (bench/harness/cluster.py): `command` is an operator's manage.py; `ours_url` our web server or balancer."""
 
     ours_url: str
 
@@ -123,9 +122,8 @@ class Platform(PlatformSide):
         return self.emulators
 
     def worker(self, name: str, *, pool: str, concurrency: int, base: str | None = None) -> stack.Process:
-        """A Celery worker of ours calling the platform at `base` (the platform itself by default), ready,
-        with an empty queue and no token yet (the bench's Redis databases flushed). The references and
-        upload locations the sandbox hands out name `base` too."""
+        """A Celery worker of ours, ready, calling the platform at `base` (its own address by default, which
+        the sandbox's references and upload locations name too), with the Redis databases flushed."""
         from django.conf import settings
 
         base = base or self.url
@@ -148,9 +146,8 @@ class Platform(PlatformSide):
         return dict(Transaction.objects.filter(id__in=ids).annotate(n=Count("patches")).values_list("id", "n"))
 
     def orders_wait(self, ids: list[str], *, timeout: float) -> tuple[dict, float | None]:
-        """Until our status endpoint says every order of `ids` is finished, asked once the platform holds
-        a PATCH of each (or every 10 s, for an order that ends without one): (the statuses counted, the
-        monotonic time they all were seen so; None after `timeout`)."""
+        """Until our status endpoint says every order is finished, asked once each has a PATCH (or every
+        10 s): (the statuses counted, the monotonic time all were finished; None after `timeout`)."""
         pending, seen = set(ids), {}
         deadline, asked = time.monotonic() + timeout, time.monotonic()
         while pending and time.monotonic() < deadline:
@@ -228,9 +225,8 @@ class _Forms(HTMLParser):
 
 
 class Admin:
-    """A staff member's browser on our admin, over HTTP: signed in, it reads a page's form and sends it
-    as its button does. The cookies are kept by hand: the production settings mark them Secure, and
-    the bench speaks plain HTTP."""
+    """A staff member's browser on our admin, sending a page's form as its button does. The cookies are
+    kept by hand: the production settings mark them Secure, and the bench speaks plain HTTP."""
 
     def __init__(self, base: str, username: str = "", password: str = "", *, cookies: dict | None = None):
         self.base, self.cookies = base, dict(cookies or {})

@@ -21,8 +21,7 @@ RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", ROOT / "bench" / "results"))
 LOGS = Path(os.environ.get("BENCH_LOGS_DIR", ROOT / "var" / "bench"))
 PYTHON = sys.executable
 VENV_BIN = Path(PYTHON).parent
-# The environment the bench started with, before a benchmark configured Django in this process (they
-# write os.environ): what a benchmark run in a process of its own is given.
+# The environment before a benchmark configured Django here (in os.environ): a run in its own process gets it.
 ENVIRON_AT_START = dict(os.environ)
 
 PG_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
@@ -268,8 +267,7 @@ def celery_start(name: str, env: dict, *, concurrency: int, pool: str = "prefork
 
 
 def database_settled(database: str, query: str, *, timeout: float, interval: float) -> float | None:
-    """Seconds until `query` (one row, one value) answers true on `database`, asked every `interval`
-    seconds on one connection (None: still false after `timeout`)."""
+    """Seconds until `query` (one value) answers true on one connection (None: not within `timeout`)."""
     import psycopg
 
     started = time.monotonic()
