@@ -27,8 +27,7 @@ ROLES = {  # the processes by the host they stand for
 
 
 def completed(cluster: Cluster, ids: list[str], *, timeout: float) -> dict:
-    """Until the platform holds a completing PATCH of each of `ids` and our status endpoint says each
-    order finished (its callback came), or `timeout`; the statuses and the PATCHes each got."""
+    """Until each order has a completing PATCH and our status endpoint says it finished: their report."""
     deadline, statuses = time.monotonic() + timeout, {}
     while time.monotonic() < deadline:
         patches = cluster.patches(ids)

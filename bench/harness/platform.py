@@ -161,8 +161,7 @@ class Platform(PlatformSide):
         return dict(Counter(seen.get(txn, "NO ANSWER") for txn in ids)), done
 
     def records(self, ids: list[str]) -> tuple[dict, dict]:
-        """The platform's records of `ids`: (each one's first webhook created, epoch seconds; the PATCHes
-        it accepted, [(epoch seconds, payload)] in order), by transaction."""
+        """By transaction: (its first webhook's creation, epoch s; the PATCHes accepted, [(epoch s, payload)])."""
         from django.db.models import Min
 
         from partner.sandbox.models import ResponsePatch, WebhookDelivery
