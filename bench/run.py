@@ -1,15 +1,8 @@
-"""`make bench` and `make drill`: the benchmarks and drills of BENCHMARKS, printed and written as JSON.
-
-    .venv/bin/python bench/run.py --list                 # what there is
-    .venv/bin/python bench/run.py --only intake,latency  # some (default: every benchmark, about an hour)
-    .venv/bin/python bench/run.py --drills               # every drill (restarts the machine's PostgreSQL)
-
-Refuses at once when PostgreSQL or Redis does not answer. Creates its own database (BENCH_DB_NAME,
-`bench_partner`), migrates it, flushes its two Redis databases (BENCH_REDIS_DBS, 10 and 11) and writes
-bench/results/<name>.json and summary.json (the verdicts against the targets, bench/harness/verdicts.py).
-"""
+"""`make bench` and `make drill`: the benchmarks and drills of BENCHMARKS, printed, written as JSON and
+judged against the targets (bench/README.md says how to run them)."""
 
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -36,12 +29,10 @@ class Entry:
 
     def call(self, args: argparse.Namespace, database: str) -> dict:
         module, _, name = self.run.partition(":")
-        options = {}
-        for pair in self.options.split():
-            parameter, _, option = pair.partition("=")
-            if getattr(args, option or parameter) is not None:
-                options[parameter] = getattr(args, option or parameter)
-        return getattr(__import__(module, fromlist=[name]), name)(database=database, **options)
+        pairs = [pair.partition("=") for pair in self.options.split()]
+        given = {parameter: getattr(args, option or parameter) for parameter, _, option in pairs}
+        options = {parameter: value for parameter, value in given.items() if value is not None}
+        return getattr(importlib.import_module(module), name)(database=database, **options)
 
 
 # Every benchmark and drill, in the order `make bench` runs them. The one table: --only, --list and
@@ -100,8 +91,8 @@ BY_NAME = {entry.name: entry for entry in BENCHMARKS}
 
 
 def machine() -> dict:
-    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    model = next((line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")), "")
+    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
+    model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "")
     return {
         "cpus": os.cpu_count(),
         "cpu_model": model,
@@ -117,15 +108,11 @@ def write(name: str, data: dict) -> Path:
     return path
 
 
-def show(title: str, data, indent: int = 0) -> None:
-    pad = "  " * indent
-    if title:
-        print(f"{pad}{title}")
+def show(data: dict, indent: int = 1) -> None:
     for key, value in data.items():
+        print(f"{'  ' * indent}{key}:" + ("" if isinstance(value, dict) else f" {value}"))
         if isinstance(value, dict):
-            show(f"{key}:", value, indent + 1)
-        else:
-            print(f"{pad}  {key}: {value}")
+            show(value, indent + 1)
 
 
 def main(argv=None) -> int:
@@ -181,7 +168,7 @@ def main(argv=None) -> int:
         figures = entry.call(args, database)
         results[entry.name] = figures
         write(entry.name, figures)
-        show("", figures)
+        show(figures)
         print(f"  ({time.monotonic() - began:.0f} s)")
 
     print("\n== against the targets")

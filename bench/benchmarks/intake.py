@@ -1,7 +1,5 @@
-"""The intake: signed webhooks at POST /v1/webhooks under gunicorn, against the bare handler
-(bench/harness/bare_webhook.py); docs/performance.md, "How the entries measure", says how each phase
-and figure is measured.
-"""
+"""The intake against the bare handler (bench/harness/bare_webhook.py); docs/performance.md, "How the
+entries measure", says how each phase and figure is measured."""
 
 import json
 import os
@@ -15,8 +13,6 @@ from pathlib import Path
 from bench.harness import bare_webhook, stack
 from partner.platform.signatures import signature_compute
 
-URN_PREFIX = "urn:svc"
-
 
 def notifications_build(count: int, *, tag: str, secret: str = stack.SIGNING_SECRET) -> list[tuple[str, str, str]]:
     """`count` distinct notifications as the service sends them: (body, signature, dedupe key)."""
@@ -29,7 +25,7 @@ def notifications_build(count: int, *, tag: str, secret: str = stack.SIGNING_SEC
             "eventTime": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
             "eventType": "created",
             "meta": {
-                "resourceType": f"{URN_PREFIX}:platform:transaction",
+                "resourceType": "urn:svc:platform:transaction",
                 "resourceId": resource_id,
                 "instanceId": "address-verification",
                 "resourceRef": f"http://127.0.0.1:9/sandbox/partner/v2/transactions/{resource_id}",
@@ -51,10 +47,9 @@ def load_run(port: int, items: list[tuple[str, str, str]], *, concurrency: int, 
         return json.loads(target.read_text())
 
 
-def summarize(result: dict, *, accepted_status: int = 202) -> dict:
-    codes = Counter(result["status"])
-    latencies = result["latency"]
-    accepted = codes.get(accepted_status, 0)
+def summarize(result: dict) -> dict:
+    codes, latencies = Counter(result["status"]), result["latency"]
+    accepted = codes.get(202, 0)
     return {
         "requests": len(result["status"]),
         "accepted": accepted,
@@ -69,12 +64,13 @@ def summarize(result: dict, *, accepted_status: int = 202) -> dict:
     }
 
 
-def stored_check(database: str, table: str, items, result: dict, *, accepted_status: int = 202) -> dict:
+def stored_check(database: str, table: str, items, result: dict) -> dict:
     """Every accepted notification stored exactly once; what was stored of the others."""
     import psycopg
 
-    accepted = [key for (_, _, key), code in zip(items, result["status"], strict=True) if code == accepted_status]
-    others = [key for (_, _, key), code in zip(items, result["status"], strict=True) if code != accepted_status]
+    accepted, others = [], []
+    for (_, _, key), code in zip(items, result["status"], strict=True):
+        (accepted if code == 202 else others).append(key)
     with psycopg.connect(database) as conn:
         rows = dict(
             conn.execute(
@@ -99,23 +95,19 @@ def relay_drained(database: str, *, timeout: float = 120) -> float | None:
     return stack.database_settled(database, query, timeout=timeout, interval=0.05)
 
 
-def phases_run(process: stack.Process, sizes: dict, *, table: str, tag: str, relay=None) -> dict:
-    """Warm up, then the closed-loop, fixed-rate and half-capacity phases against one server (`sizes`:
-    its database, requests, concurrency and rate; with the `relay` beside it, every accepted
-    notification counted on the queue)."""
+def phases_run(process: stack.Process, sizes: dict, *, tag: str, relay=None) -> dict:
+    """Warm up, then the closed-loop, fixed-rate and half-capacity phases against one server (and `relay`)."""
     database, requests, concurrency, rate = (sizes[key] for key in ("database", "requests", "concurrency", "rate"))
+    table = "inbox_notification" if relay else bare_webhook.TABLE
     load_run(process.port, notifications_build(1000, tag=f"{tag}-warm"), concurrency=concurrency)
     if relay is not None:
         relay_drained(database)  # the warm-up's messages are on the queue before it is emptied
     results = {}
     for phase in ("closed_loop", "fixed_rate", "half_capacity"):
-        if phase == "closed_loop":
-            phase_rate, count = 0.0, requests
-        elif phase == "fixed_rate":
-            phase_rate, count = rate, int(rate * 10)
-        else:  # half of what the closed loop sustained: the latency of a server that keeps up
+        phase_rate = {"closed_loop": 0.0, "fixed_rate": rate}.get(phase)
+        if phase_rate is None:  # half of what the closed loop sustained: the latency of a server that keeps up
             phase_rate = max(10.0, round(results["closed_loop"]["accepted_per_s"] / 2))
-            count = int(phase_rate * 10)
+        count = int(phase_rate * 10) if phase_rate else requests  # the open loops run 10 s
         if relay is not None:
             stack.redis_flush()
         items = notifications_build(count, tag=f"{tag}-{phase}")
@@ -139,9 +131,7 @@ def phases_run(process: stack.Process, sizes: dict, *, table: str, tag: str, rel
 
 
 def intake_bench(*, database: str, workers: int, threads: int, requests: int, concurrency: int, rate: float) -> dict:
-    """Our intake, then the bare handler under the same gunicorn and load: {"ours", "bare", "cores"}
-    (the cores every process of the run may use: the servers, the relay, the load generator, the database
-    when it runs here)."""
+    """Our intake, then the bare handler under the same gunicorn and load: {"ours", "bare", "cores"}."""
     sizes = {"database": database, "requests": requests, "concurrency": concurrency, "rate": rate}
     env = stack.app_env(database=database, public_base_url="http://127.0.0.1:9", sandbox=False)
     found = {"cores": len(os.sched_getaffinity(0))}
@@ -149,18 +139,15 @@ def intake_bench(*, database: str, workers: int, threads: int, requests: int, co
         if kind == "bare":
             bare_webhook.table_create(database)
         web = stack.gunicorn_start(f"{kind}-web", app, env, workers=workers, threads=threads)
-        # No worker runs with ours (nothing would answer its calls): the relay runs on its own and is
-        # counted, since it shares the cores; every accepted notification must reach the queue.
-        relay = stack.relay_start("intake-relay", env) if kind == "ours" else None
+        # No worker runs with ours (nothing would answer its calls): the relay alone, counted.
+        relay = stack.spawn("intake-relay", [stack.PYTHON, "manage.py", "inbox_relay"], env) if kind == "ours" else None
         try:
-            table = "inbox_notification" if relay else bare_webhook.TABLE
-            phases = phases_run(web, sizes, table=table, tag=f"intake-{kind}", relay=relay)
-            memory = {f"web_worker_{pid}": stack.memory_kib(pid) for pid in stack.web_workers(web)}
+            phases = phases_run(web, sizes, tag=f"intake-{kind}", relay=relay)
+            memory = {f"web_worker_{pid}": stack.memory_kib(pid) for pid in stack.children(web.popen.pid)}
             memory |= {"relay": stack.memory_kib(relay.popen.pid)} if relay else {}
         finally:
-            for process in (relay, web):
-                if process:
-                    process.stop()
+            for process in filter(None, (relay, web)):
+                process.stop()
         server = f"gunicorn {app}, {workers} workers" + (f" x {threads} threads" if threads > 1 else "")
         found[kind] = {"server": server, "concurrency": concurrency, **phases, "peak_rss_kib": memory}
     return found

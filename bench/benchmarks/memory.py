@@ -1,9 +1,5 @@
-"""Memory of every process kind across 100,000 webhooks: does any of them grow?
-(docs/performance.md, "How the entries measure")
-
-Each order fails at once (its `resourceRef` names no service): the worker's whole path with the
-database and the broker, no call to a service that is not there.
-"""
+"""Memory of every process kind across 100,000 webhooks, each order failing at once (its `resourceRef`
+names no service): does any of them grow? (docs/performance.md, "How the entries measure")"""
 
 from bench.benchmarks.intake import load_run, notifications_build, summarize
 from bench.harness import stack
@@ -13,11 +9,10 @@ KINDS = ("gunicorn_master", "gunicorn_worker", "celery_main", "celery_child")
 
 def memory_sample(web: stack.Process, worker: stack.Process) -> dict[str, dict[int, tuple]]:
     """{kind: {pid: (VmRSS, VmHWM) in KiB}} of every process we run."""
-    main = worker.popen.pid
-    pids = {"gunicorn_master": [web.popen.pid], "gunicorn_worker": stack.web_workers(web), "celery_main": [main]}
-    pids["celery_child"] = stack.children(main)
+    groups = ([web.popen.pid], stack.children(web.popen.pid), [worker.popen.pid], stack.children(worker.popen.pid))
     return {
-        kind: {pid: (stack.memory_kib(pid, "VmRSS"), stack.memory_kib(pid)) for pid in pids[kind]} for kind in KINDS
+        kind: {pid: (stack.memory_kib(pid, "VmRSS"), stack.memory_kib(pid)) for pid in pids}
+        for kind, pids in zip(KINDS, groups, strict=True)
     }
 
 

@@ -1,7 +1,5 @@
-"""Orders through the whole stack, this process the platform (bench/harness/platform.py): `end_to_end`
-(the platform at once) and `latency` (at its real latency, then the staff's burst); docs/performance.md,
-"How the entries measure", says what each figure is.
-"""
+"""`end_to_end` and `latency`, this process the platform (bench/harness/platform.py); docs/performance.md,
+"How the entries measure", says what each figure is."""
 
 import contextlib
 import math
@@ -27,7 +25,7 @@ def batch(platform: Platform, model: str, *, transactions: int, base: str | None
     pool, concurrency = pool_parse(model)
     name = f"{platform.name}-worker-{pool}-{concurrency}{label}"
     worker = platform.worker(name, pool=pool, concurrency=concurrency, base=base)
-    peak = Peak(worker)
+    peak = Peak(worker)  # the worker host's peak RSS
     try:
         offset, cpu_before = platform.access_log.stat().st_size, cpu_by_process(platform, worker)
         peak.start()
@@ -39,7 +37,8 @@ def batch(platform: Platform, model: str, *, transactions: int, base: str | None
         worker.stop()
     kinds, answers = platform.calls(offset)
     tokens, span = kinds.pop("token", 0), (done - began) if done else None
-    waits = platform.to_first_patch(ids)
+    sent, patches = platform.records(ids)  # the first webhook created -> the first PATCH accepted:
+    waits = [found[0][0] - sent[txn] for txn, found in patches.items() if found and txn in sent]
     return {
         "order_statuses": statuses,
         "span_s": round(span, 2) if span else None,
@@ -68,29 +67,25 @@ def cpu_by_process(platform: Platform, worker: stack.Process) -> dict:
     }
 
 
-class Peak:
-    """The worker host's peak RSS: VmHWM of each of its processes, summed, sampled while it runs (a
-    prefork child replaced meanwhile keeps its figure)."""
+class Peak(threading.Thread):
+    """VmHWM of each process of a worker, sampled every 0.5 s until stopped (a prefork child replaced
+    meanwhile keeps its figure); `stop` returns their sum in MiB."""
 
     def __init__(self, worker: stack.Process):
+        super().__init__(daemon=True)
         self.worker, self.seen, self.done = worker, {}, threading.Event()
-        self.thread = threading.Thread(target=self._sample, daemon=True)
 
-    def _sample(self) -> None:
-        while not self.done.wait(0.5):
-            self._read()
-
-    def _read(self) -> None:
-        for pid in self.worker.pids():
-            self.seen[pid] = max(stack.memory_kib(pid) or 0, self.seen.get(pid, 0))
-
-    def start(self) -> None:
-        self.thread.start()
+    def run(self) -> None:
+        while True:
+            stopping = self.done.wait(0.5)
+            for pid in self.worker.pids():
+                self.seen[pid] = max(stack.memory_kib(pid) or 0, self.seen.get(pid, 0))
+            if stopping:
+                return
 
     def stop(self) -> float:
-        self._read()
         self.done.set()
-        self.thread.join()
+        self.join()
         return round(sum(self.seen.values()) / 1024, 1)
 
 
@@ -136,9 +131,7 @@ def latency_bench(
 
 
 def staff_burst(platform: Platform, model: str, *, base: str, deliveries: int, waits: dict, browse=True) -> dict:
-    """`deliveries` staff deliveries requested at once; their time against the waits' share, each one's
-    wait from the release to its final PATCH, the CPU per delivery of each process from the first
-    request made to the last PATCH, and (`browse`) the admin's order page meanwhile."""
+    """`deliveries` staff deliveries requested at once (docs/performance.md, "How the entries measure")."""
     from config.celery import app
 
     pool, concurrency = pool_parse(model)
@@ -153,8 +146,7 @@ def staff_burst(platform: Platform, model: str, *, base: str, deliveries: int, w
             admin.send(page, "/take/", {})
             admin.send(page, "/documents/", {}, files={"upload-files": ("report.pdf", REPORT, "application/pdf")})
         loads = PageLoads(admin, pages[0]) if browse else None
-        # "At once": the worker takes no task while the requests are made (the admin's form work, one
-        # after another from this process, is no part of sending them), then takes them all.
+        # "At once": the worker takes no task while the requests are made, then takes them all.
         queue = app.conf.task_default_queue
         app.control.cancel_consumer(queue, reply=True, timeout=10, limit=1)  # one worker: its reply ends the wait
         before, made, cpu_before = platform.patches(ids), time.monotonic(), cpu_by_process(platform, worker)
@@ -186,8 +178,7 @@ def staff_burst(platform: Platform, model: str, *, base: str, deliveries: int, w
 
 
 def per(after: dict, before: dict, count: int) -> dict:
-    """CPU milliseconds per item of each process between two readings of `cpu_by_process`, PostgreSQL's
-    left out: a backend that ended meanwhile (a connection closed) takes its CPU with it."""
+    """CPU ms per item of each process between two `cpu_by_process`, PostgreSQL's left out (its backends end)."""
     return {
         part: round((after[part] - before[part]) * 1000 / max(count, 1), 1) for part in after if part != "postgresql"
     }
@@ -203,16 +194,15 @@ def _all_more(now: dict, before: dict) -> bool:
     return all(count > before.get(txn, 0) for txn, count in now.items())
 
 
-class PageLoads:
+class PageLoads(threading.Thread):
     """The staff member's browser reloading an order's page in a loop, over HTTP, until stopped."""
 
     def __init__(self, admin: Admin, page: str):
-        self.admin, self.page, self.timings, self.statuses = admin, page, [], {}
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._load, daemon=True)
-        self.thread.start()
+        super().__init__(daemon=True)
+        self.admin, self.page, self.timings, self.statuses, self.done = admin, page, [], {}, threading.Event()
+        self.start()
 
-    def _load(self) -> None:
+    def run(self) -> None:
         browser = Admin(self.admin.base, cookies=self.admin.cookies)  # the same sign-in, a connection of its own
         while not self.done.is_set():
             began = time.monotonic()
@@ -223,10 +213,5 @@ class PageLoads:
 
     def stop(self) -> dict:
         self.done.set()
-        self.thread.join(timeout=60)
-        return {
-            "loads": len(self.timings),
-            "statuses": self.statuses,
-            "p50_ms": stack.ms(stack.percentile(self.timings, 0.5)),
-            "p99_ms": stack.ms(stack.percentile(self.timings, 0.99)),
-        }
+        self.join(timeout=60)
+        return {"statuses": self.statuses, **spread(self.timings)}  # n: the loads

@@ -1,8 +1,5 @@
-"""Benchmark: orders/s with two worker hosts, then one, at the platform's real latency (as root;
-docs/performance.md, "How the entries measure"). Each worker host has SCALEOUT_CONCURRENCY threads:
-few enough that one host is bound by the waits, not by the two cores every "host" of this machine
-shares (docs/performance.md, "Scale-out").
-"""
+"""Orders/s with two worker hosts, then one, at the platform's real latency, as root (docs/performance.md,
+"How the entries measure"; "Scale-out" says why SCALEOUT_CONCURRENCY threads per host)."""
 
 import argparse
 import json
@@ -30,8 +27,7 @@ ROLES = {  # the processes by the host they stand for
 
 
 def completed(cluster: Cluster, ids: list[str], *, timeout: float) -> dict:
-    """Until the platform holds a completing PATCH of each of `ids` and our status endpoint says each
-    order finished (its callback came), or `timeout`; the statuses and the PATCHes each got."""
+    """Until each order has a completing PATCH and our status endpoint says it finished: their report."""
     deadline, statuses = time.monotonic() + timeout, {}
     while time.monotonic() < deadline:
         patches = cluster.patches(ids)
@@ -39,9 +35,8 @@ def completed(cluster: Cluster, ids: list[str], *, timeout: float) -> dict:
             break
         time.sleep(0.25)
     while time.monotonic() < deadline and len(statuses) < len(ids):
-        statuses |= {
-            txn: status for txn, status in cluster.statuses(set(ids) - set(statuses)).items() if status in FINAL
-        }
+        asked = cluster.statuses(set(ids) - set(statuses))
+        statuses |= {txn: status for txn, status in asked.items() if status in FINAL}
         time.sleep(0.25)
     statuses = cluster.statuses(ids)
     accepted = Counter(len(each) for each in cluster.patches(ids).values())
@@ -124,8 +119,7 @@ def scaleout(orders: int = SCALEOUT_ORDERS, concurrency: int = SCALEOUT_CONCURRE
 
 
 def scaleout_bench(*, database: str | None = None, orders: int | None = None, concurrency: int | None = None) -> dict:
-    """`bench/run.py --only scaleout`: in a process of its own, as the cluster configures Django for
-    itself and `make bench` has configured it already. `database` is not used: the hosts run their own."""
+    """In a process of its own, as the cluster configures Django for itself (the hosts run their own database)."""
     absent = missing()
     if absent:
         return {"ok": False, "skipped": f"this machine lacks {', '.join(absent)}"}

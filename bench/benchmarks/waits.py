@@ -1,6 +1,4 @@
-"""`waits`: how long people and partner systems wait, at the platform's ~1 ms and at its real latency;
-docs/performance.md, "How the entries measure", says what each figure is.
-"""
+"""How long people and partner systems wait (docs/performance.md, "How the entries measure")."""
 
 import contextlib
 import json
@@ -36,8 +34,7 @@ def answer_waits(answers: list[dict], patches: dict) -> dict:
 
 
 class System(Receiver):
-    """A partner's order system: the receiver of bench/harness/receiver.py, answering each order.created
-    through /api/v1/."""
+    """A partner's order system: bench/harness/receiver.py answering each order.created through /api/v1/."""
 
     def __init__(self):
         super().__init__(self.answer)
@@ -89,8 +86,7 @@ class System(Receiver):
 
 
 def connection_made(platform: Platform, receiver: System) -> None:
-    """As an operator sets a partner's system up: the product made connected (`product_settings`), a
-    connection pushing to the receiver (`connection_create`), whose credentials it prints once."""
+    """A connected product and a connection pushing to `receiver`, as an operator sets them up."""
     stack.manage("product_settings", CONNECTED, "--fulfiller", "connected", env=platform.env, capture=True)
     argv = ("connection_create", "bench-system", "--endpoint", receiver.url, "--product", CONNECTED)
     printed = stack.manage(*argv, env=platform.env, capture=True)
@@ -99,8 +95,7 @@ def connection_made(platform: Platform, receiver: System) -> None:
 
 
 def finished_seen(platform: Platform, ids: list[str], *, timeout: float) -> dict:
-    """Each order's moment (epoch) our status endpoint first says it is finished, asked every ~0.2 s of
-    the orders the platform holds a PATCH of."""
+    """Each order's moment (epoch) our status endpoint first says it is finished, once it has a PATCH."""
     seen, deadline = {}, time.monotonic() + timeout
     while len(seen) < len(ids) and time.monotonic() < deadline:
         patched = [txn for txn, n in platform.patches([txn for txn in ids if txn not in seen]).items() if n]
@@ -168,11 +163,8 @@ def waits_bench(
         receiver = System()
         stack_of.callback(receiver.close)
         connection_made(platform, receiver)
-        for (label, waits), emulated in zip(
-            (("fast", {"api": 0, "upload": 0}), ("slow", {"api": api_ms / 1000, "upload": upload_ms / 1000})),
-            platform.emulators,
-            strict=True,
-        ):
+        for label, emulated in zip(("fast", "slow"), platform.emulators, strict=True):
+            waits = {"api": api_ms / 1000, "upload": upload_ms / 1000} if label == "slow" else {"api": 0, "upload": 0}
             worker = platform.worker(f"waits-worker-{label}", pool=kind, concurrency=threads, base=emulated.url)
             try:
                 run = {"automated": automated(platform, worker, transactions)}

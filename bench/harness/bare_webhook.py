@@ -1,11 +1,8 @@
 """The bare webhook handler: the least a `POST /v1/webhooks` must do, the intake benchmark's yardstick.
 
-`application` is a bare WSGI callable served by the same gunicorn configuration under the same
-load as our intake (bench/benchmarks/intake.py runs both): it reads the body, checks the HMAC-SHA256
-signature (base64, constant-time compare), parses the JSON for the columns, and INSERTs one row
-with psycopg into a table shaped like inbox_notification (same columns, indexes and unique key).
-No Django, no broker. Our intake's CPU per webhook over this one's is what our stack adds.
-"""
+`application`, a WSGI callable under the intake's gunicorn and load: the body read, its HMAC-SHA256
+signature checked, the JSON parsed, one row INSERTed with psycopg into a copy of inbox_notification
+(its columns, indexes and unique key). No Django, no broker."""
 
 import base64
 import binascii

@@ -1,16 +1,14 @@
 """The platform at its real latency: a reverse proxy in front of the sandbox that answers each call late.
 
 `python -m bench.harness.latency_proxy --port P --upstream 127.0.0.1:Q`: each request under `/sandbox/`
-waits `--api-ms` (an upload, under `/sandbox/uploads/`, `--upload-ms`) before it is forwarded, in one
-asyncio loop, so a thousand waiting calls hold no thread and no gunicorn worker; other paths go at once.
-HTTP/1.1 keep-alive towards the client (bodies by Content-Length or chunked), a connection per call
-towards the sandbox. `Host` passes unchanged (the upload locations the sandbox builds name the proxy,
-so uploads are late too); `X-Forwarded-For` names the caller. `--bind` another address than 127.0.0.1.
-"""
+waits `--api-ms` (under `/sandbox/uploads/`, `--upload-ms`) in one asyncio loop, then goes to the sandbox
+on a connection of its own; keep-alive towards the client. `Host` passes unchanged (the sandbox's upload
+locations name the proxy, so uploads are late too); `X-Forwarded-For` names the caller."""
 
 import argparse
 import asyncio
 import signal
+from dataclasses import dataclass
 
 
 async def read_head(reader: asyncio.StreamReader) -> tuple[str, list[tuple[str, str]]] | None:
@@ -18,20 +16,12 @@ async def read_head(reader: asyncio.StreamReader) -> tuple[str, list[tuple[str, 
         head = await reader.readuntil(b"\r\n\r\n")
     except (asyncio.IncompleteReadError, ConnectionError):
         return None
-    lines = head.decode("latin-1").split("\r\n")
-    headers = []
-    for line in lines[1:]:
-        if line:
-            name, _, value = line.partition(":")
-            headers.append((name.strip(), value.strip()))
-    return lines[0], headers
+    first, *lines = head.decode("latin-1").split("\r\n")
+    return first, [(name.strip(), value.strip()) for name, _, value in (line.partition(":") for line in lines if line)]
 
 
 def header_of(headers: list[tuple[str, str]], name: str) -> str | None:
-    for key, value in headers:
-        if key.lower() == name:
-            return value
-    return None
+    return next((value for key, value in headers if key.lower() == name), None)
 
 
 async def read_body(reader: asyncio.StreamReader, headers: list[tuple[str, str]], *, to_eof: bool = False) -> bytes:
@@ -58,18 +48,16 @@ def framed(first: str, headers: list[tuple[str, str]], body: bytes, *, close: bo
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
+@dataclass
 class Proxy:
-    def __init__(self, *, upstream: tuple[str, int], api_delay: float, upload_delay: float):
-        self.upstream = upstream
-        self.api_delay = api_delay
-        self.upload_delay = upload_delay
+    upstream: tuple[str, int]
+    api_delay: float
+    upload_delay: float
 
     def delay(self, path: str) -> float:
         if path.startswith("/sandbox/uploads/"):
             return self.upload_delay
-        if path.startswith("/sandbox/"):
-            return self.api_delay
-        return 0.0
+        return self.api_delay if path.startswith("/sandbox/") else 0.0
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         caller = (writer.get_extra_info("peername") or ("-",))[0]

@@ -1,11 +1,8 @@
 """The load generator: many concurrent keep-alive HTTP/1.1 connections posting pre-signed webhooks.
 
-Run in its own process (`python -m bench.harness.load ...`), never in the server's interpreter: it
-sends each `[body, signature]` pair of a JSON file once over raw asyncio sockets (reusing a connection
-while the server keeps it open) and writes each request's status and latency. Closed loop (`--rate 0`:
-each connection sends its next request when the previous one is answered) or fixed rate (`--rate R`:
-request i is due at start + i/R and its latency counts from then: no coordinated omission).
-"""
+`python -m bench.harness.load ...`, a process of its own: each `[body, signature]` pair of `--input` sent
+once to 127.0.0.1 over raw asyncio sockets, each request's status and latency written to `--output`.
+`--rate 0`: a closed loop; `--rate R`: request i due at start + i/R, its latency counted from then."""
 
 import argparse
 import asyncio
@@ -27,7 +24,7 @@ async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bool]:
     return int(first.split(" ", 2)[1]), close
 
 
-async def run(*, host: str, port: int, requests: list[bytes], concurrency: int, rate: float) -> dict:
+async def run(*, port: int, requests: list[bytes], concurrency: int, rate: float) -> dict:
     total = len(requests)
     status = [0] * total
     latency = [0.0] * total
@@ -39,19 +36,14 @@ async def run(*, host: str, port: int, requests: list[bytes], concurrency: int, 
     async def connection():
         reader = writer = None
         for index in counter:
-            if rate:
-                due = started + index / rate
-                delay = due - loop.time()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                begin = due
-            else:
-                begin = loop.time()
+            begin = started + index / rate if rate else loop.time()
+            if begin > loop.time():  # a fixed rate's request not yet due
+                await asyncio.sleep(begin - loop.time())
             for attempt in range(2):
                 reused = writer is not None
                 try:
                     if writer is None:
-                        reader, writer = await asyncio.open_connection(host, port)
+                        reader, writer = await asyncio.open_connection("127.0.0.1", port)
                         stats["connections"] += 1
                     writer.write(requests[index])
                     code, close = await _read_response(reader)
@@ -80,10 +72,7 @@ async def run(*, host: str, port: int, requests: list[bytes], concurrency: int, 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--path", default="/v1/webhooks")
-    parser.add_argument("--header", default="Svc-Signature")
     parser.add_argument("--input", type=Path, required=True, help="JSON list of [body, signature]")
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument("--concurrency", type=int, default=32)
@@ -91,13 +80,11 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
 
     pairs = json.loads(args.input.read_text())
-    head = [("Host", f"{args.host}:{args.port}"), ("Content-Type", "application/json")]
-    first = f"POST {args.path} HTTP/1.1"
-    requests = [framed(first, [*head, (args.header, sig)], body.encode(), close=False) for body, sig in pairs]
+    head = [("Host", f"127.0.0.1:{args.port}"), ("Content-Type", "application/json")]
+    first = "POST /v1/webhooks HTTP/1.1"
+    requests = [framed(first, [*head, ("Svc-Signature", sig)], body.encode(), close=False) for body, sig in pairs]
     clock = time.process_time()
-    result = asyncio.run(
-        run(host=args.host, port=args.port, requests=requests, concurrency=args.concurrency, rate=args.rate)
-    )
+    result = asyncio.run(run(port=args.port, requests=requests, concurrency=args.concurrency, rate=args.rate))
     result["generator_cpu_seconds"] = time.process_time() - clock
     args.output.write_text(json.dumps(result))
 

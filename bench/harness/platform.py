@@ -32,9 +32,8 @@ def call_kind(path: str) -> str:
 
 
 class PlatformSide:
-    """What this process does as the platform's back end and its lender, here (`Platform`) and on the
-    hosts (bench/harness/cluster.py): `command` runs manage.py as an operator does; `ours_url` is our
-    web server (or the load balancer in front of ours)."""
+    """This process as the platform's back end and its lender, here (`Platform`) and on the hosts
+    (bench/harness/cluster.py): `command` is an operator's manage.py; `ours_url` our web server or balancer."""
 
     ours_url: str
 
@@ -81,9 +80,8 @@ class Platform(PlatformSide):
         self.port, self.ours_port, self.name, self.web_workers = stack.free_port(), stack.free_port(), name, web_workers
         self.url, self.lifetime, self.emulators = f"http://127.0.0.1:{self.port}", lifetime, ()
         ours, settings = f"http://127.0.0.1:{self.ours_port}", stack.SETTINGS
-        calling = self._calling(self.url)
+        calling = {**self._calling(self.url), "SANDBOX_TOKEN_LIFETIME": lifetime}
         self.env = stack.app_env(database=database, public_base_url=ours, sandbox=True, settings=settings, **calling)
-        self.env["SANDBOX_TOKEN_LIFETIME"] = str(lifetime)
         self.access_log = stack.LOGS / f"{name}-platform-access.log"
 
     @staticmethod
@@ -112,9 +110,8 @@ class Platform(PlatformSide):
         return stack.manage(*args, env=self.env, stdin=stdin, capture=capture)
 
     def emulators_start(self, closing: contextlib.ExitStack, *, api_ms: float, upload_ms: float) -> tuple:
-        """The platform's latency emulator (bench/harness/latency_proxy.py, a process of its own) with no
-        wait (the ~1 ms platform) and at `api_ms`/`upload_ms`, in front of it until `closing` closes:
-        (fast, slow)."""
+        """Two latency emulators (bench/harness/latency_proxy.py) in front of the platform until `closing`
+        closes: (fast, with no wait; slow, at `api_ms`/`upload_ms`)."""
         for label, api, upload in (("fast", 0, 0), ("slow", api_ms, upload_ms)):
             argv = [stack.PYTHON, "-m", "bench.harness.latency_proxy", "--port", str(port := stack.free_port())]
             argv += ["--upstream", f"127.0.0.1:{self.port}", "--api-ms", str(api), "--upload-ms", str(upload)]
@@ -124,17 +121,13 @@ class Platform(PlatformSide):
             self.emulators += (process,)
         return self.emulators
 
-    def use(self, base: str) -> None:
-        """The references and upload locations the sandbox hands out name `base` (the platform or an emulator)."""
+    def worker(self, name: str, *, pool: str, concurrency: int, base: str | None = None) -> stack.Process:
+        """A Celery worker of ours, ready, calling the platform at `base` (its own address by default, which
+        the sandbox's references and upload locations name too), with the Redis databases flushed."""
         from django.conf import settings
 
-        settings.SANDBOX_BASE_URL = f"{base}/sandbox"
-
-    def worker(self, name: str, *, pool: str, concurrency: int, base: str | None = None) -> stack.Process:
-        """A Celery worker of ours calling the platform at `base` (the platform itself by default), ready,
-        with an empty queue and no token yet (the bench's Redis databases flushed)."""
         base = base or self.url
-        self.use(base)
+        settings.SANDBOX_BASE_URL = f"{base}/sandbox"
         stack.redis_flush()
         worker = stack.celery_start(name, {**self.env, **self._calling(base)}, concurrency=concurrency, pool=pool)
         try:
@@ -143,8 +136,6 @@ class Platform(PlatformSide):
             worker.stop()
             raise
         return worker
-
-    # Orders -------------------------------------------------------------------------------------
 
     def patches(self, ids: list[str]) -> dict[str, int]:
         """The PATCHes of its response the platform accepted, by transaction."""
@@ -155,9 +146,8 @@ class Platform(PlatformSide):
         return dict(Transaction.objects.filter(id__in=ids).annotate(n=Count("patches")).values_list("id", "n"))
 
     def orders_wait(self, ids: list[str], *, timeout: float) -> tuple[dict, float | None]:
-        """Until our status endpoint says every order of `ids` is finished, asked once the platform holds
-        a PATCH of each (or every 10 s, for an order that ends without one): (the statuses counted, the
-        monotonic time they all were seen so; None after `timeout`)."""
+        """Until our status endpoint says every order is finished, asked once each has a PATCH (or every
+        10 s): (the statuses counted, the monotonic time all were finished; None after `timeout`)."""
         pending, seen = set(ids), {}
         deadline, asked = time.monotonic() + timeout, time.monotonic()
         while pending and time.monotonic() < deadline:
@@ -171,8 +161,7 @@ class Platform(PlatformSide):
         return dict(Counter(seen.get(txn, "NO ANSWER") for txn in ids)), done
 
     def records(self, ids: list[str]) -> tuple[dict, dict]:
-        """The platform's records of `ids`: (each one's first webhook created, epoch seconds; the PATCHes
-        it accepted, [(epoch seconds, payload)] in order), by transaction."""
+        """By transaction: (its first webhook's creation, epoch s; the PATCHes accepted, [(epoch s, payload)])."""
         from django.db.models import Min
 
         from partner.sandbox.models import ResponsePatch, WebhookDelivery
@@ -185,18 +174,12 @@ class Platform(PlatformSide):
             patches[txn].append((at.timestamp(), payload))
         return {row["resource_id"]: row["at"].timestamp() for row in sent}, patches
 
-    def to_first_patch(self, ids: list[str]) -> list[float]:
-        """Seconds from each transaction's first webhook created to the first PATCH the platform accepted."""
-        sent, patches = self.records(ids)
-        return [found[0][0] - sent[txn] for txn, found in patches.items() if found and txn in sent]
-
     def calls(self, offset: int = 0) -> tuple[Counter, Counter]:
         """(calls by kind, answers by status) of the platform's access log after byte `offset`."""
         time.sleep(1.0)  # the access log is written after each answer
         with self.access_log.open() as handle:
             handle.seek(offset)
-            matches = [ACCESS_LINE.match(line.strip()) for line in handle.read().splitlines()]
-        found = [match for match in matches if match]
+            found = [match for line in handle.read().splitlines() if (match := ACCESS_LINE.match(line.strip()))]
         return Counter(call_kind(match["path"]) for match in found), Counter(match["status"] for match in found)
 
 
@@ -241,9 +224,8 @@ class _Forms(HTMLParser):
 
 
 class Admin:
-    """A staff member's browser on our admin, over HTTP: signed in, it reads a page's form and sends it
-    as its button does. The cookies are kept by hand: the production settings mark them Secure, and
-    the bench speaks plain HTTP."""
+    """A staff member's browser on our admin, sending a page's form as its button does. The cookies are
+    kept by hand: the production settings mark them Secure, and the bench speaks plain HTTP."""
 
     def __init__(self, base: str, username: str = "", password: str = "", *, cookies: dict | None = None):
         self.base, self.cookies = base, dict(cookies or {})

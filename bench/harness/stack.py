@@ -1,8 +1,7 @@
-"""The processes a benchmark runs against: PostgreSQL and Redis checks, the bench database (BENCH_DB_NAME,
-dropped and created each run) and Redis databases (BENCH_REDIS_DBS, flushed), gunicorn, Celery and relay
-processes, their CPU and memory from /proc, and this process configured as theirs.
-"""
+"""The processes a benchmark runs against (bench/README.md, its variables): the bench database and Redis
+databases, gunicorn and Celery, their CPU and memory from /proc, and this process configured as theirs."""
 
+import contextlib
 import json
 import os
 import signal
@@ -22,15 +21,12 @@ RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", ROOT / "bench" / "results"))
 LOGS = Path(os.environ.get("BENCH_LOGS_DIR", ROOT / "var" / "bench"))
 PYTHON = sys.executable
 VENV_BIN = Path(PYTHON).parent
-# The environment the bench started with, before a benchmark configured Django in this process (they
-# write os.environ): what a benchmark run in a process of its own is given.
+# The environment before a benchmark configured Django here (in os.environ): a run in its own process gets it.
 ENVIRON_AT_START = dict(os.environ)
 
 PG_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379")
 DB_NAME = os.environ.get("BENCH_DB_NAME", "bench_partner")
-# Two Redis databases of the bench's own (broker, cache), flushed by each run: "10,11" unless
-# BENCH_REDIS_DBS names others (two benches side by side on one Redis).
 BROKER_DB, CACHE_DB = (int(number) for number in os.environ.get("BENCH_REDIS_DBS", "10,11").split(","))
 # What the preflight refuses to start without (partner.E013, E015): a company not the demo's, and the
 # documents on one machine's disk (every "host" of the drills reads one MEDIA_ROOT).
@@ -67,36 +63,22 @@ def services_check() -> None:
         try:
             ask()
         except Exception as exc:
-            problems.append(f"{name} at {_safe(url)} does not answer: {type(exc).__name__}: {exc}".strip())
+            at = urlsplit(url)  # its password left out
+            where = f"{at.scheme}://{at.hostname or ''}:{at.port or ''}{at.path}"
+            problems.append(f"{name} at {where} does not answer: {type(exc).__name__}: {exc}".strip())
     if problems:
         hint = "\nSet BENCH_PG_URL / BENCH_REDIS_URL if they live elsewhere."
         raise NotAnswering("make bench needs PostgreSQL and Redis:\n  " + "\n  ".join(problems) + hint)
 
 
-def _safe(url: str) -> str:
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    return f"{parts.scheme}://{host}:{parts.port or ''}{parts.path}"
-
-
-def database_url(name: str = DB_NAME) -> str:
-    parts = urlsplit(PG_URL)
-    return parts._replace(path=f"/{name}").geturl()
-
-
-def database_recreate(name: str = DB_NAME) -> str:
-    """Drop and create the benchmark's database; returns its URL."""
+def database_prepared() -> str:
+    """The bench database dropped, created and migrated, the Redis databases flushed; the database's URL."""
     import psycopg
 
     with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return database_url(name)
-
-
-def database_prepared() -> str:
-    """A fresh, migrated bench database and flushed Redis databases: what each run starts from."""
-    database = database_recreate()
+        conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{DB_NAME}"')
+    database = urlsplit(PG_URL)._replace(path=f"/{DB_NAME}").geturl()
     redis_flush()
     env = app_env(database=database, public_base_url="http://127.0.0.1:9", sandbox=False)
     manage("migrate", "--no-input", "-v", "0", env=env)
@@ -114,10 +96,10 @@ def redis_flush() -> None:
         redis.Redis.from_url(redis_url(db)).flushdb()
 
 
-def queue_length(queue: str = "celery", *, broker_url: str | None = None) -> int:
+def queue_length() -> int:
     import redis
 
-    return int(redis.Redis.from_url(broker_url or redis_url(BROKER_DB)).llen(queue))
+    return int(redis.Redis.from_url(redis_url(BROKER_DB)).llen("celery"))
 
 
 def app_env(
@@ -160,13 +142,8 @@ def app_env(
 
 def manage(*args: str, env: dict, stdin: str | None = None, capture: bool = False) -> str:
     """`manage.py ARGS` (its output returned when `capture`)."""
-    out = subprocess.PIPE if capture else None
-    return (
-        subprocess.run(
-            [PYTHON, "manage.py", *args], cwd=ROOT, env=env, input=stdin, text=True, check=True, stdout=out
-        ).stdout
-        or ""
-    )
+    argv, out = [PYTHON, "manage.py", *args], subprocess.PIPE if capture else None
+    return subprocess.run(argv, cwd=ROOT, env=env, input=stdin, text=True, check=True, stdout=out).stdout or ""
 
 
 @dataclass
@@ -211,18 +188,11 @@ class Process:
 
 
 def children(pid: int) -> list[int]:
-    """The child processes of `pid`, whichever of its threads forked them (a prefork pool replaces
-    its processes from a thread of the main process, not from its main thread)."""
+    """The child processes of `pid`, whichever of its threads forked them (a prefork pool's, say)."""
     found = []
-    try:
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
-    except OSError:
-        return []
-    for task in tasks:
-        try:
-            found += [int(item) for item in (task / "children").read_text().split()]
-        except OSError:
-            continue
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):  # none when the process is gone
+        with contextlib.suppress(OSError):
+            found += [int(item) for item in task.read_text().split()]
     return found
 
 
@@ -246,16 +216,11 @@ def cpu_seconds(pid: int, *, reaped: bool = False) -> float:
 
 def cpu_seconds_of_command(command: str) -> float:
     """CPU time so far of every process whose name is `command` (PostgreSQL's backends, say)."""
-    return sum(
-        cpu_seconds(int(entry.parent.name)) for entry in Path("/proc").glob("[0-9]*/comm") if _is(entry, command)
-    )
-
-
-def _is(comm: Path, command: str) -> bool:
-    try:
-        return comm.read_text().strip() == command
-    except OSError:
-        return False
+    found = 0.0
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        with contextlib.suppress(OSError):
+            found += cpu_seconds(int(comm.parent.name)) if comm.read_text().strip() == command else 0.0
+    return found
 
 
 def spawn(name: str, argv: list[str], env: dict, *, port: int | None = None, log: str = "") -> Process:
@@ -294,11 +259,6 @@ def gunicorn_start(name: str, app: str, env: dict, *, workers: int, threads: int
     return process
 
 
-def web_workers(process: Process) -> list[int]:
-    """The gunicorn worker processes (children of the master)."""
-    return children(process.popen.pid)
-
-
 def celery_start(name: str, env: dict, *, concurrency: int, pool: str = "prefork") -> Process:
     """`celery -A config worker` with `concurrency` slots of `pool` (prefork processes, threads)."""
     argv = [PYTHON, "-m", "celery", "-A", "config", "worker", f"--pool={pool}", f"--concurrency={concurrency}"]
@@ -306,14 +266,8 @@ def celery_start(name: str, env: dict, *, concurrency: int, pool: str = "prefork
     return spawn(name, argv, env)
 
 
-def relay_start(name: str, env: dict) -> Process:
-    """The inbox relay on its own (`manage.py inbox_relay`), as the intake bench runs no worker."""
-    return spawn(name, [PYTHON, "manage.py", "inbox_relay"], env)
-
-
 def database_settled(database: str, query: str, *, timeout: float, interval: float) -> float | None:
-    """Seconds until `query` (one row, one value) answers true on `database`, asked every `interval`
-    seconds on one connection (None: still false after `timeout`)."""
+    """Seconds until `query` (one value) answers true on one connection (None: not within `timeout`)."""
     import psycopg
 
     started = time.monotonic()
@@ -335,11 +289,8 @@ def in_own_process(module: str, *args: str) -> dict:
 
 
 def percentile(values: list[float], fraction: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
-    return ordered[index]
+    """The value at `fraction` (0 to 1) of `values` in order, nearest rank (None: no values)."""
+    return sorted(values)[round(fraction * (len(values) - 1))] if values else None
 
 
 def ms(seconds: float | None) -> float | None:

@@ -1,8 +1,5 @@
-"""The targets, and each benchmark's figures judged against them: MET or MISSED, printed and kept.
-
-`verdicts(results)` asks the judge of every benchmark or drill that ran (JUDGES, by entry name);
-each judge reads its own figures only and returns {key: verdict line}.
-"""
+"""The targets, and each entry's figures judged against them by its judge (JUDGES, by entry name, each
+reading its own figures only): MET or MISSED, printed and kept."""
 
 # The targets, each said in words in docs/performance.md, "Targets".
 TARGETS = {
@@ -42,29 +39,22 @@ def at_most(name: str, measured, key: str, valid: bool = True) -> dict:
 
 
 def intake(figures: dict) -> dict:
-    """The closed loop's rate on at most two cores; at the fixed rate of 1,000/s (open loop: each request
-    sent when due), the p99 and our CPU per webhook over the bare handler's under the same load. A
-    figure taken at another rate, or a rate on more cores, is no measure of its target: MISSED."""
+    """The closed loop's rate, and at the fixed rate the p99 and our CPU over the bare handler's; a figure
+    taken at another rate, or on more cores, is no measure of its target: MISSED."""
     ours, bare = figures["ours"], figures["bare"]
     closed, fixed = ours["closed_loop"], ours["fixed_rate"]
     phases = (closed, fixed)
     lost = sum(p["stored"]["accepted_missing"] + p["stored"]["accepted_stored_twice_or_more"] for p in phases)
     off_queue = sum(abs(p["queue_length"] - p["stored"]["accepted"]) for p in phases if "queue_length" in p)
 
-    cores = figures.get("cores")
+    cores, asked = figures.get("cores"), TARGETS["intake_fixed_rate"]
     on_cores = cores is not None and cores <= TARGETS["intake_cores"]
-    where = (f"{cores} cores" if cores is not None else "cores unknown") + (
-        "" if on_cores else f", not the target's {TARGETS['intake_cores']}"
-    )
-    asked = TARGETS["intake_fixed_rate"]
+    where = f"{cores} cores" + ("" if on_cores else f", not the target's {TARGETS['intake_cores']}")
     at_rate = fixed["rate_asked"] == asked and bare["fixed_rate"]["rate_asked"] == asked
-    shown = (f"{fixed['rate_asked']:g}/s" if fixed["rate_asked"] else "no fixed rate") + (
-        "" if at_rate else f", not the target's {asked:g}/s"
-    )
+    shown = f"{fixed['rate_asked'] or 0:g}/s" + ("" if at_rate else f", not the target's {asked:g}/s")
     p99, most = fixed["p99_ms"], TARGETS["intake_p99_ms"]
     least = bare["fixed_rate"]["server_cpu_ms_per_request"]
     ratio = round(fixed["server_cpu_ms_per_request"] / least, 2) if least else None
-    # A figure taken off the target's cores or rate is no measure of it: MISSED whatever it is.
     return {
         "intake_per_s": at_least(
             f"intake webhooks/s (closed loop, {where})", closed["accepted_per_s"], "intake_per_s", on_cores
@@ -82,16 +72,13 @@ def end_to_end(figures: dict) -> dict:
     found = {}
     for model, run in figures["runs"].items():
         if model == "prefork:2":
-            rate = run["orders_per_s"]
-            found["end_to_end_per_s_2_workers"] = at_least(
-                "orders/s, 2 worker processes", rate, "end_to_end_per_s_2_workers"
-            )
+            rate, key = run["orders_per_s"], "end_to_end_per_s_2_workers"
+            found[key] = at_least("orders/s, 2 worker processes", rate, key)
         calls, target = run["service_calls_per_order"], TARGETS["service_calls_per_transaction"]
         found[f"service_calls_{model}"] = verdict(f"service calls per order ({model})", calls, target, calls == target)
         tokens, lifetimes = run["token_requests"], run["token_lifetimes_spanned"]
-        found[f"token_requests_{model}"] = verdict(
-            f"token requests ({model}, lifetime {run['token_lifetime_s']} s)", tokens, lifetimes, tokens <= lifetimes
-        )
+        name = f"token requests ({model}, lifetime {run['token_lifetime_s']} s)"
+        found[f"token_requests_{model}"] = verdict(name, tokens, lifetimes, tokens <= lifetimes)
     return found
 
 
@@ -105,14 +92,12 @@ def staff_burst(staff: dict) -> dict:
 def latency(figures: dict) -> dict:
     found = {}
     for model, runs in figures["models"].items():
-        rates = f"{runs['slow']['orders_per_s']} / {runs['fast']['orders_per_s']}"
-        found[f"latency_over_fast_{model}"] = at_least(
-            f"orders/s at 300/500 ms / at 1 ms ({model}: {rates})", runs["slow_over_fast"], "latency_over_fast"
-        )
-        rss = max(runs["slow"]["worker_peak_rss_mib"], runs["fast"]["worker_peak_rss_mib"])
-        found[f"latency_worker_rss_{model}"] = at_most(
-            f"peak RSS of the worker host, MiB ({model})", rss, "latency_worker_rss_mib"
-        )
+        slow, fast = runs["slow"], runs["fast"]
+        name = f"orders/s at 300/500 ms / at 1 ms ({model}: {slow['orders_per_s']} / {fast['orders_per_s']})"
+        found[f"latency_over_fast_{model}"] = at_least(name, runs["slow_over_fast"], "latency_over_fast")
+        rss = max(slow["worker_peak_rss_mib"], fast["worker_peak_rss_mib"])
+        name = f"peak RSS of the worker host, MiB ({model})"
+        found[f"latency_worker_rss_{model}"] = at_most(name, rss, "latency_worker_rss_mib")
     staff = figures.get("staff")
     if staff:
         found["staff_burst_over_latency"] = staff_burst(staff)
@@ -144,9 +129,6 @@ def waits(figures: dict) -> dict:
 
 def scaleout(figures: dict) -> dict:
     """The scale-out: its report's `scaleout` part."""
-    if "skipped" in figures:
-        print(f"  SKIPPED scaleout: {figures['skipped']}")
-        return {}
     runs = figures.get("scaleout")
     if not runs:
         return {"scaleout_two_over_one": verdict("scale-out: no figure", figures.get("error"), "a ratio", False)}
@@ -168,30 +150,21 @@ def postgres_restart(figures: dict) -> dict:
 
 
 def schedule(figures: dict) -> dict:
-    if "skipped" in figures:
-        print(f"  SKIPPED schedule drill: {figures['skipped']}")
-        return {}
     violations = figures.get("violations", [figures.get("error")] if figures.get("error") else [])
     seed = figures.get("seed")
     return {"schedule": verdict(f"schedule drill (seed {seed}): invariants broken", len(violations), 0, figures["ok"])}
 
 
-JUDGES = {
-    "intake": intake,
-    "end_to_end": end_to_end,
-    "latency": latency,
-    "waits": waits,
-    "scaleout": scaleout,
-    "memory": memory,
-    "postgres_restart": postgres_restart,
-    "schedule": schedule,
-}
+JUDGES = {judge.__name__: judge for judge in (intake, end_to_end, latency, waits, scaleout, memory)}
+JUDGES |= {judge.__name__: judge for judge in (postgres_restart, schedule)}
 
 
 def verdicts(results: dict) -> dict:
-    """Every target of the benchmarks and drills in `results` (by entry name), judged."""
+    """Every target of the benchmarks and drills in `results` (by entry name), judged (none of one skipped)."""
     found = {}
     for name, judge in JUDGES.items():
-        if results.get(name):
+        if "skipped" in (results.get(name) or {}):
+            print(f"  SKIPPED {name}: {results[name]['skipped']}")
+        elif results.get(name):
             found.update(judge(results[name]))
     return found
