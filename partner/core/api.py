@@ -32,6 +32,7 @@ from rest_framework.views import set_rollback
 
 from partner.core.cache import CACHE_UNREACHABLE
 from partner.core.errors import ApplicationError, Unavailable
+from partner.core.retries import outage_of
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 PROBLEM_TYPE_BASE = "https://partner.example/problems/"
@@ -91,7 +92,9 @@ def _framework_error(exc: Exception) -> exceptions.APIException | None:
 
 def error_answer(exc: Exception) -> ErrorAnswer | None:
     """The identity of an error a view raised; None for one that is no answer (a bug: a 500)."""
-    if isinstance(exc, CACHE_UNREACHABLE):
+    if isinstance(exc, CACHE_UNREACHABLE) or outage_of(exc) is not None:
+        # One of our own services away (the cache, the database restarting): a moment's outage, not a
+        # bug. An answer sent again with its Idempotency-Key is made once (partner/connector/idempotency.py).
         exc = Unavailable("The service is unavailable for a moment: nothing was done. Try again shortly.")
     if isinstance(exc, ApplicationError):
         headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else {}
