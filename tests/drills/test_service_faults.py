@@ -71,7 +71,11 @@ def test_429_5xx_slow_answers_and_a_timeout_still_complete_every_order_once(
     print(f"  service calls by answer: {calls}; token requests: {tokens_granted(service_calls)}")
     assert all(value == 0 for value in left.values())  # every fault was really hit
     assert counted[429] == 3 and counted[503] == 2 and counted[502] == 2
-    assert counted[None] == 1  # the timeout: no answer, then a retry
+    # The slow event's GET timed out (no answer, then a retry). Another answer may be slower than the
+    # 1 s read timeout on a loaded machine (make flake saw 2 no-answers in one of 13 rounds): every
+    # order still completed once (`once_each`), which is what the drill holds.
+    unanswered = [call["url"] for call in service_calls if call["status"] is None]
+    assert any("/events/" in url for url in unanswered), unanswered
     assert tokens_granted(service_calls) == 1  # one token for all of it
 
 
