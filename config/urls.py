@@ -81,3 +81,6 @@ admin.site.index_title = "Orders, products and operations"
 if settings.SANDBOX_ENABLED:
     urlpatterns.append(path("sandbox/", include("partner.sandbox.urls")))
     admin.site.site_url = reverse_lazy("sandbox:host-page")
+
+# An exception no view caught: Django's 500, or 503 when one of our own services is away for a moment.
+handler500 = "partner.core.views.server_error"

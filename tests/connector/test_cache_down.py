@@ -11,15 +11,13 @@ Before, every one of these answered 500.
 import socket
 import uuid
 
-import psycopg
 import pytest
 import requests
-from django.db import connection as db_connection
-from django.db.utils import DatabaseErrorWrapper
 
 from partner.connector import answers
 from partner.fulfillment.models import Delivery, DeliveryKind
 from tests.helpers.connector import ApiClient
+from tests.helpers.outages import database_away
 from tests.helpers.workers import broker_point
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -89,16 +87,6 @@ def test_a_count_that_cannot_be_made_fails_open_only_when_told_and_warns_once(re
         request_counted(request, group="probe", rate="1/m")
 
 
-def _database_away(*args, **kwargs):
-    """What Django raises when PostgreSQL cannot be reached (refused: a restart), made for real by
-    connecting to a port nobody listens on, wrapped as Django wraps its driver's errors."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        closed = probe.getsockname()[1]
-    with DatabaseErrorWrapper(db_connection):
-        psycopg.connect(host="127.0.0.1", port=closed, user="postgres", connect_timeout=2)
-
-
 def test_an_answer_met_by_our_database_restarting_is_503_with_retry_after_not_500(
     live_server, connection, order, tasks_sent, monkeypatch
 ):
@@ -107,7 +95,7 @@ def test_an_answer_met_by_our_database_restarting_is_503_with_retry_after_not_50
     A bug is still a 500."""
     created = connection.created
     api = ApiClient(live_server.url, created.client_id, created.client_secret)
-    monkeypatch.setattr(answers, "status_update_post", _database_away)
+    monkeypatch.setattr(answers, "status_update_post", database_away)
 
     answer = api.post(f"/orders/{order.pk}/status-updates", key=str(uuid.uuid4()), json={"text": "Booked"})
 

@@ -21,9 +21,11 @@ from partner.catalog.product_cache import CATALOG_CACHE_KEY
 from partner.catalog.services import partner_account_set
 from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order, OrderDocument
 from partner.fulfillment.orders.services import order_open
+from partner.fulfillment.staff import services as staff_services
 from partner.platform import formats
 from partner.platform.errors import ServiceValidationError
 from tests.helpers.orders import deliveries_sent, order_ran
+from tests.helpers.outages import database_away
 from tests.helpers.products import LENDER_CREDENTIALS, product_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -289,6 +291,30 @@ def test_an_empty_status_update_is_refused_next_to_its_field(staff, taken):
     assert refused.status_code == 200
     assert "The status update is empty." in text(refused) and 'class="errorlist' in text(refused)
     assert taken.deliveries.count() == 1  # the acknowledgement only
+
+
+def test_a_form_met_by_our_database_restarting_is_503_and_can_be_sent_again(staff, taken, monkeypatch):
+    """A drill that restarted PostgreSQL saw the staff's forms answer 500: an outage of ours is a
+    moment's unavailability (503, Retry-After, a page that says to look before sending again), and
+    the same form, sent again once the database is back, acts. A bug is still a 500."""
+    form = {"status-partner_status": "Inspection booked", "status-once": uuid.uuid4().hex}
+    staff.raise_request_exception = False
+    with monkeypatch.context() as patched:
+        patched.setattr(staff_services, "status_update_post", database_away)
+        away = staff.post(action("status_update", taken.pk), form)
+    assert away.status_code == 503 and away["Retry-After"] == "5"
+    assert "Unavailable for a moment" in text(away) and "open the page again before you send it" in text(away)
+    assert not taken.deliveries.filter(kind=DeliveryKind.STATUS_UPDATE).exists()
+
+    again = staff.post(action("status_update", taken.pk), form)
+    assert again.status_code == 302 and taken.deliveries.filter(kind=DeliveryKind.STATUS_UPDATE).count() == 1
+
+    def bug(**kwargs):
+        raise KeyError("partner_status")
+
+    monkeypatch.setattr(staff_services, "status_update_post", bug)
+    form["status-once"] = uuid.uuid4().hex
+    assert staff.post(action("status_update", taken.pk), form).status_code == 500
 
 
 def test_the_same_form_sent_twice_acts_once(staff, taken):
