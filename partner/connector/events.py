@@ -25,12 +25,16 @@ from partner.catalog.product_cache import catalog_product, catalog_products
 from partner.catalog.selectors import product_get
 from partner.connector.metrics import ENTITLEMENT_UNREADABLE
 from partner.connector.models import Connection, Event, EventState, OrderRoute
+from partner.core.housekeeping import housekeeping_chore_wake
 from partner.fulfillment.models import FINAL_STATUSES, Delivery, Order
 from partner.fulfillment.orders import announcements
 from partner.fulfillment.orders.services import order_assign
 from partner.platform import formats
 
 logger = logging.getLogger(__name__)
+
+# The name of the events' relay among the workers' housekeeping chores (`sending.relay_chore`).
+RELAY_CHORE = "connector events"
 
 # announcement -> the event type it becomes
 EVENT_OF = {
@@ -203,7 +207,7 @@ def event_store(*, connection: Connection, order: Order, event_type: str, data: 
             "timestamp": _time(now),
             "data": {"order": order_data(order, version=version), **data},
         }
-        return Event.objects.create(
+        event = Event.objects.create(
             connection=connection,
             order=order,
             message_id=f"msg_{uuid.uuid4().hex}",
@@ -211,6 +215,12 @@ def event_store(*, connection: Connection, order: Order, event_type: str, data: 
             payload=payload,
             state=EventState.PENDING if connection.endpoint_url else EventState.PULL,
         )
+    if event.state == EventState.PENDING:
+        # Stored by a worker's task (a callback's confirmation, an order's arrival): its relay hands it
+        # out once this commits, not up to CONNECTOR_RELAY_INTERVAL later. (A web worker keeps no house:
+        # an event it stores waits for a worker's round.)
+        transaction.on_commit(lambda: housekeeping_chore_wake(RELAY_CHORE))
+    return event
 
 
 def order_announced_receive(sender, *, order_id: int, what: str, delivery_id: int | None = None, **kwargs) -> None:

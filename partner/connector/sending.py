@@ -37,19 +37,22 @@ holding either secret of a rotation verifies.
 
 import json
 import logging
+import time
 from datetime import datetime
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import connection as db_connection
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
+from partner.connector.events import RELAY_CHORE
 from partner.connector.models import Connection, Event, EventAttempt, EventState
 from partner.connector.services import endpoint_address_rule, endpoint_problem
 from partner.core import outbound
+from partner.core.checkpoints import checkpoint
 from partner.core.enqueue import rows_relay
 from partner.core.housekeeping import Chore
 from partner.core.leases import Lease, LeaseLost, lease_free, lease_kept, lease_until, leases_expired_free
@@ -117,29 +120,92 @@ def sends_room(now: datetime) -> int:
     return max(1, settings.CONNECTOR_SENDS_IN_FLIGHT) - in_flight
 
 
+def _events_take(now: datetime, *, limit: int, first: QuerySet | None = None) -> tuple[list[int], datetime]:
+    """Take the leases of up to `limit` events due, within the bound (`sends_room`); `first`: the
+    events due to take before any other (a send's own order's next one). The pks taken, in order, and
+    their lease's end. Inside the caller's transaction."""
+    until = lease_until(now)
+    room = min(limit, sends_room(now))
+    if room <= 0:
+        return [], until
+    due = events_due(now)
+    wanted = list(first.filter(pk__in=due.values("pk")).values_list("pk", flat=True)[:1]) if first is not None else []
+    wanted += [pk for pk in due.values_list("pk", flat=True)[:room] if pk not in wanted][: room - len(wanted)]
+    if not wanted:
+        return [], until
+    free = Event.objects.filter(pk__in=wanted, state=EventState.PENDING).filter(lease_free(now))
+    taken = {event.pk for event in update_returning(free, claimed_until=until)}
+    return [pk for pk in wanted if pk in taken], until
+
+
 def events_relay(*, limit: int = BATCH) -> int:
     """Take the lease of each event due and hand it to a worker; how many went. The relay's shape
     (`partner.core.enqueue.rows_relay`): the leases are taken, the tasks published as one batch,
     and the leases committed; when the broker takes none, no lease is taken and the events wait."""
 
     def take() -> list[dict]:
-        now = timezone.now()
-        room = sends_room(now)
-        if room <= 0:
-            return []
-        due = list(events_due(now).values_list("pk", flat=True)[: min(limit, room)])
-        if not due:
-            return []
-        until = lease_until(now)
-        free = Event.objects.filter(pk__in=due, state=EventState.PENDING).filter(lease_free(now))
-        taken = sorted(event.pk for event in update_returning(free, claimed_until=until))
-        return [{"event_id": pk, "lease_until": until.isoformat()} for pk in taken]
+        taken, until = _events_take(timezone.now(), limit=limit)
+        return [{"event_id": pk, "lease_until": until.isoformat()} for pk in sorted(taken)]
 
     return rows_relay(SEND_TASK, take, what="event(s)")
 
 
+def events_hand_on(*, connection_id: int, order_id: int, limit: int = BATCH) -> tuple[int, datetime] | None:
+    """A send just delivered an event and its place among the sends in flight is free: keep it for
+    the next event due, (the event id, its lease's end) to send in the same thread, the same
+    (connection, order)'s next one first, else the oldest due; hand the rest of the room to other
+    workers as the relay does (one transaction, one batch). None when nothing is due or there is no
+    room, or the broker took none of the rest (nothing is then taken: the relay's next round does).
+    Without it the place went through the broker: a task published, consumed and started, a
+    relay's round and a worker's queue between one event of an order and the next (docs/performance.md)."""
+    kept: dict = {}
+
+    def take() -> list[dict]:
+        same = Event.objects.filter(connection=connection_id, order=order_id)
+        taken, until = _events_take(timezone.now(), limit=limit, first=same)
+        if not taken:
+            return []
+        kept.update(event_id=taken[0], lease_until=until, others=len(taken) - 1)
+        return [{"event_id": pk, "lease_until": until.isoformat()} for pk in sorted(taken[1:])]
+
+    handed = rows_relay(SEND_TASK, take, what="event(s)")
+    if not kept or handed != kept["others"]:  # nothing due, or rolled back (the broker away)
+        return None
+    return kept["event_id"], kept["lease_until"]
+
+
+# A send hands its place on (`events_hand_on`) for this long at most, then leaves what waits to the
+# relay: a task ends well within its time limit (CELERY_TASK_SOFT_TIME_LIMIT), each send taking at
+# most CONNECTOR_SEND_TIMEOUT more.
+HAND_ON_SECONDS = 30.0
+
+
+def events_send(*, event_id: int, lease_until: datetime) -> int:
+    """The events' task: send the event the relay handed out, then, while each send delivers, the
+    next one due in the same thread (`events_hand_on`), for HAND_ON_SECONDS at most; then relay
+    what waits. How many were delivered. A send that failed or was not this worker's hands nothing
+    on: its place goes back to the relay (a failing endpoint is not tried again at once)."""
+    started, delivered = time.monotonic(), 0
+    current: tuple[int, datetime] | None = (event_id, lease_until)
+    while current is not None:
+        if event_send(event_id=current[0], lease_until=current[1]) is not True:
+            break
+        delivered += 1
+        done = Event.objects.filter(pk=current[0]).values("connection_id", "order_id").first()
+        if done is None or time.monotonic() - started >= HAND_ON_SECONDS:
+            break
+        current = events_hand_on(**done)
+        if current is None:
+            return delivered  # nothing due, or no room: the hand-on relayed what it could
+        checkpoint("events.handed_on")
+    # Its place among the sends in flight is free and its order's next event may be due: hand out
+    # what waits now, not at the relay's next round.
+    events_relay()
+    return delivered
+
+
 def relay_chore(*, interval: float) -> Chore:
-    return Chore(name="connector events", run=lambda: events_relay() >= BATCH, interval=interval)
+    return Chore(name=RELAY_CHORE, run=lambda: events_relay() >= BATCH, interval=interval)
 
 
 def events_left_hand_back() -> int:

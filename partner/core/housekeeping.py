@@ -9,7 +9,8 @@ of chores:
   worker was killed is picked up within seconds, whatever the broker does with its message;
 - the chores apps register here (`housekeeping_chore_register`), each run every `interval` seconds
   and again at once while it reports more waiting: the inbox's relay, which hands stored webhook
-  notifications to the broker.
+  notifications to the broker. A chore may be woken before its interval runs out by a thread of the
+  same process that committed work for it (`housekeeping_chore_wake`).
 
 A failure (database or broker away) is logged once and the loop goes on trying; a deployment needs
 no extra process for any of this.
@@ -46,6 +47,21 @@ def housekeeping_chore_register(chore: Chore) -> None:
     """Run `chore` in every worker's housekeeping loop every `chore.interval` seconds (at once again
     while it returns True). Registered by each app in its ready(): this layer knows no app."""
     _chores[chore.name] = chore
+
+
+# The chores woken before their interval ran out (`housekeeping_chore_wake`), and the loop's wake-up.
+_woken: set[str] = set()
+_wake = threading.Event()
+# The loop sleeps at most this long at a time, so that it sees its stop event while it waits for a wake.
+_SLEEP_SLICE = 0.25
+
+
+def housekeeping_chore_wake(name: str) -> None:
+    """Have this process's loop run chore `name` now rather than at its next interval: a thread of
+    this process just committed work for it (a connector event stored by a worker's task). Costs a
+    flag; a process without a loop (a web worker) is not woken, its chores' rows wait for an interval."""
+    _woken.add(name)
+    _wake.set()
 
 
 # A prefork worker forks pool processes from the main process, where the loop's thread runs. A
@@ -98,7 +114,13 @@ def housekeeping_loop(stop: threading.Event, *, chores: list[Chore] | None = Non
                 continue
             more = _job_round(job, failing)
             due[job.name] = now + (0.0 if more else job.interval if job.name not in failing else 1.0)
-        stop.wait(max(0.0, min(due.values()) - time.monotonic()))
+        _wake.wait(max(0.0, min(min(due.values()) - time.monotonic(), _SLEEP_SLICE)))
+        if _wake.is_set():
+            _wake.clear()
+            while _woken:
+                name = _woken.pop()
+                if name in due:
+                    due[name] = 0.0
     connection.close()
 
 

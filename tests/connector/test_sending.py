@@ -267,17 +267,115 @@ def test_no_more_sends_are_handed_out_than_may_be_in_flight(
     assert third["event_id"] not in {task["event_id"] for task in first}
 
 
-def test_a_send_that_ends_hands_out_what_waits_at_once(order, system, tasks_sent):
-    """The task that sent an event relays again: its order's next event goes without waiting for
-    the relay's next round (CONNECTOR_RELAY_INTERVAL)."""
+def test_a_send_that_ends_hands_its_place_to_the_oldest_event_due(
+    order, fake_platform, connected_product, system, settings, tasks_sent
+):
+    """The task that delivered an event, with no event of its order waiting, sends the oldest one due
+    in its place: another order's event waiting for room goes at once, without a relay round
+    (CONNECTOR_RELAY_INTERVAL) or a task between."""
+    from partner.connector.tasks import event_send
+    from tests.helpers.connector import connected_order
+
+    settings.CONNECTOR_SENDS_IN_FLIGHT = 2
+    for number in (2, 3):
+        connected_order(fake_platform, transaction_id=f"txn-hand-on-{number}", product_name=connected_product.name)
+    first, second = relayed(tasks_sent)  # the third order's event waits for room
+    tasks_sent.clear()
+    assert event_send(**first) == 2  # its own, then the third order's, in this thread
+    assert tasks_sent == []
+    assert Event.objects.filter(state=EventState.DELIVERED).count() == 2
+    assert Event.objects.get(pk=second["event_id"]).state == EventState.PENDING  # still its worker's
+
+
+def test_a_delivered_send_hands_its_place_to_its_orders_next_event(order, system, tasks_sent):
+    """A send that delivered keeps its place among the sends in flight for its order's next event and
+    sends it in the same thread: no task, no relay round, no worker's queue between the two (they
+    waited seconds there in the waits bench, docs/performance.md "Where the answers waited")."""
     from partner.connector.tasks import event_send
 
     order_fail(order=order, code="retries_exhausted", reason="Gave up")
     [first] = relayed(tasks_sent)
     tasks_sent.clear()
-    assert event_send(**first) is True
-    [(name, second)] = tasks_sent
-    assert name == sending.SEND_TASK and Event.objects.get(pk=second["event_id"]).type == "order.failed"
+    assert event_send(**first) == 2
+    assert tasks_sent == []
+    assert system.types() == ["order.created", "order.failed"]
+    assert set(Event.objects.filter(order=order).values_list("state", flat=True)) == {EventState.DELIVERED}
+
+
+def test_a_failed_send_hands_nothing_on(order, connection, tasks_sent):
+    """A send that failed keeps no place: its endpoint is not tried again at once, in this thread or
+    another, and the order's next event waits behind its retry (the endpoint, port 9: refused)."""
+    order_fail(order=order, code="retries_exhausted", reason="Gave up")
+    [first] = relayed(tasks_sent)
+    tasks_sent.clear()
+    assert sending.events_send(event_id=first["event_id"], lease_until=_until(first)) == 0
+    assert tasks_sent == [] and EventAttempt.objects.count() == 1
+    assert Event.objects.filter(claimed_until__isnull=False).count() == 0
+
+
+def test_a_place_handed_on_counts_in_flight_and_keeps_its_order_busy(
+    order, fake_platform, connected_product, system, settings, tasks_sent
+):
+    """Between the hand-on's commit and its send, the event handed on is held (its lease committed):
+    a relay in another worker neither hands it out again nor its order's next event, nor more sends
+    than the bound allows."""
+    from tests.helpers.connector import connected_order
+    from tests.helpers.interleaving import Actor, Pause
+
+    settings.CONNECTOR_SENDS_IN_FLIGHT = 1
+    order_fail(order=order, code="retries_exhausted", reason="Gave up")  # a second event of the order
+    connected_order(fake_platform, transaction_id="txn-handed-on-2", product_name=connected_product.name)
+    [first] = relayed(tasks_sent)
+    tasks_sent.clear()
+    with Pause("events.handed_on") as handed_on:
+        sender = Actor(lambda: sending.events_send(event_id=first["event_id"], lease_until=_until(first)))
+        handed_on.reached()  # the first event delivered, the order's next one taken, not sent yet
+        held = Event.objects.get(order=order, type="order.failed")
+        assert held.claimed_until is not None and held.state == EventState.PENDING
+        assert sending.events_relay() == 0  # no room: the place is the hand-on's
+        settings.CONNECTOR_SENDS_IN_FLIGHT = 2
+        [other] = relayed(tasks_sent)  # room for one more: the other order's, not this order's
+        assert Event.objects.get(pk=other["event_id"]).order_id != order.pk
+        handed_on.resume()
+    assert sender.outcome() == 2
+    assert system.types() == ["order.created", "order.failed"]
+
+
+def test_an_event_stored_by_a_worker_is_relayed_once_it_commits(order, system, tasks_sent):
+    """A move made in a worker's task (a callback's confirmation) wakes that worker's relay when it
+    commits: its event is handed out at once, not at the relay's next round (here a minute away)."""
+    import threading
+
+    from partner.core.housekeeping import housekeeping_loop
+    from tests.helpers.waiting import wait_for
+
+    def sends():
+        return [kwargs["event_id"] for name, kwargs in list(tasks_sent) if name == sending.SEND_TASK]
+
+    stop = threading.Event()
+    loop = threading.Thread(
+        target=housekeeping_loop, args=(stop,), kwargs={"chores": [sending.relay_chore(interval=60)]}, daemon=True
+    )
+    tasks_sent.clear()
+    loop.start()
+    try:
+        wait_for(lambda: len(sends()) == 1, timeout=10)  # its first round: the order's order.created
+        [created] = sends()
+        send({"event_id": created, "lease_until": Event.objects.get(pk=created).claimed_until.isoformat()})
+        with transaction.atomic():
+            order_fail(order=order, code="retries_exhausted", reason="Gave up")
+            failed = Event.objects.get(order=order, type="order.failed").pk
+            assert failed not in sends()  # not before the commit
+        wait_for(lambda: failed in sends(), timeout=5)
+    finally:
+        stop.set()
+        loop.join(10)
+
+
+def _until(kwargs):
+    from django.utils.dateparse import parse_datetime
+
+    return parse_datetime(kwargs["lease_until"])
 
 
 def test_a_send_that_starts_before_the_relay_commits_waits_for_its_lease(order, system, tasks_sent):

@@ -71,3 +71,27 @@ def test_a_failing_chore_keeps_none_of_the_others_from_running():
     finally:
         stop.set()
         thread.join(10)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_woken_chore_runs_at_once_not_at_its_interval():
+    """A thread that committed work for a chore wakes it (`housekeeping_chore_wake`): its round comes
+    now, not a whole interval later; a name no chore has wakes nothing."""
+    from partner.core.housekeeping import housekeeping_chore_wake
+
+    rounds = {"woken": 0}
+
+    def woken():
+        rounds["woken"] += 1
+        return False
+
+    stop, thread = loop_running([Chore("woken", woken, interval=60)])
+    try:
+        wait_for(lambda: rounds["woken"] == 1, timeout=10)
+        housekeeping_chore_wake("no such chore")
+        housekeeping_chore_wake("woken")
+        wait_for(lambda: rounds["woken"] == 2, timeout=5, message=lambda: f"rounds {rounds}")
+    finally:
+        stop.set()
+        thread.join(10)
+    assert not thread.is_alive()
