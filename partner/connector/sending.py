@@ -5,7 +5,11 @@ finds the events due: the oldest pending event of each (connection, order) whose
 enabled, that is due (`next_attempt_at`), and of whose (connection, order) no event is held by a
 worker. It takes each one's lease (`partner.core.leases`) and hands it to a worker in the message
 (`connector.event_send`, on the events' queue beside the orders': `config/celery.py`); the worker
-sends it under that lease (`event_send`), and relays again at once when it is done. So an order's
+sends it under that lease (`event_send`). A send that delivered hands its place on in the same thread
+(`events_send`, `events_hand_on`): the lease of the next event due, its own order's next one first,
+taken under the same bound, and the rest of the room relayed; a send that ended otherwise relays at
+once. An event stored by a worker's task wakes that worker's relay when it commits
+(`events.event_store`), not at its next round (CONNECTOR_RELAY_INTERVAL). So an order's
 events go one at a time and in order, never two at once to one endpoint for one order, and a worker
 that dies mid-send leaves a lease that runs out: the housekeeping hands the event back and it is sent
 again (the receiver dedupes by `webhook-id`).
