@@ -14,6 +14,8 @@ The names, and where they are:
 - `callback.confirmed`: a "processed" callback confirmed a delivery; its transaction has not committed.
 - `relay.published`: a relay (`partner.core.enqueue.rows_relay`) published its tasks; the rows it
   took are not committed yet.
+- `events.handed_on`: a send that delivered took the lease of the next event due for its own thread
+  (`partner.connector.sending.events_send`); that event is not sent yet.
 """
 
 from collections.abc import Callable
