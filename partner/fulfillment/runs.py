@@ -144,13 +144,16 @@ def _stopped(
     if isinstance(exc, LeaseLost):
         logger.warning("transaction %s: the run stopped, its lease lost (%s)", order.transaction_id, exc)
         return RunOutcome()
+    if isinstance(exc, AnswerAwaited):
+        # A PATCH without a recorded answer: its callback is waited for. The sender gave the order
+        # back itself, under the order's lock, with the time of this next run (`sender._answer_await`).
+        logger.warning("transaction %s: %s", order.transaction_id, exc)
+        return RunOutcome(retry=retry_plan(exc, retries=retries, rate_limited_since=rate_limited_since), error=exc)
     waits_for_us = outage_of(exc) is not None  # one of our own services is away: wait, never fail
-    # A PATCH without a recorded answer: its callback is waited for (the sender gave the order back).
-    awaited = isinstance(exc, AnswerAwaited)
-    if waits_for_us or awaited or (isinstance(exc, ServiceError) and exc.transient):
+    if waits_for_us or (isinstance(exc, ServiceError) and exc.transient):
         plan = retry_plan(exc, retries=retries, rate_limited_since=rate_limited_since, outage_since=outage_since)
         if not plan.counted or not SERVICE_CALLS.spent(retries):
-            if plan.waiting_for or awaited:
+            if plan.waiting_for:
                 logger.warning("transaction %s: %s", order.transaction_id, plan.reason(exc))
             # The lease given back with the error and the time of the next run, in one UPDATE (when
             # the database is what is away, the lease runs out instead and the order is handed back).
