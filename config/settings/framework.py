@@ -65,6 +65,9 @@ CACHES = {
         "CACHE_URL", lambda name: env.cache_url(name, default=_FILE_CACHE), env.cache_url_config(_FILE_CACHE)
     )
 }
+if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache":
+    # Django's, with its redis-py client made once rather than per operation (partner/core/cache.py).
+    CACHES["default"]["BACKEND"] = "partner.core.cache.RedisCache"
 
 # APPS
 # ------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ if "CACHE_URL" not in process_env:
             "LOCATION": str(RUN_DIR / "cache"),
         }
     }
-elif CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache":  # noqa: F405
+elif CACHES["default"]["BACKEND"] == "partner.core.cache.RedisCache":  # noqa: F405
     # One Redis database shared by the runs and the workers of a run: each its own keys, and a
     # clear() that deletes only those (Redis's FLUSHDB would empty the others' too).
     CACHES["default"] = {  # noqa: F405
