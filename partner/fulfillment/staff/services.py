@@ -304,7 +304,8 @@ def delivery_request(
 ) -> Delivery:
     """Deliver the waiting documents, the loan fields and a result: `processing` (partial) or
     `completed` (final: the order is done once the service confirms it). `document_ids` names the
-    waiting documents to deliver (the API's callers name them); None delivers every waiting one."""
+    waiting documents to deliver (the API's callers name them); None delivers every waiting one. The
+    delivery returned says how many documents it took (`documents_delivered`)."""
     loan = loan or {}
     partner_status = partner_status.strip()
     if partner_status:
@@ -325,6 +326,7 @@ def delivery_request(
         kind = DeliveryKind.FINAL if final else DeliveryKind.PARTIAL
         delivery = _delivery_store(order, kind=kind, user=user, partner_status=partner_status, loan=loan, result=result)
         OrderDocument.objects.filter(pk__in=[d.pk for d in documents]).update(delivery=delivery)
+        delivery.documents_delivered = len(documents)  # for the caller's message, without counting again
         detail = f"{len(documents)} document(s)" + (", loan " + ", ".join(sorted(loan)) if loan else "")
         step_record(order, "final_requested" if final else "partial_requested", detail, actor=_actor(user))
     return delivery

@@ -321,7 +321,7 @@ def deliver_view(request, order_id: int, *, model_admin):
         )
 
     def success(delivery):
-        count = delivery.attachments.count()
+        count = delivery.documents_delivered
         what = "Final delivery" if delivery.kind == "final" else "Delivery"
         return f"{what} stored with {count} document(s): the lender gets it in a moment."
 
