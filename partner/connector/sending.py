@@ -124,10 +124,10 @@ def sends_room(now: datetime) -> int:
     return max(1, settings.CONNECTOR_SENDS_IN_FLIGHT) - in_flight
 
 
-def _events_take(now: datetime, *, limit: int, first: QuerySet | None = None) -> tuple[list[int], datetime]:
+def _events_take(now: datetime, *, limit: int, first: QuerySet | None = None) -> tuple[list[Event], datetime]:
     """Take the leases of up to `limit` events due, within the bound (`sends_room`); `first`: the
-    events due to take before any other (a send's own order's next one). The pks taken, in order, and
-    their lease's end. Inside the caller's transaction."""
+    events due to take before any other (a send's own order's next one). The events taken, in order,
+    as the UPDATE left them, and their lease's end. Inside the caller's transaction."""
     until = lease_until(now)
     room = min(limit, sends_room(now))
     if room <= 0:
@@ -138,8 +138,8 @@ def _events_take(now: datetime, *, limit: int, first: QuerySet | None = None) ->
     if not wanted:
         return [], until
     free = Event.objects.filter(pk__in=wanted, state=EventState.PENDING).filter(lease_free(now))
-    taken = {event.pk for event in update_returning(free, claimed_until=until)}
-    return [pk for pk in wanted if pk in taken], until
+    taken = {event.pk: event for event in update_returning(free, claimed_until=until)}
+    return [taken[pk] for pk in wanted if pk in taken], until
 
 
 def events_relay(*, limit: int = BATCH) -> int:
@@ -149,14 +149,14 @@ def events_relay(*, limit: int = BATCH) -> int:
 
     def take() -> list[dict]:
         taken, until = _events_take(timezone.now(), limit=limit)
-        return [{"event_id": pk, "lease_until": until.isoformat()} for pk in sorted(taken)]
+        return [{"event_id": pk, "lease_until": until.isoformat()} for pk in sorted(event.pk for event in taken)]
 
     return rows_relay(SEND_TASK, take, what="event(s)")
 
 
-def events_hand_on(*, connection_id: int, order_id: int, limit: int = BATCH) -> tuple[int, datetime] | None:
+def events_hand_on(*, connection_id: int, order_id: int, limit: int = BATCH) -> tuple[Event, datetime] | None:
     """A send just delivered an event and its place among the sends in flight is free: keep it for
-    the next event due, (the event id, its lease's end) to send in the same thread, the same
+    the next event due, (the event, its lease's end) to send in the same thread, the same
     (connection, order)'s next one first, else the oldest due; hand the rest of the room to other
     workers as the relay does (one transaction, one batch). None when nothing is due or there is no
     room, or the broker took none of the rest (nothing is then taken: the relay's next round does).
@@ -169,13 +169,13 @@ def events_hand_on(*, connection_id: int, order_id: int, limit: int = BATCH) -> 
         taken, until = _events_take(timezone.now(), limit=limit, first=same)
         if not taken:
             return []
-        kept.update(event_id=taken[0], lease_until=until, others=len(taken) - 1)
-        return [{"event_id": pk, "lease_until": until.isoformat()} for pk in sorted(taken[1:])]
+        kept.update(event=taken[0], lease_until=until, others=len(taken) - 1)
+        return [{"event_id": pk, "lease_until": until.isoformat()} for pk in sorted(event.pk for event in taken[1:])]
 
     handed = rows_relay(SEND_TASK, take, what="event(s)")
     if not kept or handed != kept["others"]:  # nothing due, or rolled back (the broker away)
         return None
-    return kept["event_id"], kept["lease_until"]
+    return kept["event"], kept["lease_until"]
 
 
 # A send hands its place on (`events_hand_on`) for this long at most, then leaves what waits to the
@@ -190,17 +190,19 @@ def events_send(*, event_id: int, lease_until: datetime) -> int:
     what waits. How many were delivered. A send that failed or was not this worker's hands nothing
     on: its place goes back to the relay (a failing endpoint is not tried again at once)."""
     started, delivered = time.monotonic(), 0
-    current: tuple[int, datetime] | None = (event_id, lease_until)
-    while current is not None:
-        if event_send(event_id=current[0], lease_until=current[1]) is not True:
+    # The event handed out by the relay is read for its (connection, order); a handed-on one comes
+    # with them, as its lease's UPDATE left it.
+    event = Event.objects.filter(pk=event_id).only("connection_id", "order_id").first()
+    while event is not None:
+        if event_send(event_id=event.pk, lease_until=lease_until) is not True:
             break
         delivered += 1
-        done = Event.objects.filter(pk=current[0]).values("connection_id", "order_id").first()
-        if done is None or time.monotonic() - started >= HAND_ON_SECONDS:
+        if time.monotonic() - started >= HAND_ON_SECONDS:
             break
-        current = events_hand_on(**done)
-        if current is None:
+        handed = events_hand_on(connection_id=event.connection_id, order_id=event.order_id)
+        if handed is None:
             return delivered  # nothing due, or no room: the hand-on relayed what it could
+        event, lease_until = handed
         checkpoint("events.handed_on")
     # Its place among the sends in flight is free and its order's next event may be due: hand out
     # what waits now, not at the relay's next round.
