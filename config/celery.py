@@ -27,33 +27,40 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
-# The connector's event sends have a queue of their own, beside the orders' (the default queue):
-# an event waits for a free worker thread, never behind a burst of order tasks (docs/performance.md,
-# "waits"). Every worker consumes both: `celery -A config worker` with no `-Q` consumes every queue
-# of `task_queues`, so no deployment's command names them. The task's name is
-# `partner.connector.sending.SEND_TASK` (not imported here: Django is not set up yet).
+# Two kinds of task have a queue of their own beside the default one (the inbox's notifications, a
+# burst of new orders among them, and the periodic chores), so that what a person or a partner's
+# system waits for never queues behind such a burst (docs/performance.md, "waits"): the connector's
+# event sends (`<default>.events`) and the order runs (`<default>.runs`: an answer, a staff delivery,
+# a retry; a new order runs in its webhook's task). Every worker consumes all three: `celery -A config
+# worker` with no `-Q` consumes every queue of `task_queues`, so no deployment's command names them,
+# and the broker hands a free thread the next message of each queue in turn. The tasks' names are
+# `partner.connector.sending.SEND_TASK` and `partner.fulfillment.enqueue.ORDER_RUN_TASK` (not
+# imported here: Django is not set up yet).
 EVENTS_TASK = "connector.event_send"
+RUNS_TASK = "fulfillment.order_run"
+ROUTED = {"events": EVENTS_TASK, "runs": RUNS_TASK}
 
 
-def events_queue(default_queue: str) -> str:
-    """The events' queue, named after the default one (a test run's own, `config.settings.test`)."""
-    return f"{default_queue}.events"
+def queue_of(default_queue: str, kind: str) -> str:
+    """The queue of a kind of `ROUTED`, named after the default one (a test run's own, `config.settings.test`)."""
+    return f"{default_queue}.{kind}"
 
 
 @app.on_after_configure.connect
 def _queues(sender, source, **kwargs):
-    """The default queue and the events' queue, declared as Celery declares its default one, and the
-    event sends routed to theirs. Then, on the SQLite broker of local runs and tests, its file,
-    kombu's tables and both queues exist before this process uses them: made under a lock while
-    missing, so that the web, worker and beat processes starting together do not race to make them
+    """The default queue and the routed ones, declared as Celery declares its default one, and their
+    tasks routed to them. Then, on the SQLite broker of local runs and tests, its file, kombu's tables
+    and every queue exist before this process uses them: made under a lock while missing, so that the
+    web, worker and beat processes starting together do not race to make them
     (partner/core/brokers.py). Once per process, when its app first reads its configuration."""
     from kombu import Exchange, Queue
 
     default = source.task_default_queue
-    events = events_queue(default)
-    source.task_queues = [Queue(name, Exchange(name), routing_key=name) for name in (default, events)]
-    source.task_routes = {EVENTS_TASK: {"queue": events, "routing_key": events}}
-    for queue in (default, events):
+    routed = {task: queue_of(default, kind) for kind, task in ROUTED.items()}
+    names = [default, *routed.values()]
+    source.task_queues = [Queue(name, Exchange(name), routing_key=name) for name in names]
+    source.task_routes = {task: {"queue": queue, "routing_key": queue} for task, queue in routed.items()}
+    for queue in names:
         sqlite_broker_prepare(source.broker_url or "", source.broker_transport_options, queue=queue)
 
 

@@ -132,7 +132,7 @@ def latency_bench(
 
 def staff_burst(platform: Platform, model: str, *, base: str, deliveries: int, waits: dict, browse=True) -> dict:
     """`deliveries` staff deliveries requested at once (docs/performance.md, "How the entries measure")."""
-    from config.celery import app
+    from config.celery import app, queue_of
 
     pool, concurrency = pool_parse(model)
     platform.command("staff_account", STAFF, "--email", "bench.staff@partner.example", stdin=STAFF_PASSWORD)
@@ -146,8 +146,9 @@ def staff_burst(platform: Platform, model: str, *, base: str, deliveries: int, w
             admin.send(page, "/take/", {})
             admin.send(page, "/documents/", {}, files={"upload-files": ("report.pdf", REPORT, "application/pdf")})
         loads = PageLoads(admin, pages[0]) if browse else None
-        # "At once": the worker takes no task while the requests are made, then takes them all.
-        queue = app.conf.task_default_queue
+        # "At once": the worker takes no run (the deliveries' tasks) while the requests are made, then
+        # takes them all.
+        queue = queue_of(app.conf.task_default_queue, "runs")
         app.control.cancel_consumer(queue, reply=True, timeout=10, limit=1)  # one worker: its reply ends the wait
         before, made, cpu_before = platform.patches(ids), time.monotonic(), cpu_by_process(platform, worker)
         for page in pages:

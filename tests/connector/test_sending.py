@@ -19,6 +19,7 @@ from partner.core.retries import EVENT_SENDS
 from partner.core.tasks import mail_send
 from partner.fulfillment.orders.services import order_fail
 from tests.helpers.connector import OrderSystem
+from tests.helpers.queues import queue_taken
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -407,23 +408,7 @@ def test_event_sends_have_a_queue_of_their_own_that_every_worker_consumes(order,
     default, events = app.conf.task_default_queue, f"{app.conf.task_default_queue}.events"
     assert {default, events} <= set(app.amqp.queues)  # what `celery -A config worker` consumes
 
-    def taken(queue_name: str) -> list[dict]:
-        found = []
-        with app.connection_for_read() as conn:
-            queue = conn.SimpleQueue(queue_name)
-            try:
-                while True:
-                    try:
-                        message = queue.get(block=True, timeout=0.5)
-                    except queue.Empty:
-                        break
-                    found.append(message.payload[1])  # protocol 2: (args, kwargs, embed)
-                    message.ack()
-            finally:
-                queue.close()
-        return found
-
-    taken(events), taken(default)  # a previous test's leftovers
+    queue_taken(events), queue_taken(default)  # a previous test's leftovers
     assert sending.events_relay() == 1
-    assert [kwargs["event_id"] for kwargs in taken(events)] == [Event.objects.get(order=order).pk]
-    assert taken(default) == []
+    assert [kwargs["event_id"] for kwargs in queue_taken(events)] == [Event.objects.get(order=order).pk]
+    assert queue_taken(default) == []

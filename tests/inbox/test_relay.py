@@ -11,6 +11,7 @@ from partner.core.housekeeping import housekeeping_loop
 from partner.inbox import outbox
 from partner.inbox.models import Notification, NotificationState
 from partner.inbox.relay import relay_chore
+from tests.helpers.queues import queue_taken
 from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -55,20 +56,7 @@ def on_the_broker() -> list[int]:
     """Take every message off the default queue; the notification ids they carry."""
     from config.celery import app
 
-    ids = []
-    with app.connection_for_read() as conn:
-        queue = conn.SimpleQueue(app.conf.task_default_queue)
-        try:
-            while True:
-                try:
-                    message = queue.get(block=True, timeout=1)
-                except queue.Empty:
-                    break
-                ids.append(message.payload[1]["notification_id"])  # protocol 2: (args, kwargs, embed)
-                message.ack()
-        finally:
-            queue.close()
-    return ids
+    return [kwargs["notification_id"] for kwargs in queue_taken(app.conf.task_default_queue, timeout=1)]
 
 
 def test_relay_hands_received_rows_to_the_broker_once_oldest_first(published):
