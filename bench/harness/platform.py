@@ -76,8 +76,17 @@ class PlatformSide:
 class Platform(PlatformSide):
     """Our web server and the platform's, seeded and set up; this process configured as both."""
 
-    def __init__(self, *, database: str, web_workers: int = 4, lifetime: int = 3600, name: str = "orders"):
+    def __init__(
+        self,
+        *,
+        database: str,
+        web_workers: int = 4,
+        platform_threads: int = 1,
+        lifetime: int = 3600,
+        name: str = "orders",
+    ):
         self.port, self.ours_port, self.name, self.web_workers = stack.free_port(), stack.free_port(), name, web_workers
+        self.platform_threads = platform_threads
         self.url, self.lifetime, self.emulators = f"http://127.0.0.1:{self.port}", lifetime, ()
         ours, settings = f"http://127.0.0.1:{self.ours_port}", stack.SETTINGS
         calling = {**self._calling(self.url), "SANDBOX_TOKEN_LIFETIME": lifetime}
@@ -95,7 +104,7 @@ class Platform(PlatformSide):
         self.access_log.write_text("")
         web = {"workers": self.web_workers}
         self.ours = stack.gunicorn_start(f"{self.name}-web", "config.wsgi", self.env, port=self.ours_port, **web)
-        web |= {"port": self.port, "access_log": self.access_log}
+        web |= {"port": self.port, "access_log": self.access_log, "threads": self.platform_threads}
         self.web = stack.gunicorn_start(f"{self.name}-platform", "config.wsgi", self.env, **web)
         self.ours_url = self.ours.url
         self.ours_set_up()
