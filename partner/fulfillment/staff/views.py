@@ -30,9 +30,9 @@ from partner.fulfillment.staff.selectors import (
     age_text,
     due_text,
     order_actions_open,
+    order_history,
     order_overdue,
     order_request,
-    order_timeline,
     status_label,
 )
 from partner.fulfillment.staff.services import StaffActionRefused
@@ -78,16 +78,17 @@ def order_page(model_admin, request, order: Order, *, bound=None):
     """The order: header, request, timeline, documents and, for who may act on it now, the forms.
     `bound` is a form sent back with its errors (it replaces the blank one of its prefix)."""
     now = timezone.now()
+    history = order_history(order)
     may_change = model_admin.has_change_permission(request, order)
     mine = order.assigned_to_id is not None and order.assigned_to_id == request.user.pk
-    can_act = may_change and mine and order_actions_open(order)
+    can_act = may_change and mine and order_actions_open(order, history.deliveries)
     forms = {
         "status": StatusUpdateForm(),
         "upload": UploadForm(),
         "deliver": DeliveryForm.for_order(order),
         "decline": DeclineForm(),
     }
-    documents = [(document, replace_form(document.pk)) for document in staff.documents_waiting(order)]
+    documents = [(document, replace_form(document.pk)) for document in history.documents_waiting]
     if bound is not None:
         forms[bound.prefix] = bound
         documents = [(d, bound if bound.prefix == f"replace-{d.pk}" else form) for d, form in documents]
@@ -109,7 +110,7 @@ def order_page(model_admin, request, order: Order, *, bound=None):
         "mine": mine,
         "can_act": can_act,
         "request_parts": order_request(order),
-        "timeline": order_timeline(order),
+        "timeline": history.timeline,
         "documents": documents,
         "forms": forms,
     }
