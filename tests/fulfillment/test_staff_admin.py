@@ -578,6 +578,25 @@ def test_the_order_page_draws_its_inputs_with_jinja2_as_django_s_templates_would
         assert drawn == parts() and len(drawn) == 3 * 14  # the key, the kind, the status, 11 loan inputs
 
 
+def test_the_order_page_s_body_is_drawn_with_jinja2_in_the_admin_s_frame(staff, taken):
+    """The body (the request, the timeline, the documents, the forms) is one Jinja2 template: the template
+    language draws only the admin's frame around it (no template per value of the request, per row of a
+    form), and what staff read is the same."""
+    staff.post(action("upload", taken.pk), {"upload-files": [upload("report.pdf", PDF)]})
+    staff_status(staff, taken, "Inspection booked")
+    deliveries_sent(order_id=taken.pk)
+    shown = staff.get(page(taken.pk))
+    drawn = {template.name for template in shown.templates}
+    assert "admin/base.html" in drawn and "admin/nav_sidebar.html" in drawn  # the admin's frame
+    assert [name for name in drawn if name.startswith("admin/fulfillment/")] == [
+        "admin/fulfillment/stafforder/order.html"
+    ]
+    body = text(shown)
+    assert "<dt>Street address</dt>" in body and "Gate code 1234" in body  # the request, in the staff's words
+    assert "Inspection booked" in body and "report.pdf" in body and 'name="csrfmiddlewaretoken"' in body
+    assert f'action="{action("deliver", taken.pk)}"' in body and "Sent to the lender" in body
+
+
 @pytest.mark.parametrize(
     "fields, message",
     [
