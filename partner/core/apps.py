@@ -17,8 +17,10 @@ class CoreConfig(AppConfig):
         metrics_folder_prepare()
         from . import checks  # noqa: F401 - registers the production preflight (check --deploy)
         from .metrics import broker_waiting_collect, metrics_collector_register
+        from .permission_cache import receivers_connect
 
         metrics_collector_register("broker", broker_waiting_collect)
+        receivers_connect()  # a change to who holds which permission renews the kept permissions
 
 
 def environment_malformed_refuse() -> None:

@@ -496,22 +496,38 @@ def _catalog_warm(client, order) -> None:
     client.get(page(order.pk))
 
 
-def test_the_order_page_takes_eight_queries_however_many_deliveries_it_shows(
-    staff, taken, fake_platform, django_assert_max_num_queries
+@pytest.fixture
+def order_staff():
+    """A staff member of the `Order staff` group (not a superuser: the bench's login), signed in."""
+    from partner.core.staff_accounts import staff_account_set
+
+    user, _ = staff_account_set(username="clerk", password="Clerk-password-2026!")
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.parametrize("who", ["superuser", "order staff"])
+def test_the_order_page_takes_six_queries_however_many_deliveries_it_shows(
+    who, staff, order_staff, taken, fake_platform, django_assert_max_num_queries
 ):
     staff.post(action("upload", taken.pk), {"upload-files": [upload("report.pdf", PDF)]})
     for number in range(3):
         staff_status(staff, taken, f"Inspection booked ({number})")
         deliveries_sent(order_id=taken.pk)  # each with its tries
     staff.post(action("upload", taken.pk), {"upload-files": [upload("photo.png", PNG)]})
-    _catalog_warm(staff, taken)
-    # The user (the session is read from the cache), the order (with its lender's company and who works
-    # it), whether a final delivery was made, the waiting documents, the steps, the deliveries with their
-    # documents and tries.
-    with django_assert_max_num_queries(8):
-        shown = text(staff.get(page(taken.pk)))
-    assert "Inspection booked (2)" in shown and "photo.png" in shown and 'id="delivery"' in shown
+    client = staff if who == "superuser" else order_staff
+    _catalog_warm(client, taken)
+    # The user (the session and order staff's permissions are read from the cache), the order (with its
+    # lender's company and who works it), the steps, the deliveries with their tries, and every document
+    # of the order (the waiting ones and each delivery's; whether a final delivery was made is told by
+    # the deliveries read). No query joins the order to sort its steps, tries or documents.
+    with django_assert_max_num_queries(6) as queries:
+        shown = text(client.get(page(taken.pk)))
+    assert not [query["sql"] for query in queries.captured_queries if 'JOIN "fulfillment_order"' in query["sql"]]
+    assert "Inspection booked (2)" in shown and "photo.png" in shown
     assert "Lender company</dt><dd>" in shown and '<span id="assigned-to">staff</span>' in shown
+    assert ('id="delivery"' in shown) == (who == "superuser")  # the forms to who works the order
 
 
 def test_a_staff_session_the_cache_lost_is_read_from_the_database(staff, taken):
@@ -520,16 +536,22 @@ def test_a_staff_session_the_cache_lost_is_read_from_the_database(staff, taken):
     assert shown.status_code == 200 and '<span id="assigned-to">staff</span>' in text(shown)
 
 
-def test_a_delivery_takes_eight_statements_with_no_read_of_the_product(staff, taken, django_assert_max_num_queries):
-    staff.post(action("upload", taken.pk), {"upload-files": [upload("report.pdf", PDF)]})
-    _catalog_warm(staff, taken)
-    # The user (the session is read from the cache), the order; in one transaction (BEGIN, COMMIT): the
-    # order locked, whether a final delivery was made, the waiting documents, the delivery, its documents
-    # and its step written. The message's count of documents is the service's, not a query.
+@pytest.mark.parametrize("who", ["superuser", "order staff"])
+def test_a_delivery_takes_ten_statements_with_no_read_of_the_product(
+    who, staff, order_staff, order, django_assert_max_num_queries
+):
+    client = staff if who == "superuser" else order_staff
+    client.post(action("take", order.pk))
+    client.post(action("upload", order.pk), {"upload-files": [upload("report.pdf", PDF)]})
+    _catalog_warm(client, order)
+    # The user (the session and order staff's permissions are read from the cache), the order; in one
+    # transaction (BEGIN, COMMIT): the order locked, whether a final delivery was made, the waiting
+    # documents, the delivery, its documents and its step written. The message's count of documents is
+    # the service's, not a query.
     with django_assert_max_num_queries(10):
-        response = deliver(staff, taken, kind="partial", partner_status="Report attached", **loan_inputs(**APPRAISAL))
+        response = deliver(client, order, kind="partial", partner_status="Report attached", **loan_inputs(**APPRAISAL))
     assert response.status_code == 302
-    delivery = taken.deliveries.get(kind=DeliveryKind.PARTIAL)
+    delivery = order.deliveries.get(kind=DeliveryKind.PARTIAL)
     assert delivery.loan["appraisal"]["condition"] == "C3" and delivery.attachments.count() == 1
 
 
@@ -554,6 +576,25 @@ def test_the_order_page_draws_its_inputs_with_jinja2_as_django_s_templates_would
         drawn = parts()
         form.renderer = DjangoTemplates()
         assert drawn == parts() and len(drawn) == 3 * 14  # the key, the kind, the status, 11 loan inputs
+
+
+def test_the_order_page_s_body_is_drawn_with_jinja2_in_the_admin_s_frame(staff, taken):
+    """The body (the request, the timeline, the documents, the forms) is one Jinja2 template: the template
+    language draws only the admin's frame around it (no template per value of the request, per row of a
+    form), and what staff read is the same."""
+    staff.post(action("upload", taken.pk), {"upload-files": [upload("report.pdf", PDF)]})
+    staff_status(staff, taken, "Inspection booked")
+    deliveries_sent(order_id=taken.pk)
+    shown = staff.get(page(taken.pk))
+    drawn = {template.name for template in shown.templates}
+    assert "admin/base.html" in drawn and "admin/nav_sidebar.html" in drawn  # the admin's frame
+    assert [name for name in drawn if name.startswith("admin/fulfillment/")] == [
+        "admin/fulfillment/stafforder/order.html"
+    ]
+    body = text(shown)
+    assert "<dt>Street address</dt>" in body and "Gate code 1234" in body  # the request, in the staff's words
+    assert "Inspection booked" in body and "report.pdf" in body and 'name="csrfmiddlewaretoken"' in body
+    assert f'action="{action("deliver", taken.pk)}"' in body and "Sent to the lender" in body
 
 
 @pytest.mark.parametrize(

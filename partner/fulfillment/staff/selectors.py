@@ -14,11 +14,19 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import Q, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 from django.utils import timezone
 from django.utils.timesince import timesince, timeuntil
 
-from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order, OrderStatus
+from partner.fulfillment.models import (
+    Delivery,
+    DeliveryAttempt,
+    DeliveryKind,
+    DeliveryState,
+    Order,
+    OrderDocument,
+    OrderStatus,
+)
 from partner.platform.loan_labels import (
     ENUMERATION_FIELDS,
     LOAN_FIELD_LABELS,
@@ -158,12 +166,13 @@ def order_overdue(order: Order, *, now: datetime | None = None) -> bool:
     return bool(order.status == OrderStatus.WITH_STAFF and order.due_at and order.due_at < (now or timezone.now()))
 
 
-def order_actions_open(order: Order) -> bool:
-    """May staff still send anything for this order (with staff; no final delivery or decline made)?"""
+def order_actions_open(order: Order, deliveries: list[Delivery]) -> bool:
+    """May staff still send anything for this order (with staff; no final delivery or decline made)?
+    `deliveries`: all the order's (`order_history` reads them)."""
     if not order.staff_worked or order.status != OrderStatus.WITH_STAFF:
         return False
-    finals = order.deliveries.filter(kind__in=[DeliveryKind.FINAL, DeliveryKind.DECLINE])
-    return not finals.exclude(state=DeliveryState.FAILED).exists()
+    ending = (DeliveryKind.FINAL, DeliveryKind.DECLINE)
+    return not any(d.kind in ending and d.state != DeliveryState.FAILED for d in deliveries)
 
 
 def age_text(order: Order, *, now: datetime | None = None) -> str:
@@ -272,6 +281,7 @@ class TimelineEntry:
     who: str
     detail: str = ""
     delivery: Delivery | None = None  # a delivery entry: its state, documents, reason, "Send again"
+    documents: list[OrderDocument] = field(default_factory=list)  # the documents the delivery carried
 
     @property
     def loan_labels(self) -> list[str]:
@@ -284,8 +294,29 @@ class TimelineEntry:
         return self.delivery is not None and self.delivery.state == DeliveryState.FAILED
 
 
-def order_timeline(order: Order) -> list[TimelineEntry]:
-    """Everything that happened to the order, oldest first: its steps and deliveries merged by time."""
+@dataclass(frozen=True)
+class OrderHistory:
+    """What the order's page shows of what happened: the timeline, the documents no delivery took yet,
+    and the deliveries (whether a final one was made: `order_actions_open`)."""
+
+    timeline: list[TimelineEntry]
+    documents_waiting: list[OrderDocument]
+    deliveries: list[Delivery]
+
+
+def order_history(order: Order) -> OrderHistory:
+    """Everything that happened to the order, oldest first (its steps and deliveries merged by time),
+    and its documents, in four queries however long the history: the steps, the deliveries with their
+    tries, every document of the order (a delivery's and the waiting ones: one read). Each is ordered
+    within the one order, so no query joins the order (the models' own ordering begins with it)."""
+    steps = order.steps.exclude(name__in=_DELIVERY_STEPS).order_by("created_at", "id")
+    tries = Prefetch("tries", queryset=DeliveryAttempt.objects.order_by("started_at", "id"))
+    deliveries = list(order.deliveries.prefetch_related(tries).order_by("created_at", "id"))
+    documents = list(order.attachments.order_by("position"))
+    carried: dict[int, list[OrderDocument]] = {}
+    for document in documents:
+        if document.delivery_id is not None:
+            carried.setdefault(document.delivery_id, []).append(document)
     entries = [
         TimelineEntry(
             at=step.created_at,
@@ -293,9 +324,8 @@ def order_timeline(order: Order) -> list[TimelineEntry]:
             who=step.actor or "system",
             detail=step_detail(step.name, step.detail),
         )
-        for step in order.steps.exclude(name__in=_DELIVERY_STEPS)
+        for step in steps
     ]
-    deliveries = order.deliveries.prefetch_related("attachments", "tries").order_by("created_at", "id")
     entries += [
         TimelineEntry(
             at=delivery.created_at,
@@ -303,8 +333,13 @@ def order_timeline(order: Order) -> list[TimelineEntry]:
             who=delivery.created_by or "system",
             detail=delivery.partner_status,
             delivery=delivery,
+            documents=carried.get(delivery.pk, []),
         )
         for delivery in deliveries
     ]
     entries.sort(key=lambda entry: entry.at)
-    return entries
+    return OrderHistory(
+        timeline=entries,
+        documents_waiting=[document for document in documents if document.delivery_id is None],
+        deliveries=deliveries,
+    )

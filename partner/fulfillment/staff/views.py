@@ -18,9 +18,11 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404
 from django.shortcuts import redirect
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from partner.fulfillment.models import FINAL_STATUSES, Delivery, Order, OrderDocument
@@ -30,16 +32,17 @@ from partner.fulfillment.staff.selectors import (
     age_text,
     due_text,
     order_actions_open,
+    order_history,
     order_overdue,
     order_request,
-    order_timeline,
     status_label,
 )
 from partner.fulfillment.staff.services import StaffActionRefused
 
 logger = logging.getLogger(__name__)
 
-PAGE_TEMPLATE = "admin/fulfillment/stafforder/order.html"
+PAGE_TEMPLATE = "admin/fulfillment/stafforder/order.html"  # the admin's frame, its style and breadcrumbs
+PAGE_BODY_TEMPLATE = "fulfillment/stafforder/order.html"  # the page's body, drawn with Jinja2
 TAKE_OVER_TEMPLATE = "admin/fulfillment/stafforder/take_over.html"
 CONFIRM_TEMPLATE = "admin/fulfillment/stafforder/confirm.html"
 
@@ -49,10 +52,12 @@ def page_url(order_id: int) -> str:
 
 
 def _order(model_admin, request, order_id: int) -> Order:
-    order = model_admin.get_queryset(request).filter(pk=order_id).first()
-    if order is None:
-        raise Http404("No such order to work.")
-    return order
+    # get(), not first(): first() would sort the one row by the queue's ordering (an expression, which
+    # costs more to compile than the rest of the query).
+    try:
+        return model_admin.get_queryset(request).get(pk=order_id)
+    except model_admin.model.DoesNotExist:
+        raise Http404("No such order to work.") from None
 
 
 def _acting_on(model_admin, request, order_id: int) -> Order:
@@ -78,16 +83,17 @@ def order_page(model_admin, request, order: Order, *, bound=None):
     """The order: header, request, timeline, documents and, for who may act on it now, the forms.
     `bound` is a form sent back with its errors (it replaces the blank one of its prefix)."""
     now = timezone.now()
+    history = order_history(order)
     may_change = model_admin.has_change_permission(request, order)
     mine = order.assigned_to_id is not None and order.assigned_to_id == request.user.pk
-    can_act = may_change and mine and order_actions_open(order)
+    can_act = may_change and mine and order_actions_open(order, history.deliveries)
     forms = {
         "status": StatusUpdateForm(),
         "upload": UploadForm(),
         "deliver": DeliveryForm.for_order(order),
         "decline": DeclineForm(),
     }
-    documents = [(document, replace_form(document.pk)) for document in staff.documents_waiting(order)]
+    documents = [(document, replace_form(document.pk)) for document in history.documents_waiting]
     if bound is not None:
         forms[bound.prefix] = bound
         documents = [(d, bound if bound.prefix == f"replace-{d.pk}" else form) for d, form in documents]
@@ -109,10 +115,12 @@ def order_page(model_admin, request, order: Order, *, bound=None):
         "mine": mine,
         "can_act": can_act,
         "request_parts": order_request(order),
-        "timeline": order_timeline(order),
+        "timeline": history.timeline,
         "documents": documents,
         "forms": forms,
     }
+    # The body in Jinja2 (less than half the CPU of the template language), inside the admin's frame.
+    context["body"] = mark_safe(render_to_string(PAGE_BODY_TEMPLATE, context, request, using="jinja2"))  # noqa: S308
     return TemplateResponse(request, PAGE_TEMPLATE, context)
 
 
