@@ -107,7 +107,8 @@ def service(live_server, settings):
 
 @pytest.fixture(autouse=True)
 def _kept_alive_connections_closed():
-    """After each test, close our client's and the sandbox sender's kept-alive connections.
+    """After each test, close our client's and the sandbox sender's kept-alive connections, and end
+    the sandbox's sender threads with their database connections.
 
     Each holds a live-server thread, and with it a database connection, open; PostgreSQL
     would then refuse to drop the test database at the end of the run.
@@ -118,6 +119,7 @@ def _kept_alive_connections_closed():
 
     sessions_close()
     webhooks.sessions_close()
+    webhooks.senders_stop()
 
 
 @pytest.fixture(scope="session", autouse=True)

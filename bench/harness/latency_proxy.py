@@ -11,21 +11,40 @@ import signal
 from dataclasses import dataclass
 
 
-async def read_head(reader: asyncio.StreamReader) -> tuple[str, list[tuple[str, str]]] | None:
+class Head:
+    """A message's first line and headers as they came, and the few this proxy reads, by lower-case
+    name (looked up once: this process's CPU is counted as the platform's in the benchmarks)."""
+
+    __slots__ = ("first", "headers", "length", "chunked", "close")
+
+    def __init__(self, first: str, headers: list[tuple[str, str]]):
+        self.first, self.headers = first, headers
+        self.length, self.chunked, self.close = None, False, False
+        for name, value in headers:
+            lowered = name.lower()
+            if lowered == "content-length":
+                self.length = int(value)
+            elif lowered == "transfer-encoding":
+                self.chunked = value.lower() == "chunked"
+            elif lowered == "connection":
+                self.close = value.lower() == "close"
+
+
+async def read_head(reader: asyncio.StreamReader) -> Head | None:
     try:
         head = await reader.readuntil(b"\r\n\r\n")
     except (asyncio.IncompleteReadError, ConnectionError):
         return None
-    first, *lines = head.decode("latin-1").split("\r\n")
-    return first, [(name.strip(), value.strip()) for name, _, value in (line.partition(":") for line in lines if line)]
+    first, *lines = head[:-4].decode("latin-1").split("\r\n")
+    headers = []
+    for line in lines:
+        name, _, value = line.partition(":")
+        headers.append((name.strip(), value.strip()))
+    return Head(first, headers)
 
 
-def header_of(headers: list[tuple[str, str]], name: str) -> str | None:
-    return next((value for key, value in headers if key.lower() == name), None)
-
-
-async def read_body(reader: asyncio.StreamReader, headers: list[tuple[str, str]], *, to_eof: bool = False) -> bytes:
-    if (header_of(headers, "transfer-encoding") or "").lower() == "chunked":
+async def read_body(reader: asyncio.StreamReader, head: Head, *, to_eof: bool = False) -> bytes:
+    if head.chunked:
         body = bytearray()
         while True:
             size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)
@@ -35,15 +54,16 @@ async def read_body(reader: asyncio.StreamReader, headers: list[tuple[str, str]]
                 return bytes(body)
             body += await reader.readexactly(size)
             await reader.readexactly(2)
-    length = header_of(headers, "content-length")
-    if length is not None:
-        return await reader.readexactly(int(length))
+    if head.length is not None:
+        return await reader.readexactly(head.length)
     return await reader.read() if to_eof else b""
 
 
+_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length", "proxy-connection"})
+
+
 def framed(first: str, headers: list[tuple[str, str]], body: bytes, *, close: bool) -> bytes:
-    hop = {"connection", "keep-alive", "transfer-encoding", "content-length", "proxy-connection"}
-    lines = [first] + [f"{name}: {value}" for name, value in headers if name.lower() not in hop]
+    lines = [first, *(f"{name}: {value}" for name, value in headers if name.lower() not in _HOP)]
     lines += [f"Content-Length: {len(body)}", f"Connection: {'close' if close else 'keep-alive'}"]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
@@ -66,16 +86,15 @@ class Proxy:
                 request = await read_head(reader)
                 if request is None:
                     return
-                first, headers = request
-                headers = [*headers, ("X-Forwarded-For", caller)]
-                body = await read_body(reader, headers)
+                request.headers.append(("X-Forwarded-For", caller))
+                body = await read_body(reader, request)
+                first = request.first
                 wait = self.delay(first.split(" ")[1] if " " in first else "")
                 if wait:
                     await asyncio.sleep(wait)
-                close = (header_of(headers, "connection") or "").lower() == "close"
-                writer.write(await self.forward(first, headers, body, close=close))
+                writer.write(await self.forward(first, request.headers, body, close=request.close))
                 await writer.drain()
-                if close:
+                if request.close:
                     return
         except (ConnectionError, asyncio.IncompleteReadError):
             return
@@ -89,13 +108,11 @@ class Proxy:
             return framed("HTTP/1.1 502 Bad Gateway", [], b"sandbox not answering", close=close)
         try:
             up_writer.write(framed(first, headers, body, close=True))
-            await up_writer.drain()
-            answer = await read_head(up_reader)
+            answer = await read_head(up_reader)  # the request is sent whole: no drain needed before
             if answer is None:
                 return framed("HTTP/1.1 502 Bad Gateway", [], b"no answer from the sandbox", close=close)
-            status_line, answer_headers = answer
-            answer_body = await read_body(up_reader, answer_headers, to_eof=True)
-            return framed(status_line, answer_headers, answer_body, close=close)
+            answer_body = await read_body(up_reader, answer, to_eof=True)
+            return framed(answer.first, answer.headers, answer_body, close=close)
         finally:
             up_writer.close()
 

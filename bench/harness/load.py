@@ -10,7 +10,7 @@ import json
 import time
 from pathlib import Path
 
-from bench.harness.latency_proxy import framed, header_of, read_body, read_head
+from bench.harness.latency_proxy import framed, read_body, read_head
 
 
 async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bool]:
@@ -18,10 +18,9 @@ async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bool]:
     answer = await read_head(reader)
     if answer is None:
         raise ConnectionResetError("the server closed the connection")
-    first, headers = answer
-    await read_body(reader, headers)
-    close = first.startswith("HTTP/1.0") or (header_of(headers, "connection") or "").lower() == "close"
-    return int(first.split(" ", 2)[1]), close
+    await read_body(reader, answer)
+    close = answer.first.startswith("HTTP/1.0") or answer.close
+    return int(answer.first.split(" ", 2)[1]), close
 
 
 async def run(*, port: int, requests: list[bytes], concurrency: int, rate: float) -> dict:

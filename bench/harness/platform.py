@@ -17,6 +17,9 @@ from bench.harness import stack
 
 FINAL = ("REQUEST_COMPLETED", "FAILED", "DECLINED")
 LENDER, LENDER_PASSWORD = "lender.demo", "demo-password-1"  # the sandbox's demo lender (partner/sandbox/demo.py)
+# The emulated platform's gunicorn: the sandbox's URLs without our middleware (docs/performance.md,
+# "What the emulated platform costs").
+PLATFORM_SETTINGS = "bench.harness.platform_settings"
 ACCESS_LINE = re.compile(r"^(?P<method>[A-Z]+) (?P<path>/sandbox/\S*) (?P<status>\d{3})$")
 
 
@@ -105,7 +108,8 @@ class Platform(PlatformSide):
         web = {"workers": self.web_workers}
         self.ours = stack.gunicorn_start(f"{self.name}-web", "config.wsgi", self.env, port=self.ours_port, **web)
         web |= {"port": self.port, "access_log": self.access_log, "threads": self.platform_threads}
-        self.web = stack.gunicorn_start(f"{self.name}-platform", "config.wsgi", self.env, **web)
+        platform_env = {**self.env, "DJANGO_SETTINGS_MODULE": PLATFORM_SETTINGS}  # the sandbox alone
+        self.web = stack.gunicorn_start(f"{self.name}-platform", "config.wsgi", platform_env, **web)
         self.ours_url = self.ours.url
         self.ours_set_up()
         return self

@@ -93,10 +93,9 @@ def _merge_resources(current: list, incoming: list) -> list:
 
 
 def _resources_check(transaction: Transaction, resources: list) -> list[dict]:
-    slots = {
-        slot.id: slot
-        for slot in UploadSlot.objects.filter(transaction=transaction, id__in=[r["id"] for r in resources])
-    }
+    # What the rules read of each slot: not its uploaded bytes.
+    found = UploadSlot.objects.filter(transaction=transaction, id__in=[r["id"] for r in resources])
+    slots = {slot.id: slot for slot in found.only("id", "name", "mime_type", "uploaded_at")}
     problems = []
     for index, item in enumerate(resources):
         slot = slots.get(item["id"])
@@ -124,8 +123,15 @@ def response_patch(*, transaction_id: str, payload, base_url: str | None = None)
     """
     base = (base_url or sandbox_base_url()).rstrip("/")
     with db_transaction.atomic():
+        # The transaction's row locked (not its product's: PATCHes of different transactions of one
+        # product do not wait for each other), with what the rules and the webhook read: not the
+        # lender's credentials nor the product's signing secret, which would be decrypted for nothing.
         transaction = (
-            Transaction.objects.select_for_update().select_related("product").filter(pk=transaction_id).first()
+            Transaction.objects.select_for_update(of=("self",))
+            .select_related("product")
+            .only("id", "status", "request", "product", "product__name", "product__data")
+            .filter(pk=transaction_id)
+            .first()
         )
         if transaction is None:
             raise refused("no such transaction", status=404, code="not_found")
@@ -141,7 +147,9 @@ def response_patch(*, transaction_id: str, payload, base_url: str | None = None)
                 raise refused(
                     "the response refers to unknown resources", status=409, problems=problems, code="invalid_resources"
                 )
-        response, _ = Response.objects.get_or_create(transaction=transaction)
+        # The transaction's lock serialises its PATCHes: the first one creates the response without
+        # the savepoint get_or_create would take against a concurrent creator.
+        response = Response.objects.filter(transaction=transaction).first() or Response(transaction=transaction)
         incoming = {key: value for key, value in payload.items() if key != "resources"}
         merged = documents.merge_patch(response.data, incoming)
         if "resources" in payload:

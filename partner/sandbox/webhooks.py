@@ -7,14 +7,21 @@ yet). Every attempt is signed with the product's signing secret over the stored
 bytes, recorded, and on failure (connection error or any non-2xx answer) retried
 with exponential backoff and jitter until SANDBOX_WEBHOOK_MAX_ATTEMPTS. The pool
 is the sandbox's own: it needs neither Celery nor the partner's workers.
+
+A sender thread keeps its database connection from one attempt to the next, as a web
+worker keeps its own between requests (CONN_MAX_AGE, checked before each attempt):
+opening one per attempt cost the emulator about 1.3 ms of CPU and PostgreSQL a new
+backend per notification (docs/performance.md, "What the emulated platform costs").
+`senders_stop` ends the threads and closes their connections (tests: before the test
+database is dropped).
 """
 
 import json
 import logging
 import os
+import queue
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import requests
 from django.conf import settings
@@ -32,19 +39,53 @@ logger = logging.getLogger(__name__)
 
 _local = threading.local()
 _pool_lock = threading.Lock()
-_pool: tuple[int, ThreadPoolExecutor] | None = None
+# This process's sender threads and their queue of attempts to make now: (delivery id, how many
+# times in a row the emulator's database was away for it), or _STOP.
+_pool: tuple[int, queue.SimpleQueue, list[threading.Thread]] | None = None
+_STOP = None
 _outstanding = 0
 _outstanding_changed = threading.Condition()
 
 
-def _executor() -> ThreadPoolExecutor:
+def _attempts() -> queue.SimpleQueue:
+    """The queue of this process's sender threads (SANDBOX_WEBHOOK_WORKERS of them, started with it)."""
     global _pool
     with _pool_lock:
         # A forked worker process (gunicorn) must not reuse its parent's threads.
         if _pool is None or _pool[0] != os.getpid():
-            workers = settings.SANDBOX_WEBHOOK_WORKERS
-            _pool = (os.getpid(), ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sandbox-webhook"))
+            attempts, threads = queue.SimpleQueue(), []
+            for number in range(settings.SANDBOX_WEBHOOK_WORKERS):
+                thread = threading.Thread(target=_sender, args=(attempts,), name=f"sandbox-webhook-{number}")
+                thread.daemon = True
+                thread.start()
+                threads.append(thread)
+            _pool = (os.getpid(), attempts, threads)
         return _pool[1]
+
+
+def _sender(attempts: queue.SimpleQueue) -> None:
+    """One sender thread: the attempts one after another, on this thread's own database connection."""
+    try:
+        while (item := attempts.get()) is not _STOP:
+            _attempt(*item)
+    finally:
+        connections.close_all()  # this thread's connections only
+
+
+def senders_stop(timeout: float = 10.0) -> None:
+    """End this process's sender threads once the attempts queued before are made, their database
+    connections closed; the next delivery starts new ones. An attempt waiting for its backoff is
+    made by those."""
+    global _pool
+    with _pool_lock:
+        pool, _pool = _pool, None
+    if pool is None or pool[0] != os.getpid():
+        return
+    _, attempts, threads = pool
+    for _thread in threads:
+        attempts.put(_STOP)  # one each: a thread takes no item after its own
+    for thread in threads:
+        thread.join(timeout)
 
 
 _sessions: list[requests.Session] = []
@@ -138,9 +179,9 @@ def _attempt_submit(delivery_id: int, *, delay: float = 0.0, away: int = 0) -> N
     """Hand an attempt to the sender threads, now or after `delay` seconds (`away`: how many times
     in a row the emulator's own database was away for it)."""
     if delay <= 0:
-        _executor().submit(_attempt, delivery_id, away)
+        _attempts().put((delivery_id, away))
         return
-    timer = threading.Timer(delay, lambda: _executor().submit(_attempt, delivery_id, away))
+    timer = threading.Timer(delay, lambda: _attempts().put((delivery_id, away)))
     timer.daemon = True
     timer.start()
 
@@ -161,7 +202,12 @@ def _attempt(delivery_id: int, away: int = 0) -> None:
     final = True
     try:
         close_old_connections()
-        delivery = WebhookDelivery.objects.select_related("product").get(pk=delivery_id)
+        # What an attempt sends and signs with: neither the product's document nor the rest.
+        delivery = (
+            WebhookDelivery.objects.select_related("product")
+            .only("url", "body", "attempt_count", "product", "product__signing_secret")
+            .get(pk=delivery_id)
+        )
         body = bytes(delivery.body)
         number = delivery.attempt_count + 1
         headers = {
@@ -221,7 +267,6 @@ def _attempt(delivery_id: int, away: int = 0) -> None:
         final = True
         logger.exception("sandbox: webhook delivery %s broke", delivery_id)
     finally:
-        connections.close_all()  # this thread's connections only
         if final:
             _finished()
 
