@@ -138,8 +138,8 @@ def worker_gc_freeze(**kwargs):
     """Once a worker is up (its modules, Django's apps and Celery's machinery loaded: about 190,000
     objects), move what exists to the collector's permanent generation (`gc.freeze`): its full
     collections then walk only what tasks made since. Without it each full collection walked the
-    whole heap, 130-150 ms of the worker's one GIL every 30-40 staff deliveries (4-8 ms of CPU per
-    delivery, 6-8 ms per connected order; docs/performance.md, "The worker, second round"). What is
+    whole heap, 110-160 ms of the worker's one GIL every 30-50 staff deliveries (2-4 ms of CPU per
+    delivery, 6-16 ms per connected order; docs/performance.md, "The worker, second round"). What is
     frozen is never collected: it is the process's own code and configuration, alive until it
     exits. A prefork child freezes after its fork (`worker_process_init`), the main process and a
     thread pool's at `worker_ready`."""
