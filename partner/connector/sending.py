@@ -210,8 +210,21 @@ def events_send(*, event_id: int, lease_until: datetime) -> int:
     return delivered
 
 
+def events_pending() -> bool:
+    """Whether any event waits to be sent (one light statement, on the pending events' index)."""
+    return Event.objects.filter(state=EventState.PENDING).exists()
+
+
+def _relay_round() -> bool:
+    # The relay's round with nothing pending, most of a worker's idle seconds, was its transaction
+    # (the advisory lock, the count of sends in flight, the search of the events due: about 4 ms of
+    # the worker's CPU, every CONNECTOR_RELAY_INTERVAL); one look at the pending events' index
+    # answers it instead. An event stored meanwhile wakes the relay, or waits for its next round.
+    return events_pending() and events_relay() >= BATCH
+
+
 def relay_chore(*, interval: float) -> Chore:
-    return Chore(name=RELAY_CHORE, run=lambda: events_relay() >= BATCH, interval=interval)
+    return Chore(name=RELAY_CHORE, run=_relay_round, interval=interval)
 
 
 def events_left_hand_back() -> int:

@@ -412,3 +412,19 @@ def test_event_sends_have_a_queue_of_their_own_that_every_worker_consumes(order,
     assert sending.events_relay() == 1
     assert [kwargs["event_id"] for kwargs in queue_taken(events)] == [Event.objects.get(order=order).pk]
     assert queue_taken(default) == []
+
+
+def test_the_relay_s_round_with_no_event_pending_is_one_statement(order, system, tasks_sent):
+    """A worker's idle rounds (every CONNECTOR_RELAY_INTERVAL) look at the pending events' index only:
+    no transaction, advisory lock, count of sends in flight nor search of the events due."""
+    from django.db import connection as db
+    from django.test.utils import CaptureQueriesContext
+
+    round_ = sending.relay_chore(interval=60).run
+    tasks_sent.clear()
+    round_()  # the order's order.created, pending: relayed
+    [task] = [kwargs for name, kwargs in tasks_sent if name == sending.SEND_TASK]
+    assert send(task) is True
+    with CaptureQueriesContext(db) as queries:
+        assert round_() is False
+    assert len(queries.captured_queries) == 1, [query["sql"] for query in queries.captured_queries]

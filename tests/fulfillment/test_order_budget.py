@@ -178,3 +178,12 @@ def test_a_run_the_service_rate_limits_costs_two_statements(fake_platform):
     assert len(queries.captured_queries) == 2, [q["sql"] for q in queries.captured_queries]
     order.refresh_from_db()
     assert order.claimed_until is None and "rate limited" in order.last_error
+
+
+def test_a_document_s_slot_is_kept_with_a_plain_update(second_order):
+    """One document's slot is one UPDATE of its row, not `bulk_update`'s CASE per field."""
+    counts, _ = second_order
+    kept = [
+        sql for sql in counts.statements["process (created)"] if sql.startswith("UPDATE") and "upload_location" in sql
+    ]
+    assert len(kept) == 1 and "CASE" not in kept[0], kept

@@ -359,3 +359,22 @@ def test_a_callback_of_a_patch_in_doubt_and_the_run_that_awaits_it(
 
     assert _state(partial) == DeliveryState.CONFIRMED
     assert order.deliveries.get(kind=DeliveryKind.FINAL).state == DeliveryState.SENT
+
+
+def test_a_final_delivery_s_callback_writes_its_lines_in_one_insert(fake_platform, tasks_sent, announced):
+    """The callback that completes a staff-worked order records its lines (the delivery confirmed,
+    the order completed) together, in its transaction."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    order = _opened(fake_platform, staff_worked=True)
+    order_run(order_id=order.pk)  # the acknowledgement
+    delivery_confirm(transaction_id=TXN, event_id="ev-ack", version=1)
+    _stored(order, DeliveryKind.FINAL)
+    order_run(order_id=order.pk)  # the final delivery
+    with CaptureQueriesContext(connection) as queries:
+        delivery_confirm(transaction_id=TXN, event_id="ev-final", version=2)
+    inserts = [query["sql"] for query in queries.captured_queries if query["sql"].startswith("INSERT")]
+    assert len(inserts) == 1, inserts
+    assert Order.objects.get(pk=order.pk).status == OrderStatus.REQUEST_COMPLETED
+    assert list(order.steps.order_by("-id").values_list("name", flat=True)[:2]) == ["completed", "confirmed"]

@@ -28,19 +28,23 @@ def step_record(order: Order, name: str, detail: str = "", *, actor: str = "") -
 
 
 @contextlib.contextmanager
-def steps_batched():
+def steps_batched(*, on_error: bool = True):
     """Hold the steps recorded in the block and write them in one INSERT when it ends, however it
-    ends. A worker killed in the block loses that run's history lines, never its progress."""
+    ends (`on_error=False`: only when it ends well, for a block inside a transaction, whose error
+    rolls the steps back with the rest: an INSERT into an aborted transaction would hide that
+    error). A worker killed in the block loses that run's history lines, never its progress."""
     if _batched_steps.get() is not None:  # inside another batch: its end writes these too
         yield
         return
     batch: list[OrderStep] = []
     token = _batched_steps.set(batch)
+    ended_well = False
     try:
         yield
+        ended_well = True
     finally:
         _batched_steps.reset(token)
-        if batch:
+        if batch and (ended_well or on_error):
             OrderStep.objects.bulk_create(batch)
 
 

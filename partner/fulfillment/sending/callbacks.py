@@ -26,7 +26,7 @@ from partner.core.leases import lease_free
 from partner.fulfillment.enqueue import order_run_enqueue
 from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order
 from partner.fulfillment.orders import announcements
-from partner.fulfillment.orders.history import step_record
+from partner.fulfillment.orders.history import step_record, steps_batched
 from partner.fulfillment.orders.selectors import work_left
 from partner.fulfillment.orders.services import order_lock, order_settle
 from partner.fulfillment.orders.states import DELIVERY_MOVES, delivery_move_returning
@@ -76,7 +76,8 @@ def delivery_confirm(*, transaction_id: str, event_id: str, version=None) -> Del
         order_id = order_lock(Order.objects.filter(transaction_id=transaction_id))
         if order_id is None:
             return None
-        delivery = _delivery_confirm(order_id=order_id, event_id=event_id, version=version)
+        with steps_batched(on_error=False):  # its lines (confirmed, completed) in one INSERT
+            delivery = _delivery_confirm(order_id=order_id, event_id=event_id, version=version)
         checkpoint("callback.confirmed")
         return delivery
 
