@@ -135,18 +135,15 @@ app.steps["worker"].add("partner.core.housekeeping:Housekeeping")
 @worker_ready.connect
 @worker_process_init.connect
 def worker_gc_freeze(**kwargs):
-    """Once a worker is up (its modules, Django's apps and Celery's machinery loaded: about 190,000
-    objects), move what exists to the collector's permanent generation (`gc.freeze`): its full
-    collections then walk only what tasks made since. Without it each full collection walked the
-    whole heap, 110-160 ms of the worker's one GIL every 30-50 staff deliveries (2-4 ms of CPU per
-    delivery, 6-16 ms per connected order; docs/performance.md, "The worker, second round"). What is
-    frozen is never collected: it is the process's own code and configuration, alive until it
-    exits. A prefork child freezes after its fork (`worker_process_init`), the main process and a
-    thread pool's at `worker_ready`."""
-    import gc
+    """Once a worker is up, what it loaded is kept out of the collector's full passes
+    (partner/core/heap.py): without it each full collection walked its whole heap, about 190,000
+    objects, 110-160 ms of the worker's one GIL every 30-50 staff deliveries (2-4 ms of CPU per
+    delivery, 6-16 ms per connected order; docs/performance.md, "The worker, second round"). A prefork
+    child freezes after its fork (`worker_process_init`), the main process and a thread pool's at
+    `worker_ready`."""
+    from partner.core.heap import loaded_freeze
 
-    gc.collect()
-    gc.freeze()
+    loaded_freeze()
 
 
 @worker_ready.connect

@@ -31,3 +31,9 @@ def application(environ, start_response):
     if environ.get("PATH_INFO") == WEBHOOK_PATH and environ.get("REQUEST_METHOD") == "POST":
         return webhook_application(environ, start_response)
     return django_application(environ, start_response)
+
+
+# The process is loaded: its heap is kept out of the collector's full passes (partner/core/heap.py).
+from partner.core.heap import loaded_freeze  # noqa: E402 - after django.setup()
+
+loaded_freeze()

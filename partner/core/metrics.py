@@ -97,7 +97,7 @@ def metrics_networks() -> list:
 
 
 def broker_waiting_collect():
-    """Messages waiting in each task queue, the default one and the connector's events'
+    """Messages waiting in each task queue, the default one, the order runs' and the connector's events'
     (`config/celery.py`), declared as Celery declares them, so RabbitMQ agrees."""
     from celery import current_app
 
