@@ -40,7 +40,9 @@ def test_a_released_order_stays_with_the_staff_until_handed_back(order, connecti
     answers.status_update_post(connection=connection, order_id=order.pk, text="Inspection booked")
 
 
-def test_handing_back_is_an_admin_action_of_the_take_over_permission(client, order, connection, tasks_sent):
+def test_handing_back_is_an_admin_action_of_the_take_over_permission(
+    client, order, connection, tasks_sent, django_capture_on_commit_callbacks
+):
     viewer = staff_member("staff.viewer")
     viewer.user_permissions.add(Permission.objects.get(codename="view_connectedorder"))
     client.force_login(viewer)
@@ -49,7 +51,8 @@ def test_handing_back_is_an_admin_action_of_the_take_over_permission(client, ord
     client.post(url, {"action": "hand_back", "_selected_action": [order.pk]})
     assert Order.objects.get(pk=order.pk).assigned_to.username == "staff.ann"  # refused: no permission
 
-    viewer.user_permissions.add(Permission.objects.get(codename="take_over_connectedorder"))
+    with django_capture_on_commit_callbacks(execute=True):  # as its commit would: the kept permissions renewed
+        viewer.user_permissions.add(Permission.objects.get(codename="take_over_connectedorder"))
     answer = client.post(url, {"action": "hand_back", "_selected_action": [order.pk]}, follow=True)
     assert "1 order(s) handed back" in answer.content.decode()
     assert Order.objects.get(pk=order.pk).assigned_to == connection.user

@@ -188,7 +188,8 @@ def test_the_celery_app_makes_the_sqlite_broker_when_it_is_configured(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["False", "configured"]
     with sqlite3.connect(broker) as db:
-        assert db.execute("SELECT name FROM kombu_queue ORDER BY name").fetchall() == [("celery",), ("celery.events",)]
+        queues = db.execute("SELECT name FROM kombu_queue ORDER BY name").fetchall()
+        assert queues == [("celery",), ("celery.events",), ("celery.runs",)]
 
 
 @pytest.mark.parametrize(
