@@ -31,6 +31,7 @@ from django.core.cache import cache
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 
+from partner.core.cache import CacheFailures
 from partner.core.encryption import EncryptedTextField
 
 from .models import CredentialDefinition, Product
@@ -43,7 +44,7 @@ CATALOG_CACHE_KEY = "catalog:products:v2"  # v2: the products' response form
 CHANGED_MARKER = "changed"
 CHANGED_MARKER_SECONDS = 10
 
-_cache_failing = False  # a failure is logged once, until the cache answers again
+_failures = CacheFailures(logger, "catalog", "the products")  # a failure logged once, until it answers
 
 
 def _secret_fields() -> list[str]:
@@ -63,9 +64,9 @@ def catalog_products() -> list[Product]:
     try:
         stored = cache.get(CATALOG_CACHE_KEY)
     except Exception as exc:  # whatever the backend raises (Redis away, a file unreadable)
-        _cache_failed("read", exc)
+        _failures.failed("read", exc)
         return products_load()
-    _cache_answered()
+    _failures.answered()
     if isinstance(stored, list):
         return stored
     products = products_load()
@@ -79,7 +80,7 @@ def catalog_store(products: list[Product]) -> None:
     try:
         cache.add(CATALOG_CACHE_KEY, products, settings.CATALOG_CACHE_SECONDS)
     except Exception as exc:
-        _cache_failed("store", exc)
+        _failures.failed("store", exc)
 
 
 def catalog_product(*, service_id: str | None, name: str | None) -> Product | None:
@@ -122,22 +123,6 @@ def receivers_connect() -> None:
         label = model._meta.label_lower
         post_save.connect(_catalog_changed, sender=model, dispatch_uid=f"catalog-cache-save-{label}")
         post_delete.connect(_catalog_changed, sender=model, dispatch_uid=f"catalog-cache-delete-{label}")
-
-
-def _cache_failed(action: str, exc: Exception) -> None:
-    global _cache_failing
-    if not _cache_failing:
-        _cache_failing = True
-        logger.warning(
-            "catalog: the shared cache failed to %s the products (%s); the database serves them meanwhile",
-            action,
-            type(exc).__name__,
-        )
-
-
-def _cache_answered() -> None:
-    global _cache_failing
-    _cache_failing = False
 
 
 def _drop_failed(exc: Exception) -> None:

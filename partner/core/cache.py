@@ -4,6 +4,7 @@ its KEY_PREFIX, and a clear() that deletes those keys only, where Django's Redis
 whole database with FLUSHDB). And what the cache raises when its Redis cannot be reached
 (`CACHE_UNREACHABLE`)."""
 
+import logging
 import re
 
 from django.core.cache.backends import redis as django_redis
@@ -66,3 +67,27 @@ class PrefixedRedisCache(RedisCache):
         if keys:
             client.delete(*keys)
         return True
+
+
+class CacheFailures:
+    """What reads its data through the shared cache and falls back on the database when the cache
+    fails: each failure of a run of them logged once (its type, never the data), until the cache
+    answers again. `topic` starts the line, `what` names the data (the catalog's products, the
+    staff's permissions)."""
+
+    def __init__(self, logger: logging.Logger, topic: str, what: str):
+        self.logger, self.topic, self.what, self.failing = logger, topic, what, False
+
+    def failed(self, action: str, exc: Exception) -> None:
+        if not self.failing:
+            self.failing = True
+            self.logger.warning(
+                "%s: the shared cache failed to %s %s (%s); the database serves them meanwhile",
+                self.topic,
+                action,
+                self.what,
+                type(exc).__name__,
+            )
+
+    def answered(self) -> None:
+        self.failing = False

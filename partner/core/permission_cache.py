@@ -29,12 +29,14 @@ from django.core.cache import cache
 from django.db import transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save
 
+from partner.core.cache import CacheFailures
+
 logger = logging.getLogger(__name__)
 
 GENERATION_KEY = "auth:permissions:generation"
 _KEPT_ON_USER = "_permissions_kept"  # the set read for this user object (one request)
 
-_cache_failing = False  # a failure is logged once, until the cache answers again
+_failures = CacheFailures(logger, "auth", "the staff's permissions")  # a failure logged once, until it answers
 
 
 def _user_key(user_id) -> str:
@@ -62,9 +64,9 @@ class CachedPermissionsBackend(ModelBackend):
                 cache.add(GENERATION_KEY, uuid.uuid4().hex, None)
                 generation = cache.get(GENERATION_KEY)
         except Exception as exc:  # whatever the backend raises (Redis away, a file unreadable)
-            _cache_failed("read", exc)
+            _failures.failed("read", exc)
             return super().get_all_permissions(user_obj)
-        _cache_answered()
+        _failures.answered()
         stored = found.get(key)
         if isinstance(stored, tuple) and stored[0] == generation:
             return stored[1]
@@ -72,7 +74,7 @@ class CachedPermissionsBackend(ModelBackend):
         try:
             cache.set(key, (generation, permissions), settings.PERMISSIONS_CACHE_SECONDS)
         except Exception as exc:
-            _cache_failed("store", exc)
+            _failures.failed("store", exc)
         return permissions
 
 
@@ -85,7 +87,7 @@ def _generation_new() -> None:
     try:
         cache.set(GENERATION_KEY, uuid.uuid4().hex, None)
     except Exception as exc:
-        _cache_failed("renew the generation of", exc)
+        _failures.failed("renew the generation of", exc)
 
 
 def _saved_or_deleted(sender, using=None, **kwargs) -> None:
@@ -107,19 +109,3 @@ def receivers_connect() -> None:
         label = model._meta.label_lower
         post_save.connect(_saved_or_deleted, sender=model, dispatch_uid=f"permission-cache-save-{label}")
         post_delete.connect(_saved_or_deleted, sender=model, dispatch_uid=f"permission-cache-delete-{label}")
-
-
-def _cache_failed(action: str, exc: Exception) -> None:
-    global _cache_failing
-    if not _cache_failing:
-        _cache_failing = True
-        logger.warning(
-            "auth: the shared cache failed to %s the staff's permissions (%s); the database serves them meanwhile",
-            action,
-            type(exc).__name__,
-        )
-
-
-def _cache_answered() -> None:
-    global _cache_failing
-    _cache_failing = False
