@@ -6,9 +6,10 @@ enabled, that is due (`next_attempt_at`), and of whose (connection, order) no ev
 worker. It takes each one's lease (`partner.core.leases`) and hands it to a worker in the message
 (`connector.event_send`, on the events' queue beside the orders': `config/celery.py`); the worker
 sends it under that lease (`event_send`). A send that delivered hands its place on in the same thread
-(`events_send`, `events_hand_on`): the lease of the next event due, its own order's next one first,
-taken under the same bound, and the rest of the room relayed; a send that ended otherwise relays at
-once. An event stored by a worker's task wakes that worker's relay when it commits
+(`events_send`, `_place_hand_on`): in the transaction that releases its lease, the lease of the next
+event due, its own order's next one first, so the sends in flight never grow and the relay's lock
+is not needed; a send that ended otherwise, or found nothing due, wakes its process's relay
+(`relay_soon`). An event stored by a worker's task wakes that worker's relay when it commits
 (`events.event_store`), not at its next round (CONNECTOR_RELAY_INTERVAL). So an order's
 events go one at a time and in order, never two at once to one endpoint for one order, and a worker
 that dies mid-send leaves a lease that runs out: the housekeeping hands the event back and it is sent
@@ -42,13 +43,13 @@ holding either secret of a rotation verifies.
 import json
 import logging
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import connection as db_connection
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q, QuerySet
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
@@ -58,7 +59,7 @@ from partner.connector.services import endpoint_address_rule, endpoint_problem
 from partner.core import outbound
 from partner.core.checkpoints import checkpoint
 from partner.core.enqueue import rows_relay
-from partner.core.housekeeping import Chore
+from partner.core.housekeeping import Chore, housekeeping_chore_wake
 from partner.core.leases import Lease, LeaseLost, lease_free, lease_kept, lease_until, leases_expired_free
 from partner.core.mail import mail_send_enqueue
 from partner.core.retries import EVENT_SENDS
@@ -124,17 +125,14 @@ def sends_room(now: datetime) -> int:
     return max(1, settings.CONNECTOR_SENDS_IN_FLIGHT) - in_flight
 
 
-def _events_take(now: datetime, *, limit: int, first: QuerySet | None = None) -> tuple[list[Event], datetime]:
-    """Take the leases of up to `limit` events due, within the bound (`sends_room`); `first`: the
-    events due to take before any other (a send's own order's next one). The events taken, in order,
-    as the UPDATE left them, and their lease's end. Inside the caller's transaction."""
+def _events_take(now: datetime, *, limit: int) -> tuple[list[Event], datetime]:
+    """Take the leases of up to `limit` events due, within the bound (`sends_room`): the events
+    taken, in order, as the UPDATE left them, and their lease's end. Inside the caller's transaction."""
     until = lease_until(now)
     room = min(limit, sends_room(now))
     if room <= 0:
         return [], until
-    due = events_due(now)
-    wanted = list(first.filter(pk__in=due.values("pk")).values_list("pk", flat=True)[:1]) if first is not None else []
-    wanted += [pk for pk in due.values_list("pk", flat=True)[:room] if pk not in wanted][: room - len(wanted)]
+    wanted = list(events_due(now).values_list("pk", flat=True)[:room])
     if not wanted:
         return [], until
     free = Event.objects.filter(pk__in=wanted, state=EventState.PENDING).filter(lease_free(now))
@@ -154,31 +152,29 @@ def events_relay(*, limit: int = BATCH) -> int:
     return rows_relay(SEND_TASK, take, what="event(s)")
 
 
-def events_hand_on(*, connection_id: int, order_id: int, limit: int = BATCH) -> tuple[Event, datetime] | None:
-    """A send just delivered an event and its place among the sends in flight is free: keep it for
-    the next event due, (the event, its lease's end) to send in the same thread, the same
-    (connection, order)'s next one first, else the oldest due; hand the rest of the room to other
-    workers as the relay does (one transaction, one batch). None when nothing is due or there is no
-    room, or the broker took none of the rest (nothing is then taken: the relay's next round does).
-    Without it the place went through the broker: a task published, consumed and started, a
-    relay's round and a worker's queue between one event of an order and the next (docs/performance.md)."""
-    kept: dict = {}
+def _place_hand_on(delivered: Event) -> tuple[Event, datetime] | None:
+    """In the transaction that released `delivered`'s lease: take the lease of the next event due, its
+    (connection, order)'s next one first, else the oldest due, to send in the same thread; (the event,
+    its lease's end), or None when none is due or another worker took it first.
 
-    def take() -> list[dict]:
-        same = Event.objects.filter(connection=connection_id, order=order_id)
-        taken, until = _events_take(timezone.now(), limit=limit, first=same)
-        if not taken:
-            return []
-        kept.update(event=taken[0], lease_until=until, others=len(taken) - 1)
-        return [{"event_id": pk, "lease_until": until.isoformat()} for pk in sorted(event.pk for event in taken[1:])]
-
-    handed = rows_relay(SEND_TASK, take, what="event(s)")
-    if not kept or handed != kept["others"]:  # nothing due, or rolled back (the broker away)
+    The place among the sends in flight is the one just freed, given on in the same commit, so the
+    sends in flight never grow and no room is counted: the relay's lock (`sends_room`) is not taken.
+    A send that waited for that lock here held a worker's thread without holding a place, so more
+    sends could start behind it, and each then queued for the lock too: up to 61 of 64 threads at
+    once in the waits bench, the events waiting seconds for it (docs/performance.md)."""
+    now = timezone.now()
+    due = events_due(now)
+    same = due.filter(connection=delivered.connection_id, order=delivered.order_id)
+    pk = same.values_list("pk", flat=True).first() or due.values_list("pk", flat=True).first()
+    if pk is None:
         return None
-    return kept["event"], kept["lease_until"]
+    until = lease_until(now)
+    free = Event.objects.filter(pk=pk, state=EventState.PENDING).filter(lease_free(now))
+    taken = update_returning(free, claimed_until=until)
+    return (taken[0], until) if taken else None
 
 
-# A send hands its place on (`events_hand_on`) for this long at most, then leaves what waits to the
+# A send hands its place on (`_place_hand_on`) for this long at most, then leaves what waits to the
 # relay: a task ends well within its time limit (CELERY_TASK_SOFT_TIME_LIMIT), each send taking at
 # most CONNECTOR_SEND_TIMEOUT more.
 HAND_ON_SECONDS = 30.0
@@ -186,28 +182,29 @@ HAND_ON_SECONDS = 30.0
 
 def events_send(*, event_id: int, lease_until: datetime) -> int:
     """The events' task: send the event the relay handed out, then, while each send delivers, the
-    next one due in the same thread (`events_hand_on`), for HAND_ON_SECONDS at most; then relay
-    what waits. How many were delivered. A send that failed or was not this worker's hands nothing
+    next one due in the same thread (`_place_hand_on`), for HAND_ON_SECONDS at most; then have what
+    waits relayed. How many were delivered. A send that failed or was not this worker's hands nothing
     on: its place goes back to the relay (a failing endpoint is not tried again at once)."""
     started, delivered = time.monotonic(), 0
-    # The event handed out by the relay is read for its (connection, order); a handed-on one comes
-    # with them, as its lease's UPDATE left it.
-    event = Event.objects.filter(pk=event_id).only("connection_id", "order_id").first()
-    while event is not None:
-        if event_send(event_id=event.pk, lease_until=lease_until) is not True:
-            break
-        delivered += 1
-        if time.monotonic() - started >= HAND_ON_SECONDS:
-            break
-        handed = events_hand_on(connection_id=event.connection_id, order_id=event.order_id)
+    while True:
+        hand_on = time.monotonic() - started < HAND_ON_SECONDS
+        sent, handed = _event_send(event_id=event_id, lease_until=lease_until, hand_on=hand_on)
+        delivered += sent is True
         if handed is None:
-            return delivered  # nothing due, or no room: the hand-on relayed what it could
-        event, lease_until = handed
+            break
+        event_id, lease_until = handed[0].pk, handed[1]
         checkpoint("events.handed_on")
-    # Its place among the sends in flight is free and its order's next event may be due: hand out
-    # what waits now, not at the relay's next round.
-    events_relay()
+    # Its place among the sends in flight is free (or its time is up) and its order's next event may
+    # be due: have what waits handed out now, not at the relay's next round.
+    relay_soon()
     return delivered
+
+
+def relay_soon() -> None:
+    """Have the events due handed out now: by this process's housekeeping loop where one runs (a
+    worker's main process; its thread takes the relay's lock, not the task's), else here."""
+    if not housekeeping_chore_wake(RELAY_CHORE):
+        events_relay()
 
 
 def events_pending() -> bool:
@@ -264,6 +261,12 @@ def endpoint_shown(url: str) -> str:
 def event_send(*, event_id: int, lease_until: datetime) -> bool | None:
     """Send one event under the lease the relay took; True delivered, False to be tried again or
     failed, None when it was not this worker's to send (already delivered, lease lost)."""
+    return _event_send(event_id=event_id, lease_until=lease_until, hand_on=False)[0]
+
+
+def _event_send(*, event_id: int, lease_until: datetime, hand_on: bool) -> tuple[bool | None, tuple | None]:
+    """`event_send`, and with `hand_on` the next event taken in its place when it delivered
+    (`_place_hand_on`: the event and its lease's end), else None."""
     lease = Lease(Event, event_id, lease_until)
     with transaction.atomic():
         # The relay publishes before it commits (`rows_relay`), so this task may start while the
@@ -274,16 +277,16 @@ def event_send(*, event_id: int, lease_until: datetime) -> bool | None:
         event = Event.objects.select_related("connection").select_for_update(of=("self",)).filter(pk=event_id).first()
     if event is None or event.state != EventState.PENDING:
         lease.release()
-        return None
+        return None, None
     connection = event.connection
     if not connection.enabled or not connection.endpoint_url:
         lease.release()
-        return None
+        return None, None
     with lease_kept(lease):
         try:
             lease.confirm(attempts=F("attempts") + 1)  # the fence, and the try counted before it is made
         except LeaseLost:
-            return None
+            return None, None
         started_at = timezone.now()
         if refused := endpoint_problem(connection.endpoint_url):  # the rule as it is now, not when it was saved
             status, text, duration = None, f"not sent: {refused}", 0
@@ -291,11 +294,15 @@ def event_send(*, event_id: int, lease_until: datetime) -> bool | None:
             tried = _post(connection, event)
             status, text, duration = tried.status, tried.answer, tried.duration_ms
     delivered = status is not None and 200 <= status < 300
-    _outcome_record(event, lease, started_at=started_at, status=status, text=text, duration=duration, ok=delivered)
-    return delivered
+    handed = _outcome_record(
+        event, lease, started_at=started_at, status=status, text=text, duration=duration, ok=delivered, hand_on=hand_on
+    )
+    return delivered, handed
 
 
-def _outcome_record(event: Event, lease: Lease, *, started_at, status, text, duration, ok: bool) -> None:
+def _outcome_record(event: Event, lease: Lease, *, started_at, status, text, duration, ok: bool, hand_on=False):
+    """The try recorded, the event delivered or to be tried again (or failed); with `hand_on`, a
+    delivered event's place given on in the same transaction (`_place_hand_on`, what it returns)."""
     now = timezone.now()
     attempts = event.attempts + 1
     connection = Connection.objects.filter(pk=event.connection_id)
@@ -307,8 +314,9 @@ def _outcome_record(event: Event, lease: Lease, *, started_at, status, text, dur
             lease.release(
                 state=EventState.DELIVERED, delivered_at=now, last_error="", next_attempt_at=None, failing_since=None
             )
-            connection.update(last_success_at=now, failing_since=None, consecutive_failures=0)
-            return
+            healthy = {"last_success_at": now, "failing_since": None, "consecutive_failures": 0}
+            connection.filter(_health_to_write(now)).update(**healthy)
+            return _place_hand_on(event) if hand_on else None
         error = f"status {status}" if status is not None else text
         failing_since = event.failing_since or now
         again = EVENT_SENDS.next_try(tries=attempts, failing_since=failing_since, now=now, answered=status is not None)
@@ -317,7 +325,7 @@ def _outcome_record(event: Event, lease: Lease, *, started_at, status, text, dur
         if again is not None:
             lease.release(last_error=outbound.kept(error), next_attempt_at=again, failing_since=failing_since)
             _failure_log(event, error, attempts, f"again at {again:%Y-%m-%d %H:%M:%S} UTC")
-            return
+            return None
         lease.release(
             state=EventState.FAILED, last_error=outbound.kept(error), next_attempt_at=None, failing_since=failing_since
         )
@@ -325,6 +333,19 @@ def _outcome_record(event: Event, lease: Lease, *, started_at, status, text, dur
         if connection.filter(enabled=True).update(enabled=False, disabled_reason=reason):
             connection_disabled_tell(Connection.objects.get(pk=event.connection_id), reason)
     _failure_log(event, error, attempts, "given up, connection disabled")
+    return None
+
+
+# A delivered send writes its connection's health when it changes, or when the last success it
+# shows is this old: every send of a connection wrote the one row, and the sends in flight queued
+# for its lock, each until the other's transaction committed.
+LAST_SUCCESS_RESOLUTION = timedelta(seconds=1)
+
+
+def _health_to_write(now: datetime) -> Q:
+    """The connection rows a delivered send at `now` has something to write to."""
+    stale = Q(last_success_at__isnull=True) | Q(last_success_at__lt=now - LAST_SUCCESS_RESOLUTION)
+    return stale | Q(failing_since__isnull=False) | ~Q(consecutive_failures=0)
 
 
 def _failure_log(event: Event, error: str, attempts: int, then: str) -> None:

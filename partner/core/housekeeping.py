@@ -20,6 +20,7 @@ import logging
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -52,16 +53,21 @@ def housekeeping_chore_register(chore: Chore) -> None:
 # The chores woken before their interval ran out (`housekeeping_chore_wake`), and the loop's wake-up.
 _woken: set[str] = set()
 _wake = threading.Event()
+# The chores of the loops running in this process, by name (how many loops run each).
+_running: Counter[str] = Counter()
 # The loop sleeps at most this long at a time, so that it sees its stop event while it waits for a wake.
 _SLEEP_SLICE = 0.25
 
 
-def housekeeping_chore_wake(name: str) -> None:
+def housekeeping_chore_wake(name: str) -> bool:
     """Have this process's loop run chore `name` now rather than at its next interval: a thread of
     this process just committed work for it (a connector event stored by a worker's task). Costs a
-    flag; a process without a loop (a web worker) is not woken, its chores' rows wait for an interval."""
+    flag. Whether a loop of this process runs the chore: a process without one (a web worker, a
+    prefork worker's child) is not woken, and its chores' rows wait for a loop's interval unless the
+    caller runs the chore itself."""
     _woken.add(name)
     _wake.set()
+    return _running[name] > 0
 
 
 # A prefork worker forks pool processes from the main process, where the loop's thread runs. A
@@ -86,6 +92,7 @@ def _fork_after_in_parent() -> None:
 def _fork_after_in_child() -> None:
     global _round, _held_for_fork
     _round, _held_for_fork = threading.Lock(), False
+    _running.clear()  # the parent's loop is not in the child: nothing here runs a chore
 
 
 def _fork_guard_install() -> None:
@@ -107,6 +114,15 @@ def housekeeping_loop(stop: threading.Event, *, chores: list[Chore] | None = Non
     jobs += list(_chores.values()) if chores is None else chores
     due = dict.fromkeys((job.name for job in jobs), 0.0)
     failing: set[str] = set()
+    _running.update(due.keys())
+    try:
+        _rounds(stop, jobs, due, failing)
+    finally:
+        _running.subtract(due.keys())
+        connection.close()
+
+
+def _rounds(stop: threading.Event, jobs: list[Chore], due: dict[str, float], failing: set[str]) -> None:
     while not stop.is_set():
         for job in jobs:
             now = time.monotonic()
@@ -121,7 +137,6 @@ def housekeeping_loop(stop: threading.Event, *, chores: list[Chore] | None = Non
                 name = _woken.pop()
                 if name in due:
                     due[name] = 0.0
-    connection.close()
 
 
 def _hand_backs() -> bool:

@@ -342,6 +342,68 @@ def test_a_place_handed_on_counts_in_flight_and_keeps_its_order_busy(
     assert system.types() == ["order.created", "order.failed"]
 
 
+def test_a_send_hands_its_place_on_while_a_relay_holds_the_relay_s_lock(order, system, tasks_sent):
+    """The hand-on gives on the place its own send freed, in the transaction that frees it, so it
+    never waits for the relay's lock (`sends_room`): sends that queued for that lock held a worker's
+    thread without a place, more sends started behind them, and up to 61 of 64 threads waited there
+    in the waits bench (docs/performance.md). Here a relay holds the lock, paused, while the send of
+    the order's first event delivers and takes the order's next one."""
+    from tests.helpers.interleaving import Actor, Pause
+
+    order_fail(order=order, code="retries_exhausted", reason="Gave up")  # the order's second event
+    [first] = relayed(tasks_sent)
+    with Pause("relay.published") as published, Pause("events.handed_on") as handed_on:
+        relay = Actor(sending.events_relay, name="relay")
+        published.reached()  # the relay holds its lock: nothing due (the order's event is held)
+        sender = Actor(lambda: sending.events_send(event_id=first["event_id"], lease_until=_until(first)))
+        handed_on.reached()  # taken while the relay still holds its lock
+        assert relay.is_alive()
+        held = Event.objects.get(order=order, type="order.failed")
+        assert held.claimed_until is not None and held.state == EventState.PENDING
+        published.resume()
+        handed_on.resume()
+        assert relay.outcome() == 0
+    assert sender.outcome() == 2
+    assert system.types() == ["order.created", "order.failed"]
+
+
+def test_a_send_s_relay_runs_in_its_process_s_housekeeping_loop_where_one_runs(order, system, tasks_sent):
+    """A send that ends wakes its process's relay instead of taking the relay's lock in the task's
+    thread, where a loop of this process runs the relay; where none does (a web worker, a prefork
+    worker's child) it relays itself."""
+    import threading
+
+    from partner.core.housekeeping import housekeeping_chore_wake, housekeeping_loop
+    from tests.helpers.waiting import wait_for
+
+    assert housekeeping_chore_wake(sending.RELAY_CHORE) is False  # no loop here yet
+    stop = threading.Event()
+    loop = threading.Thread(
+        target=housekeeping_loop, args=(stop,), kwargs={"chores": [sending.relay_chore(interval=60)]}, daemon=True
+    )
+    loop.start()
+    try:
+        wait_for(lambda: housekeeping_chore_wake(sending.RELAY_CHORE), timeout=10)
+    finally:
+        stop.set()
+        loop.join(10)
+    assert housekeeping_chore_wake(sending.RELAY_CHORE) is False
+
+
+def test_a_connection_s_health_is_written_when_it_changes_or_a_second_on(order, connection, settings):
+    """Every delivered send wrote its connection's row, and the sends in flight queued for its lock;
+    now a send writes it only when the health changes or the last success shown is a second old."""
+    from datetime import timedelta
+
+    now = timezone.now()
+    rows = Connection.objects.filter(pk=connection.pk)
+    rows.update(last_success_at=now, failing_since=None, consecutive_failures=0)
+    assert not rows.filter(sending._health_to_write(now + timedelta(milliseconds=500))).exists()
+    assert rows.filter(sending._health_to_write(now + timedelta(seconds=2))).exists()
+    rows.update(consecutive_failures=3, failing_since=now)
+    assert rows.filter(sending._health_to_write(now)).exists()
+
+
 def test_an_event_stored_by_a_worker_is_relayed_once_it_commits(order, system, tasks_sent):
     """A move made in a worker's task (a callback's confirmation) wakes that worker's relay when it
     commits: its event is handed out at once, not at the relay's next round (here a minute away)."""
