@@ -248,11 +248,15 @@ def order_announced_receive(sender, *, order_id: int, what: str, delivery_id: in
     names in the shared cache answer (`catalog_connected`: a small key, not the catalog) without a
     query and nothing is stored: an automated order costs nothing (a partner that switches its last
     connected product back to staff work stops its routed orders' events with it; the API still
-    serves them to their connection). Else one statement reads the order with its route, its
-    connection and the people an event names; the delivery is read when one is announced."""
+    serves them to their connection). Else a later move asks whether the order was routed at all
+    (one small statement: a staff-worked order beside connected ones stops there), and a routed
+    order, or an acknowledgement, is read in one statement with its route, its connection and the
+    people an event names; the delivery is read when one is announced."""
     event_type = EVENT_OF.get(what)
     if event_type is None or not catalog_connected():
         return
+    if what != announcements.ACKNOWLEDGED and not OrderRoute.objects.filter(order_id=order_id).exists():
+        return  # never routed: no event (reading the whole order first costs three times this)
     order = _order_read(order_id)
     if order is None:
         return

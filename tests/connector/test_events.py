@@ -280,17 +280,31 @@ def test_where_no_product_is_connected_an_announcement_reads_a_small_key_and_no_
     assert not Event.objects.exists()
 
 
+def test_an_order_never_routed_costs_one_small_statement_beside_a_connected_product(
+    fake_platform, connection, django_assert_num_queries, cache_reads
+):
+    product_create(name="inspection", fulfiller="staff_worked")
+    order = connected_order(fake_platform, transaction_id="txn-staff-3", product_name="inspection")
+    catalog_connected()
+    cache_reads.clear()
+    with django_assert_num_queries(1):  # is it routed? no: nothing else read
+        announcements.order_announce(order_id=order.pk, what=announcements.COMPLETED)
+    assert cache_reads == [CONNECTED_CACHE_KEY]
+    assert events(order) == []
+
+
 @pytest.mark.parametrize(
     ("what", "statements"),
     [
-        # the order with its route, connection and people (1); the event: the savepoint, the order's
-        # lock, the count of its events, the INSERT, the release (5); and the delivery when one is named
-        (announcements.COMPLETED, 6),
-        (announcements.DELIVERY_CONFIRMED, 7),
-        (announcements.TAKEN, 1),  # the system's own assignment: the order read, nothing stored
+        # whether it is routed (1); the order with its route, connection and people (1); the event:
+        # the savepoint, the order's lock, the count of its events, the INSERT, the release (5); and the
+        # delivery when one is named
+        (announcements.COMPLETED, 7),
+        (announcements.DELIVERY_CONFIRMED, 8),
+        (announcements.TAKEN, 2),  # the system's own assignment: read, nothing stored
     ],
 )
-def test_a_connected_order_s_move_reads_the_order_and_its_route_in_one_statement(
+def test_a_connected_order_s_move_reads_the_order_with_its_connection_in_one_statement(
     order, connection, django_assert_num_queries, cache_reads, what, statements
 ):
     delivery_id = Delivery.objects.filter(order=order).values_list("pk", flat=True).first()
@@ -308,7 +322,7 @@ def test_a_connected_order_s_move_reads_the_order_and_its_route_in_one_statement
         assert stored[0].payload["data"]["delivery"]["id"] == delivery_id
 
 
-def test_an_acknowledgement_routes_assigns_and_tells_in_eleven_statements(
+def test_an_acknowledgement_routes_assigns_and_tells_in_twelve_statements(
     fake_platform, order, connection, django_assert_num_queries
 ):
     # A second connected order, its acknowledgement announced again as if for the first time (not
@@ -317,9 +331,9 @@ def test_an_acknowledgement_routes_assigns_and_tells_in_eleven_statements(
     OrderRoute.objects.filter(order=second).delete()
     Order.objects.filter(pk=second.pk).update(assigned_to=None)
     # The order read with its route (1); the connection (1); the route recorded (1: INSERT … ON
-    # CONFLICT DO NOTHING); the assignment and its step (2); the nested TAKEN's read of the order (1);
+    # CONFLICT DO NOTHING); the assignment and its step (2); the nested TAKEN's route and order (2);
     # the event (5). The product's entitlement from the cached catalog, no statement.
-    with django_assert_num_queries(11):
+    with django_assert_num_queries(12):
         order_announced_receive(None, order_id=second.pk, what=announcements.ACKNOWLEDGED)
     assert OrderRoute.objects.get(order=second).connection == connection
     assert Order.objects.get(pk=second.pk).assigned_to == connection.user
