@@ -26,7 +26,8 @@ needs no bookkeeping of keys.
   (`catalog_connected`): every move of every order asks the connector whether any product is
   connected, and a frozenset of a few names answers it without unpickling the catalog (~17 kB). It
   is made from the catalog, stored with `cache.add` as the catalog is, and dropped and marked with
-  it: the same rules keep both fresh.
+  it: the same rules keep both fresh. (What escapes them may last up to twice
+  `CATALOG_CACHE_SECONDS` there: names made from a copy of the catalog about to expire.)
 """
 
 import logging
