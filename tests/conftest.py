@@ -144,11 +144,11 @@ def _catalog_cache_dropped():
     rows are rolled back without a signal)."""
     from django.core.cache import cache
 
-    from partner.catalog.product_cache import CATALOG_CACHE_KEY
+    from partner.catalog.product_cache import CATALOG_CACHE_KEYS
 
-    cache.delete(CATALOG_CACHE_KEY)
+    cache.delete_many(CATALOG_CACHE_KEYS)
     yield
-    cache.delete(CATALOG_CACHE_KEY)
+    cache.delete_many(CATALOG_CACHE_KEYS)
 
 
 @pytest.fixture(autouse=True)

@@ -22,6 +22,12 @@ needs no bookkeeping of keys.
   which is never cached.
 - The cache never fails an order: its error is logged once (its type, never a value) and the
   database answers.
+- Beside it, under a small key of its own, the names of the connected products
+  (`catalog_connected`): every move of every order asks the connector whether any product is
+  connected, and a frozenset of a few names answers it without unpickling the catalog (~17 kB). It
+  is made from the catalog, stored with `cache.add` as the catalog is, and dropped and marked with
+  it: the same rules keep both fresh. (What escapes them may last up to twice
+  `CATALOG_CACHE_SECONDS` there: names made from a copy of the catalog about to expire.)
 """
 
 import logging
@@ -34,12 +40,16 @@ from django.db.models.signals import post_delete, post_save
 from partner.core.cache import CacheFailures
 from partner.core.encryption import EncryptedTextField
 
+from .fulfiller_keys import CONNECTED
 from .models import CredentialDefinition, Product
 
 logger = logging.getLogger(__name__)
 
 # Versioned: a change to what is stored takes a new key, so no process unpickles the old shape.
 CATALOG_CACHE_KEY = "catalog:products:v2"  # v2: the products' response form
+CONNECTED_CACHE_KEY = "catalog:connected:v1"  # the connected products' names (a frozenset)
+# Dropped and marked together by every change: one rule for both.
+CATALOG_CACHE_KEYS = (CATALOG_CACHE_KEY, CONNECTED_CACHE_KEY)
 # What a commit leaves under the key: long enough to outlast a load that began before the commit.
 CHANGED_MARKER = "changed"
 CHANGED_MARKER_SECONDS = 10
@@ -83,6 +93,32 @@ def catalog_store(products: list[Product]) -> None:
         _failures.failed("store", exc)
 
 
+def connected_names(products: list[Product]) -> frozenset[str]:
+    """The names of the products our connector's systems work (fulfiller `CONNECTED`)."""
+    return frozenset(product.name for product in products if product.fulfiller == CONNECTED)
+
+
+def catalog_connected() -> frozenset[str]:
+    """The names of the connected products: from their small key in the shared cache, else made from
+    the catalog (`catalog_products`: itself cached) and stored for the next reader, as the catalog is
+    (`add`: a change's marker refuses it). Empty when no product is connected."""
+    try:
+        stored = cache.get(CONNECTED_CACHE_KEY)
+    except Exception as exc:
+        _failures.failed("read", exc)
+        return connected_names(products_load())
+    _failures.answered()
+    if isinstance(stored, frozenset):
+        return stored
+    names = connected_names(catalog_products())
+    if stored is None:  # else the marker of a change just committed: leave it be
+        try:
+            cache.add(CONNECTED_CACHE_KEY, names, settings.CATALOG_CACHE_SECONDS)
+        except Exception as exc:
+            _failures.failed("store", exc)
+    return names
+
+
 def catalog_product(*, service_id: str | None, name: str | None) -> Product | None:
     """The catalog's product with that service id (preferred) or name, as `product_get` finds it."""
     products = catalog_products()
@@ -98,9 +134,10 @@ def catalog_product(*, service_id: str | None, name: str | None) -> Product | No
 
 
 def catalog_cache_drop(*, using: str | None = None) -> None:
-    """Drop the cached catalog now, and again (leaving the marker) when the current transaction commits."""
+    """Drop the cached catalog (and the connected products' names) now, and again (leaving the marker)
+    when the current transaction commits."""
     try:
-        cache.delete(CATALOG_CACHE_KEY)
+        cache.delete_many(CATALOG_CACHE_KEYS)
     except Exception as exc:
         _drop_failed(exc)
     transaction.on_commit(_changed_mark, using=using)
@@ -108,7 +145,7 @@ def catalog_cache_drop(*, using: str | None = None) -> None:
 
 def _changed_mark() -> None:
     try:
-        cache.set(CATALOG_CACHE_KEY, CHANGED_MARKER, CHANGED_MARKER_SECONDS)
+        cache.set_many(dict.fromkeys(CATALOG_CACHE_KEYS, CHANGED_MARKER), CHANGED_MARKER_SECONDS)
     except Exception as exc:
         _drop_failed(exc)
 

@@ -20,9 +20,7 @@ import uuid
 from django.db import transaction
 from django.utils import timezone
 
-from partner.catalog.fulfiller_keys import CONNECTED
-from partner.catalog.product_cache import catalog_product, catalog_products
-from partner.catalog.selectors import product_get
+from partner.catalog.product_cache import catalog_connected, catalog_product
 from partner.connector.metrics import ENTITLEMENT_UNREADABLE
 from partner.connector.models import Connection, Event, EventState, OrderRoute
 from partner.core.housekeeping import housekeeping_chore_wake
@@ -49,10 +47,9 @@ EVENT_OF = {
 
 
 def connection_of(product_name: str) -> Connection | None:
-    """The connection that works the product, when it is a connected one (the shared catalog
-    answers for every other product: no query)."""
-    product = catalog_product(service_id=None, name=product_name) if product_name else None
-    if product is None or product.fulfiller != CONNECTED:
+    """The connection that works the product, when it is a connected one (the connected products'
+    names in the shared cache answer for every other product: no query)."""
+    if not product_name or product_name not in catalog_connected():
         return None
     return Connection.objects.filter(products__name=product_name).select_related("user").first()
 
@@ -160,7 +157,7 @@ def order_request(order: Order) -> dict:
     """What the lender sent (order.created): loan data as entitled, options, notes, who, no credentials."""
     request = {key: value for key, value in (order.request or {}).items() if key != "credentials"}
     loan = request.get("loan") if isinstance(request.get("loan"), dict) else {}
-    product = product_get(name=order.product_name)
+    product = catalog_product(service_id=None, name=order.product_name) if order.product_name else None
     paths = request_loan_fields(
         product.raw if product else {},
         request_type=order.request_type or "NEW_REQUEST",
@@ -223,31 +220,55 @@ def event_store(*, connection: Connection, order: Order, event_type: str, data: 
     return event
 
 
+def _order_read(order_id: int) -> Order | None:
+    """The order as an announcement reads it, in one statement: who works it, who ordered it (and
+    their company), and its route with the connection and the connection's user (None there when it
+    has no route)."""
+    return (
+        Order.objects.select_related("assigned_to", "ordered_by__company", "connector_route__connection__user")
+        .filter(pk=order_id)
+        .first()
+    )
+
+
+def _routed_to(order: Order) -> Connection | None:
+    """The connection the order was routed to at its acknowledgement, as `_order_read` read it (no query)."""
+    try:
+        return order.connector_route.connection
+    except OrderRoute.DoesNotExist:
+        return None
+
+
 def order_announced_receive(sender, *, order_id: int, what: str, delivery_id: int | None = None, **kwargs) -> None:
     """The receiver of the fulfillment's announcements (connected in `ConnectorConfig.ready`).
 
     The acknowledgement routes the order: to the connection that works its product then, recorded
     for good (`OrderRoute`). Every later event goes to that recorded connection, whatever the
-    product's settings are by then. Where no product is connected at all the shared catalog answers
-    without a query and nothing is stored: an automated order costs nothing (a partner that switches
-    its last connected product back to staff work stops its routed orders' events with it; the
-    API still serves them to their connection)."""
+    product's settings are by then. Where no product is connected at all the connected products'
+    names in the shared cache answer (`catalog_connected`: a small key, not the catalog) without a
+    query and nothing is stored: an automated order costs nothing (a partner that switches its last
+    connected product back to staff work stops its routed orders' events with it; the API still
+    serves them to their connection). Else a later move asks whether the order was routed at all
+    (one small statement: a staff-worked order beside connected ones stops there), and a routed
+    order, or an acknowledgement, is read in one statement with its route, its connection and the
+    people an event names; the delivery is read when one is announced."""
     event_type = EVENT_OF.get(what)
-    if event_type is None or not any(product.fulfiller == CONNECTED for product in catalog_products()):
+    if event_type is None or not catalog_connected():
         return
-    found = Order.objects.filter(pk=order_id).values_list("product_name", "connector_route__connection_id").first()
-    if found is None:
+    if what != announcements.ACKNOWLEDGED and not OrderRoute.objects.filter(order_id=order_id).exists():
+        return  # never routed: no event (reading the whole order first costs three times this)
+    order = _order_read(order_id)
+    if order is None:
         return
-    product_name, routed_to = found
-    if what == announcements.ACKNOWLEDGED and routed_to is None:
-        connection = connection_of(product_name or "")
+    connection = _routed_to(order)
+    if what == announcements.ACKNOWLEDGED and connection is None:
+        connection = connection_of(order.product_name or "")
         if connection is not None:
-            OrderRoute.objects.get_or_create(order_id=order_id, defaults={"connection": connection})
-    else:
-        connection = Connection.objects.select_related("user").filter(pk=routed_to).first() if routed_to else None
+            # One statement (INSERT … ON CONFLICT DO NOTHING): a route recorded meanwhile stays as it is.
+            route = OrderRoute(order_id=order_id, connection=connection)
+            OrderRoute.objects.bulk_create([route], ignore_conflicts=True)
     if connection is None:
         return
-    order = Order.objects.select_related("assigned_to", "ordered_by__company").get(pk=order_id)
     data = {}
     if what == announcements.ACKNOWLEDGED:
         # The system works the order from now on (unless someone took it first): it answers as its

@@ -16,8 +16,9 @@ from django.test.utils import CaptureQueriesContext
 from partner.catalog import product_cache, services
 from partner.catalog.credentials import credentials_check
 from partner.catalog.errors import ProductNotFound, ProductSyncError
+from partner.catalog.fulfiller_keys import CONNECTED
 from partner.catalog.models import CredentialDefinition, Product
-from partner.catalog.product_cache import CATALOG_CACHE_KEY
+from partner.catalog.product_cache import CATALOG_CACHE_KEY, CONNECTED_CACHE_KEY, catalog_connected
 from partner.catalog.services import product_for_order
 from tests.helpers.product_page import change_url, listed_fields, product_post_data
 from tests.helpers.products import USER_PASSWORD, product_make
@@ -152,6 +153,33 @@ def test_a_change_in_a_transaction_is_seen_after_its_commit(product, django_capt
     assert cache.get(CATALOG_CACHE_KEY) == product_cache.CHANGED_MARKER  # readers go to the database meanwhile
 
 
+def test_the_connected_products_names_sit_under_a_small_key_dropped_with_the_catalog(
+    product, django_assert_num_queries, django_capture_on_commit_callbacks
+):
+    # Every announcement of every order asks whether any product is connected: a few names answer.
+    assert catalog_connected() == frozenset()
+    with django_assert_num_queries(0):
+        assert catalog_connected() == frozenset()
+    assert cache.get(CONNECTED_CACHE_KEY) == frozenset()
+
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        services.product_fulfiller_set(name=product.name, fulfiller=CONNECTED)
+        # A worker read the old names before the commit and stores them inside the writer's window...
+        cache.add(CONNECTED_CACHE_KEY, frozenset())
+    assert catalog_connected() == {"address-verification"}
+    # ...or just after it: the commit's marker refuses them, as it refuses the old catalog.
+    cache.add(CONNECTED_CACHE_KEY, frozenset())
+    assert cache.get(CONNECTED_CACHE_KEY) == product_cache.CHANGED_MARKER
+    assert catalog_connected() == {"address-verification"}
+
+    cache.delete(CONNECTED_CACHE_KEY)  # the marker gone: the names stored again, from the catalog
+    assert catalog_connected() == {"address-verification"}
+    with django_assert_num_queries(0):
+        assert catalog_connected() == {"address-verification"}
+    product.delete()
+    assert catalog_connected() == frozenset()
+
+
 def test_the_cached_catalog_holds_no_secret(product, monkeypatch):
     product.signing_secret = SIGNING_SECRET
     product.save()
@@ -194,6 +222,7 @@ def test_a_broken_cache_never_fails_an_order(product, settings, caplog):
     with caplog.at_level(logging.WARNING, logger="partner.catalog"):
         first = product_for_order(service_id=SERVICE_ID, name=None)
         second = product_for_order(service_id=None, name="address-verification")
+        assert catalog_connected() == frozenset()  # the connected products' names: the database's too
         product.listing_name = "Saved while the cache is away"
         product.save()  # the drop fails: logged, the save stands
     assert first.pk == second.pk == product.pk

@@ -2,15 +2,20 @@
 transaction that made them, for connected orders only, as the connection wants them."""
 
 import pytest
+from django.core.cache import cache
 from django.db import transaction
 
-from partner.connector.models import Event, EventState
+from partner.catalog import product_cache
+from partner.catalog.product_cache import CONNECTED_CACHE_KEY, catalog_connected
+from partner.connector.events import order_announced_receive
+from partner.connector.models import Event, EventState, OrderRoute
 from partner.fulfillment.models import Delivery, DeliveryKind, Order, OrderStatus
 from partner.fulfillment.orders import announcements
 from partner.fulfillment.orders.services import order_complete, order_fail
 from partner.fulfillment.sending.callbacks import delivery_confirm
 from partner.fulfillment.staff import services as staff
 from tests.helpers.connector import LOAN, TXN, connected_order
+from tests.helpers.orders import automated_order
 from tests.helpers.products import product_create
 from tests.helpers.staff_orders import staff_member
 
@@ -240,3 +245,96 @@ def test_two_moves_of_one_order_committing_together_never_share_a_version(order,
     assert (versions["first"], versions["second"]) == (2, 3)  # order.created was 1
     stored = [e.payload["data"]["order"]["version"] for e in Event.objects.filter(order=order).order_by("pk")]
     assert stored == [1, 2, 3]
+
+
+# What an announcement costs (docs/performance.md, "The announcements, cheap for the worker"): every
+# move of every order is announced, twice per staff delivery and six times per connected order.
+
+
+@pytest.fixture
+def cache_reads(monkeypatch):
+    """The keys read from the shared cache, in order."""
+    read = []
+    get = cache.get
+
+    def get_recorded(key, *args, **kwargs):
+        read.append(key)
+        return get(key, *args, **kwargs)
+
+    monkeypatch.setattr(product_cache.cache, "get", get_recorded)
+    return read
+
+
+def test_where_no_product_is_connected_an_announcement_reads_a_small_key_and_no_row(
+    fake_platform, django_assert_num_queries, cache_reads
+):
+    order = automated_order(fake_platform, "txn-automated-1")
+    delivery = Delivery.objects.create(order=order, kind=DeliveryKind.FINAL)
+    assert catalog_connected() == frozenset()  # as it stands between changes: cached
+    cache_reads.clear()
+    with django_assert_num_queries(0):
+        announcements.order_announce(order_id=order.pk, what=announcements.DELIVERY_CONFIRMED, delivery_id=delivery.pk)
+        announcements.order_announce(order_id=order.pk, what=announcements.COMPLETED)
+        announcements.order_announce(order_id=order.pk, what=announcements.TAKEN)
+    assert cache_reads == [CONNECTED_CACHE_KEY] * 3  # the connected products' names, never the whole catalog
+    assert not Event.objects.exists()
+
+
+def test_an_order_never_routed_costs_one_small_statement_beside_a_connected_product(
+    fake_platform, connection, django_assert_num_queries, cache_reads
+):
+    product_create(name="inspection", fulfiller="staff_worked")
+    order = connected_order(fake_platform, transaction_id="txn-staff-3", product_name="inspection")
+    catalog_connected()
+    cache_reads.clear()
+    with django_assert_num_queries(1):  # is it routed? no: nothing else read
+        announcements.order_announce(order_id=order.pk, what=announcements.COMPLETED)
+    assert cache_reads == [CONNECTED_CACHE_KEY]
+    assert events(order) == []
+
+
+@pytest.mark.parametrize(
+    ("what", "statements"),
+    [
+        # whether it is routed (1); the order with its route, connection and people (1); the event:
+        # the savepoint, the order's lock, the count of its events, the INSERT, the release (5); and the
+        # delivery when one is named
+        (announcements.COMPLETED, 7),
+        (announcements.DELIVERY_CONFIRMED, 8),
+        (announcements.TAKEN, 2),  # the system's own assignment: read, nothing stored
+    ],
+)
+def test_a_connected_order_s_move_reads_the_order_with_its_connection_in_one_statement(
+    order, connection, django_assert_num_queries, cache_reads, what, statements
+):
+    delivery_id = Delivery.objects.filter(order=order).values_list("pk", flat=True).first()
+    assert delivery_id is not None
+    before = len(events(order))
+    cache_reads.clear()
+    with django_assert_num_queries(statements):
+        announcements.order_announce(
+            order_id=order.pk, what=what, delivery_id=delivery_id if what == announcements.DELIVERY_CONFIRMED else None
+        )
+    assert cache_reads == [CONNECTED_CACHE_KEY]
+    stored = events(order)[before:]
+    assert len(stored) == (0 if what == announcements.TAKEN else 1)
+    if what == announcements.DELIVERY_CONFIRMED:
+        assert stored[0].payload["data"]["delivery"]["id"] == delivery_id
+
+
+def test_an_acknowledgement_routes_assigns_and_tells_in_twelve_statements(
+    fake_platform, order, connection, django_assert_num_queries
+):
+    # A second connected order, its acknowledgement announced again as if for the first time (not
+    # routed, nobody assigned): what the connector's receiver costs at an order's acknowledgement.
+    second = connected_order(fake_platform, transaction_id="txn-ack-2", product_name="appraisal")
+    OrderRoute.objects.filter(order=second).delete()
+    Order.objects.filter(pk=second.pk).update(assigned_to=None)
+    # The order read with its route (1); the connection (1); the route recorded (1: INSERT … ON
+    # CONFLICT DO NOTHING); the assignment and its step (2); the nested TAKEN's route and order (2);
+    # the event (5). The product's entitlement from the cached catalog, no statement.
+    with django_assert_num_queries(12):
+        order_announced_receive(None, order_id=second.pk, what=announcements.ACKNOWLEDGED)
+    assert OrderRoute.objects.get(order=second).connection == connection
+    assert Order.objects.get(pk=second.pk).assigned_to == connection.user
+    assert events(second)[-1].type == "order.created" and events(second)[-1].payload["data"]["request"]["loan"]

@@ -19,7 +19,7 @@ from django.test.html import parse_html
 from django.urls import reverse
 from django.utils import timezone
 
-from partner.catalog.product_cache import CATALOG_CACHE_KEY
+from partner.catalog.product_cache import CATALOG_CACHE_KEYS
 from partner.catalog.services import partner_account_set
 from partner.fulfillment.models import Delivery, DeliveryKind, DeliveryState, Order, OrderDocument
 from partner.fulfillment.orders.services import order_open
@@ -492,7 +492,7 @@ def test_a_partial_delivery_is_stored_at_once(staff, taken):
 def _catalog_warm(client, order) -> None:
     """The catalog stored in the shared cache, as it is between changes (a product saved by the test's
     setup leaves a marker that sends readers to the database for a few seconds)."""
-    cache.delete(CATALOG_CACHE_KEY)
+    cache.delete_many(CATALOG_CACHE_KEYS)
     client.get(page(order.pk))
 
 
