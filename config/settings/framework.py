@@ -86,6 +86,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # Django's own form templates, for the `jinja2` engine of TEMPLATES (the staff's forms' renderer).
+    "django.forms",
     "rest_framework",
     "drf_spectacular",
     "oauth2_provider",

@@ -19,7 +19,8 @@ from django import forms
 from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
-from django.forms.renderers import Jinja2
+from django.forms.renderers import BaseRenderer
+from django.template import engines
 from django.template.defaultfilters import filesizeformat
 
 from partner.catalog import response_forms
@@ -33,14 +34,19 @@ DOCUMENT_ACCEPT = ",".join(["application/pdf", "image/png", "image/jpeg", ".pdf"
 ONCE_SECONDS = 24 * 3600
 
 
-class StaffFormRenderer(Jinja2):
+class StaffFormRenderer(BaseRenderer):
     """The staff's forms draw their inputs, labels and error lists with Django's own Jinja2 templates for
     forms, and each field's row of the order page (`{{ field.as_field_group }}`: errors, label, input,
     help, as the admin draws a form row) with ours: the order page draws ~20 inputs, each one to four
     templates, and Jinja2 draws them in about half the CPU of Django's template language
-    (docs/performance.md, "What a staff delivery costs" and "The web side, third round")."""
+    (docs/performance.md, "What a staff delivery costs" and "The web side, third round"). Drawn by the
+    `jinja2` engine of TEMPLATES, the one Jinja2 environment of our pages (`partner.core.templating`),
+    which finds Django's form templates in `django.forms`, an installed app for that."""
 
     field_template_name = "fulfillment/stafforder/field.html"
+
+    def get_template(self, template_name):
+        return engines["jinja2"].get_template(template_name)
 
 
 STAFF_FORM_RENDERER = StaffFormRenderer()
