@@ -57,6 +57,35 @@ def test_unknown_database_scheme_stops_startup():
     assert "DATABASE_URL" in refusal({**PRODUCTION, "DATABASE_URL": "nosuchdb://u:p@h/x"})
 
 
+def _database_options(env_overrides) -> dict:
+    return settings_read({**PRODUCTION, **env_overrides}).DATABASES["default"].get("OPTIONS", {})
+
+
+def test_postgresql_binds_the_parameters_on_the_server_unless_turned_off():
+    # psycopg 3 sends the values apart from the statement (Django's `server_side_binding`), not quoted
+    # into its text; DATABASE_SERVER_SIDE_BINDING=false turns it off (docs/deployment.md).
+    postgresql = {"DATABASE_URL": "postgres://partner:pw@db.partner.example:5432/partner"}
+    assert _database_options(postgresql) == {"server_side_binding": True}
+    assert _database_options({**postgresql, "DATABASE_SERVER_SIDE_BINDING": "true"}) == {"server_side_binding": True}
+    assert "server_side_binding" not in _database_options({**postgresql, "DATABASE_SERVER_SIDE_BINDING": "false"})
+    # SQLite has no such option: its own are unchanged.
+    sqlite = _database_options({"DATABASE_URL": "sqlite:////srv/partner/db.sqlite3"})
+    assert "server_side_binding" not in sqlite
+    assert sqlite["transaction_mode"] == "IMMEDIATE"
+
+
+def test_the_suite_s_postgresql_connection_binds_on_the_server():
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL only: SQLite binds its parameters itself")
+    assert connection.features.uses_server_side_binding
+    with connection.cursor() as cursor:
+        assert type(cursor.cursor).__name__ == "ServerBindingCursor"
+        cursor.execute("SELECT %s::int + %s::int", [1, 2])
+        assert cursor.fetchone() == (3,)
+
+
 def test_production_defaults_are_safe():
     s = start(PRODUCTION)
     # The admin's session cookie stays same-site; only the embedded page's CSRF cookie crosses sites.

@@ -19,7 +19,7 @@ def django_env(env_overrides):
         if not k.startswith(
             (
                 "DJANGO_",
-                "DATABASE_URL",
+                "DATABASE_",
                 "SVC_",
                 "FIELD_",
                 "SANDBOX_",
