@@ -371,22 +371,13 @@ def test_a_send_s_relay_runs_in_its_process_s_housekeeping_loop_where_one_runs(o
     """A send that ends wakes its process's relay instead of taking the relay's lock in the task's
     thread, where a loop of this process runs the relay; where none does (a web worker, a prefork
     worker's child) it relays itself."""
-    import threading
-
-    from partner.core.housekeeping import housekeeping_chore_wake, housekeeping_loop
+    from partner.core.housekeeping import housekeeping_chore_wake
+    from tests.helpers.housekeeping import housekeeping_running
     from tests.helpers.waiting import wait_for
 
     assert housekeeping_chore_wake(sending.RELAY_CHORE) is False  # no loop here yet
-    stop = threading.Event()
-    loop = threading.Thread(
-        target=housekeeping_loop, args=(stop,), kwargs={"chores": [sending.relay_chore(interval=60)]}, daemon=True
-    )
-    loop.start()
-    try:
+    with housekeeping_running([sending.relay_chore(interval=60)]):
         wait_for(lambda: housekeeping_chore_wake(sending.RELAY_CHORE), timeout=10)
-    finally:
-        stop.set()
-        loop.join(10)
     assert housekeeping_chore_wake(sending.RELAY_CHORE) is False
 
 
@@ -407,21 +398,14 @@ def test_a_connection_s_health_is_written_when_it_changes_or_a_second_on(order, 
 def test_an_event_stored_by_a_worker_is_relayed_once_it_commits(order, system, tasks_sent):
     """A move made in a worker's task (a callback's confirmation) wakes that worker's relay when it
     commits: its event is handed out at once, not at the relay's next round (here a minute away)."""
-    import threading
-
-    from partner.core.housekeeping import housekeeping_loop
+    from tests.helpers.housekeeping import housekeeping_running
     from tests.helpers.waiting import wait_for
 
     def sends():
         return [kwargs["event_id"] for name, kwargs in list(tasks_sent) if name == sending.SEND_TASK]
 
-    stop = threading.Event()
-    loop = threading.Thread(
-        target=housekeeping_loop, args=(stop,), kwargs={"chores": [sending.relay_chore(interval=60)]}, daemon=True
-    )
     tasks_sent.clear()
-    loop.start()
-    try:
+    with housekeeping_running([sending.relay_chore(interval=60)]):
         wait_for(lambda: len(sends()) == 1, timeout=10)  # its first round: the order's order.created
         [created] = sends()
         send({"event_id": created, "lease_until": Event.objects.get(pk=created).claimed_until.isoformat()})
@@ -430,9 +414,6 @@ def test_an_event_stored_by_a_worker_is_relayed_once_it_commits(order, system, t
             failed = Event.objects.get(order=order, type="order.failed").pk
             assert failed not in sends()  # not before the commit
         wait_for(lambda: failed in sends(), timeout=5)
-    finally:
-        stop.set()
-        loop.join(10)
 
 
 def _until(kwargs):

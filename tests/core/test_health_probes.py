@@ -77,20 +77,11 @@ def test_ready_is_degraded_by_a_backlog_past_its_thresholds(settings):
 
 
 def test_the_relay_loop_records_its_rounds(settings):
-    import threading
-
-    from partner.core.housekeeping import housekeeping_loop
     from partner.inbox.relay import relay_chore
+    from tests.helpers.housekeeping import housekeeping_running
 
-    stop = threading.Event()
-    chores = [relay_chore(interval=0.05)]
-    thread = threading.Thread(target=housekeeping_loop, args=(stop,), kwargs={"chores": chores}, daemon=True)
-    thread.start()
-    try:
+    with housekeeping_running([relay_chore(interval=0.05)]):
         deadline = time.monotonic() + 10
         while cache.get(RELAY_ROUND_KEY) is None and time.monotonic() < deadline:
             time.sleep(0.05)
-    finally:
-        stop.set()
-        thread.join(timeout=10)
     assert cache.get(RELAY_ROUND_KEY) is not None

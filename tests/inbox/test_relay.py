@@ -7,10 +7,10 @@ import pytest
 from django.db import connection
 
 from partner.core import enqueue
-from partner.core.housekeeping import housekeeping_loop
 from partner.inbox import outbox
 from partner.inbox.models import Notification, NotificationState
 from partner.inbox.relay import relay_chore
+from tests.helpers.housekeeping import housekeeping_running
 from tests.helpers.queues import queue_taken
 from tests.helpers.waiting import wait_for
 
@@ -158,17 +158,10 @@ def test_two_relays_at_once_share_the_rows_without_waiting(published, monkeypatc
 
 
 def test_relay_loop_picks_up_rows_stored_while_it_runs(published):
-    stop = threading.Event()
-    chores = [relay_chore(interval=0.05)]
-    thread = threading.Thread(target=housekeeping_loop, args=(stop,), kwargs={"chores": chores})
-    thread.start()
-    try:
+    with housekeeping_running([relay_chore(interval=0.05)]) as thread:
         waiting = stored(2)
         wait_for(lambda: published == waiting, timeout=15, message=lambda: f"relayed {published}")
         assert set(Notification.objects.filter(pk__in=waiting).values_list("state", flat=True)) == {"queued"}
-    finally:
-        stop.set()
-        thread.join(10)
     assert not thread.is_alive()
 
 
