@@ -264,7 +264,9 @@ def event_send(*, event_id: int, lease_until: datetime) -> bool | None:
     return _event_send(event_id=event_id, lease_until=lease_until, hand_on=False)[0]
 
 
-def _event_send(*, event_id: int, lease_until: datetime, hand_on: bool) -> tuple[bool | None, tuple | None]:
+def _event_send(
+    *, event_id: int, lease_until: datetime, hand_on: bool
+) -> tuple[bool | None, tuple[Event, datetime] | None]:
     """`event_send`, and with `hand_on` the next event taken in its place when it delivered
     (`_place_hand_on`: the event and its lease's end), else None."""
     lease = Lease(Event, event_id, lease_until)
@@ -300,7 +302,9 @@ def _event_send(*, event_id: int, lease_until: datetime, hand_on: bool) -> tuple
     return delivered, handed
 
 
-def _outcome_record(event: Event, lease: Lease, *, started_at, status, text, duration, ok: bool, hand_on=False):
+def _outcome_record(
+    event: Event, lease: Lease, *, started_at, status, text, duration, ok: bool, hand_on: bool = False
+) -> tuple[Event, datetime] | None:
     """The try recorded, the event delivered or to be tried again (or failed); with `hand_on`, a
     delivered event's place given on in the same transaction (`_place_hand_on`, what it returns)."""
     now = timezone.now()
