@@ -168,9 +168,15 @@ def _place_hand_on(delivered: Event) -> tuple[Event, datetime] | None:
     pk = same.values_list("pk", flat=True).first() or due.values_list("pk", flat=True).first()
     if pk is None:
         return None
+    checkpoint("events.next_chosen")
+    # Another send may have chosen the same event: the UPDATE takes it only while its lease is free,
+    # so of two the second finds it taken (after the first's commit, on its row's lock) and hands
+    # nothing on.
     until = lease_until(now)
     free = Event.objects.filter(pk=pk, state=EventState.PENDING).filter(lease_free(now))
     taken = update_returning(free, claimed_until=until)
+    if taken:
+        checkpoint("events.next_taken")
     return (taken[0], until) if taken else None
 
 

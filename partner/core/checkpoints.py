@@ -14,6 +14,10 @@ The names, and where they are:
 - `callback.confirmed`: a "processed" callback confirmed a delivery; its transaction has not committed.
 - `relay.published`: a relay (`partner.core.enqueue.rows_relay`) published its tasks; the rows it
   took are not committed yet.
+- `events.next_chosen`: a send that delivered chose the next event due to hand its place to
+  (`partner.connector.sending._place_hand_on`); it has not taken that event's lease yet.
+- `events.next_taken`: it took that lease; its transaction (the delivered event's release with it)
+  has not committed yet.
 - `events.handed_on`: a send that delivered took the lease of the next event due for its own thread
   (`partner.connector.sending.events_send`); that event is not sent yet.
 """

@@ -3,10 +3,12 @@ signed (verified here with the `standardwebhooks` library) and records each atte
 tried again after the project's backoff, and a day after the first one the event fails, its
 connection is disabled and staff are told; replays send events again."""
 
+import threading
 from datetime import timedelta
 
 import pytest
 from django.core import mail
+from django.db import connection as db_connection
 from django.db import transaction
 from django.utils import timezone
 
@@ -342,6 +344,12 @@ def test_a_place_handed_on_counts_in_flight_and_keeps_its_order_busy(
     assert system.types() == ["order.created", "order.failed"]
 
 
+ON_POSTGRESQL = pytest.mark.skipif(
+    db_connection.vendor != "postgresql", reason="two writers at once: SQLite has one, the second waits for the first"
+)
+
+
+@ON_POSTGRESQL
 def test_a_send_hands_its_place_on_while_a_relay_holds_the_relay_s_lock(order, system, tasks_sent):
     """The hand-on gives on the place its own send freed, in the transaction that frees it, so it
     never waits for the relay's lock (`sends_room`): sends that queued for that lock held a worker's
@@ -365,6 +373,85 @@ def test_a_send_hands_its_place_on_while_a_relay_holds_the_relay_s_lock(order, s
         assert relay.outcome() == 0
     assert sender.outcome() == 2
     assert system.types() == ["order.created", "order.failed"]
+
+
+def _two_sends_and_one_waiting(
+    fake_platform, connected_product, settings, tasks_sent, monkeypatch
+) -> tuple[dict, dict, Event]:
+    """Three connected orders' first events, the bound at two: the first two handed out, the third's
+    event waiting for a place (the one both sends will want when they deliver). The connection's
+    health is fresh, so neither send writes its row: they meet on the event's row only."""
+    from tests.helpers.connector import connected_order
+
+    settings.CONNECTOR_SENDS_IN_FLIGHT = 2
+    monkeypatch.setattr(sending, "LAST_SUCCESS_RESOLUTION", timedelta(hours=1))
+    Connection.objects.update(last_success_at=timezone.now())
+    for number in (2, 3):
+        connected_order(fake_platform, transaction_id=f"txn-race-{number}", product_name=connected_product.name)
+    first, second = relayed(tasks_sent)
+    waiting = Event.objects.exclude(pk__in=(first["event_id"], second["event_id"])).get()
+    return first, second, waiting
+
+
+def _thread_named(name: str):
+    return lambda: threading.current_thread().name == name
+
+
+@ON_POSTGRESQL
+def test_of_two_sends_that_chose_the_same_next_event_the_later_hands_nothing_on(
+    order, fake_platform, connected_product, system, settings, tasks_sent, monkeypatch
+):
+    """Two sends deliver at once and both choose the one event waiting: the first to take its lease
+    sends it; the other, held between its choice and its take, finds it held and hands nothing on,
+    even while the first has not sent it yet. The event goes once, by the send that holds it (its
+    UPDATE takes a lease only while it is free: without that, the later one takes it over)."""
+    from tests.helpers.interleaving import Actor, Pause
+
+    first, second, waiting = _two_sends_and_one_waiting(
+        fake_platform, connected_product, settings, tasks_sent, monkeypatch
+    )
+    with (
+        Pause("events.next_chosen", when=_thread_named("late")) as chosen,
+        Pause("events.handed_on", when=_thread_named("early")) as handed_on,
+    ):
+        late = Actor(lambda: sending.events_send(event_id=first["event_id"], lease_until=_until(first)), name="late")
+        chosen.reached()  # its event delivered, the waiting one chosen, its lease not taken
+        early = Actor(
+            lambda: sending.events_send(event_id=second["event_id"], lease_until=_until(second)), name="early"
+        )
+        handed_on.reached()  # the waiting event's lease taken and committed, the event not sent yet
+        chosen.resume()
+        assert late.outcome() == 1  # its own only: the waiting event is held
+        handed_on.resume()
+    assert early.outcome() == 2  # its own, then the waiting one
+    assert EventAttempt.objects.filter(event=waiting).count() == 1
+    assert system.posts_of[waiting.message_id] == 1
+    assert set(Event.objects.values_list("state", flat=True)) == {EventState.DELIVERED}
+
+
+@ON_POSTGRESQL
+def test_a_send_that_wants_the_event_another_is_taking_waits_for_its_commit_and_hands_nothing_on(
+    order, fake_platform, connected_product, system, settings, tasks_sent, monkeypatch
+):
+    """The other order of the same race: one send took the waiting event's lease and has not
+    committed; the second, having chosen it too, waits on the row's lock, then reads it taken (not
+    the row as it was before: PostgreSQL re-reads it under the lock) and hands nothing on."""
+    from tests.helpers.interleaving import Actor, Pause, until_waiting_on_a_lock
+
+    first, second, waiting = _two_sends_and_one_waiting(
+        fake_platform, connected_product, settings, tasks_sent, monkeypatch
+    )
+    with Pause("events.next_taken", when=_thread_named("early")) as taken:
+        early = Actor(lambda: sending.events_send(event_id=first["event_id"], lease_until=_until(first)), name="early")
+        taken.reached()  # the waiting event's lease taken, not committed
+        late = Actor(lambda: sending.events_send(event_id=second["event_id"], lease_until=_until(second)), name="late")
+        until_waiting_on_a_lock()  # the late one chose it too and waits on its row
+        taken.resume()
+    assert early.outcome() == 2
+    assert late.outcome() == 1
+    assert EventAttempt.objects.filter(event=waiting).count() == 1
+    assert system.posts_of[waiting.message_id] == 1
+    assert set(Event.objects.values_list("state", flat=True)) == {EventState.DELIVERED}
 
 
 def test_a_send_s_relay_runs_in_its_process_s_housekeeping_loop_where_one_runs(order, system, tasks_sent):
