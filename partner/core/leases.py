@@ -3,7 +3,7 @@
 The inbox and the fulfillment take their rows the same way. A worker takes a row with one
 UPDATE that only matches while the row's lease is free, so the database decides between two
 workers (SQLite and PostgreSQL alike), and sets `claimed_until` LEASE_SECONDS ahead. While it
-works, a thread renews the lease every third of that (`lease_kept`); when the worker dies, the
+works, the process's renewing thread renews the lease every third of that (`lease_kept`); when the worker dies, the
 renewals stop and the row is free again within LEASE_SECONDS, not after a task's whole time
 limit. Every write of a lease matches the value its worker last wrote (`Lease`), so a worker
 whose lease ran out and was taken by another writes nothing more, and it confirms its lease in the
@@ -21,6 +21,7 @@ when a row is taken, when it was left by a dead worker and when it is stalled li
 
 import contextlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -213,33 +214,107 @@ def lease_of_created(row: models.Model) -> Lease:
     return Lease(type(row), row.pk, row.claimed_until)
 
 
+class _Keeper:
+    """The one thread of a process that renews the leases held in `lease_kept` blocks, each every
+    third of LEASE_SECONDS from its last renewal, named "lease-renewal".
+
+    A thread per block cost a thread's start and join per task: nothing on a quiet worker, but in a
+    worker of 64 threads that all want the GIL, 20-40 ms of each task's time, on every arrival, run
+    and event send (docs/performance.md, "The leases' one renewing thread"). Holding a lease here is
+    a dictionary entry; the thread sleeps until the first renewal due and is woken early only when a
+    lease comes due before that. A block that ends while its lease is being renewed waits for that
+    renewal, so nothing is renewed once its block has ended (as the thread's join made sure); when
+    the last lease is dropped, the thread closes the database connection its renewals opened."""
+
+    # A block that ends while its lease is being renewed waits this long at most for the renewal (a
+    # database that does not answer): as long as the thread's join waited.
+    DROP_WAIT_SECONDS = 10.0
+
+    def __init__(self):
+        self._forget()
+        os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
+        """No lease held and no thread yet: at the start, and in a forked child, which has neither the
+        parent's thread nor a lock another of the parent's threads may have held at the fork."""
+        self._lock = threading.Condition()
+        self._due: dict[Lease, float] = {}  # lease -> when (monotonic) it is renewed next
+        self._renewing: Lease | None = None
+        self._wakes_at = 0.0
+        self._connected = False  # its renewals opened this thread's database connection
+        self._running = False
+
+    def hold(self, lease: Lease) -> None:
+        due = time.monotonic() + lease_seconds() / 3
+        with self._lock:
+            if not self._running:
+                self._running, self._wakes_at = True, due
+                threading.Thread(target=self._run, name="lease-renewal", daemon=True).start()
+            self._due[lease] = due
+            if due < self._wakes_at:
+                self._lock.notify_all()
+
+    def drop(self, lease: Lease) -> None:
+        with self._lock:
+            self._due.pop(lease, None)
+            self._lock.wait_for(lambda: self._renewing is not lease, timeout=self.DROP_WAIT_SECONDS)
+            if not self._due and self._connected:
+                self._lock.notify_all()  # the thread closes its connection
+
+    def _next(self) -> Lease | None:
+        """Wait until a lease is due: that lease, marked as being renewed; or None when none is held
+        and the thread's connection is open (to be closed)."""
+        with self._lock:
+            while True:
+                if not self._due and self._connected:
+                    self._connected = False
+                    return None
+                now = time.monotonic()
+                lease, due = min(self._due.items(), key=lambda item: item[1], default=(None, now + lease_seconds() / 3))
+                if lease is not None and due <= now:
+                    self._renewing = lease
+                    return lease
+                self._wakes_at = due
+                self._lock.wait(due - now)
+
+    def _run(self) -> None:
+        while True:
+            lease = self._next()
+            if lease is None:
+                if not connection.allow_thread_sharing:
+                    connection.close()
+                continue
+            try:
+                renewed = lease.renew()
+                if not renewed:
+                    logger.warning("lease lost: another worker holds the row, or it was released")
+            except Exception as exc:  # the database away: the lease is lost, the work stops at its next fence
+                renewed = False
+                logger.warning("lease renewal failed (%s): the work stops at its next call", type(exc).__name__)
+                if not connection.allow_thread_sharing:
+                    connection.close()  # this thread's own: the next renewal opens a new one
+            with self._lock:
+                self._renewing, self._connected = None, True
+                if renewed and lease in self._due:
+                    self._due[lease] = time.monotonic() + lease_seconds() / 3
+                else:
+                    self._due.pop(lease, None)
+                self._lock.notify_all()
+
+
+_keeper = _Keeper()
+
+
 @contextlib.contextmanager
 def lease_kept(lease: Lease):
-    """Renew `lease` every third of LEASE_SECONDS until the block ends. A renewal that fails leaves
-    the lease lost (`Lease.renew`): the block's next fence (`Lease.confirm`) stops its work."""
-    stop = threading.Event()
-
-    def renew():
-        used_connection = False
-        try:
-            while not stop.wait(lease_seconds() / 3):
-                used_connection = True
-                if not lease.renew():
-                    logger.warning("lease lost: another worker holds the row, or it was released")
-                    return
-        except Exception as exc:  # the database away: the lease is lost, the work stops at its next fence
-            logger.warning("lease renewal failed (%s): the work stops at its next call", type(exc).__name__)
-        finally:
-            if used_connection and not connection.allow_thread_sharing:
-                connection.close()  # this thread's own connection (a shared one belongs to its owner)
-
-    thread = threading.Thread(target=renew, name="lease-renewal", daemon=True)
-    thread.start()
+    """Renew `lease` every third of LEASE_SECONDS until the block ends (by the process's one renewing
+    thread, `_Keeper`). A renewal that fails leaves the lease lost (`Lease.renew`): the block's next
+    fence (`Lease.confirm`) stops its work."""
+    _keeper.hold(lease)
     try:
         yield lease
     finally:
-        stop.set()
-        thread.join(timeout=10)
+        _keeper.drop(lease)
 
 
 def lease_remaining(queryset: models.QuerySet) -> float:

@@ -1,5 +1,6 @@
 """Leases: one worker holds a row at a time, and a dead worker's row is free when its lease runs out."""
 
+import threading
 from datetime import timedelta
 
 import pytest
@@ -226,3 +227,57 @@ def test_a_lease_is_held_on_the_worker_s_own_clock_until_it_may_have_run_out(set
         lease.held()
     assert lease.renew() is True  # nobody took it meanwhile: proved again in the database
     lease.held()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_process_renews_every_lease_it_holds_in_one_thread_and_none_after_its_block(settings):
+    """Each lease of a block is renewed every third of LEASE_SECONDS by the process's one renewing
+    thread, however many blocks run at once (a thread's start and join per block cost each task
+    20-40 ms in a worker of 64 threads wanting the GIL); a lease whose block ended is not renewed."""
+    settings.LEASE_SECONDS = 0.6  # renewed every 0.2 s
+    orders = [Order.objects.create(transaction_id=f"t-kept-{number}") for number in range(3)]
+    rows = [Order.objects.filter(pk=order.pk) for order in orders]
+    leases = [lease_take(found) for found in rows]
+    with lease_kept(leases[0]), lease_kept(leases[1]):
+        with lease_kept(leases[2]):
+            pass  # a block that ends at once
+        ended = rows[2].get().claimed_until
+        held = list(zip(rows[:2], [lease.until for lease in leases[:2]], strict=True))
+        renewed = lambda: all(found.get().claimed_until > first + timedelta(seconds=0.3) for found, first in held)  # noqa: E731
+        assert wait_for(renewed, timeout=10, message="both leases renewed twice")
+        assert [thread.name for thread in threading.enumerate()].count("lease-renewal") == 1
+        assert not any(lease.lost for lease in leases[:2])
+    assert rows[2].get().claimed_until == ended  # never renewed after its block
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_block_that_ends_while_its_lease_is_renewed_waits_for_that_renewal(settings, monkeypatch):
+    """Nothing is renewed once its block has ended: a block ending during its lease's renewal waits
+    for it, so the caller's release (or its letting the lease run out) comes after the last renewal."""
+    from partner.core.leases import Lease
+    from tests.helpers.interleaving import Actor
+
+    settings.LEASE_SECONDS = 0.3
+    renewing, go = threading.Event(), threading.Event()
+    renew = Lease.renew
+
+    def renewal_held(lease, **updates):
+        if threading.current_thread().name == "lease-renewal":
+            renewing.set()
+            go.wait(10)
+        return renew(lease, **updates)
+
+    monkeypatch.setattr(Lease, "renew", renewal_held)
+    order = Order.objects.create(transaction_id="t-kept-late")
+    lease = lease_take(Order.objects.filter(pk=order.pk))
+
+    def work():
+        with lease_kept(lease):
+            assert renewing.wait(10), "the renewal never ran"
+
+    worker = Actor(work, name="worker")
+    assert renewing.wait(10)
+    worker.join(0.5)
+    assert worker.is_alive()  # its block ended; it waits for the renewal under way
+    go.set()
+    worker.outcome()
