@@ -1,4 +1,5 @@
-"""The Celery application: `celery -A config worker` (add `-B` for the periodic jobs).
+"""The Celery application: `celery -A config worker` (add `-B` for the periodic jobs; `--sender` for
+a worker that sends the connector's events only).
 
 Its settings are the Django settings that DJANGO_SETTINGS_MODULE names; without it, the production
 ones (config/settings/production.py), which refuse to start without what a deployment must give: a
@@ -8,7 +9,8 @@ names config.settings.local in the Procfile, the test suite config.settings.test
 
 import os
 
-from celery import Celery
+import click
+from celery import Celery, bootsteps
 from celery.signals import beat_init, task_postrun, task_prerun, worker_init, worker_process_init, worker_ready
 from kombu.transport import TRANSPORT_ALIASES
 
@@ -33,7 +35,8 @@ app.autodiscover_tasks()
 # event sends (`<default>.events`) and the order runs (`<default>.runs`: an answer, a staff delivery,
 # a retry; a new order runs in its webhook's task). Every worker consumes all three: `celery -A config
 # worker` with no `-Q` consumes every queue of `task_queues`, so no deployment's command names them,
-# and the broker hands a free thread the next message of each queue in turn. The tasks' names are
+# and the broker hands a free thread the next message of each queue in turn. A sender (`--sender`,
+# below) consumes the events' queue alone. The tasks' names are
 # `partner.connector.sending.SEND_TASK` and `partner.fulfillment.enqueue.ORDER_RUN_TASK` (not
 # imported here: Django is not set up yet).
 EVENTS_TASK = "connector.event_send"
@@ -124,6 +127,54 @@ def _task_connections_tidied(**kwargs):
     from django.db import close_old_connections
 
     close_old_connections()
+
+
+# The sender: `celery -A config worker --sender` (the image's `sender` process kind) consumes the
+# events' queue only, beside the workers that consume every queue, the events' too (so a deployment
+# without a sender still sends its events). A burst of arrivals holds every thread of a worker in its
+# platform calls (300-500 ms each) and an event's task waits for one to free (acks_late, a prefetch
+# of 1); a sender's threads no arrival can hold (docs/performance.md, "A sender process of its own").
+app.user_options["worker"].add(
+    click.Option(
+        ["--sender", "sender_only"],
+        is_flag=True,
+        default=False,
+        help="Consume only the connector's events' queue (<default queue>.events), with "
+        "CONNECTOR_SENDS_IN_FLIGHT threads unless --concurrency is given.",
+    )
+)
+
+
+class Sender(bootsteps.Step):
+    """Worker boot step of `--sender`: the events' queue the only one consumed, and the threads.
+
+    Its `__init__` runs while the worker applies its boot steps: after the worker's own queue setup
+    (`-Q`/`-X`, `WorkController.setup_queues`), which it replaces, and after the pool step took its
+    concurrency (it requires it), but before any step is started: the consumer reads the queues to
+    consume, and the pool its size, when they start. The threads are CONNECTOR_SENDS_IN_FLIGHT (8 by
+    default): the relay hands out at most that many sends at once across the deployment, so a sender
+    runs every one of them at once and a thread more would never have an event; 8 is the size measured
+    (docs/performance.md). `--concurrency` on the command line wins; CELERY_WORKER_CONCURRENCY, the
+    workers' size, does not apply."""
+
+    label = "sender"
+    requires = ("celery.worker.components:Pool",)
+
+    def __init__(self, parent, sender_only=False, **kwargs):
+        super().__init__(parent, **kwargs)
+        if not sender_only:
+            return
+        from django.conf import settings
+
+        parent.app.amqp.queues.select([queue_of(parent.app.conf.task_default_queue, "events")])
+        context = click.get_current_context(silent=True)
+        if context is None or context.get_parameter_source("concurrency") != click.ParameterSource.COMMANDLINE:
+            parent.concurrency = max(1, settings.CONNECTOR_SENDS_IN_FLIGHT)
+            if not parent.autoscale:
+                parent.min_concurrency = parent.concurrency
+
+
+app.steps["worker"].add(Sender)
 
 
 # The housekeeping loop runs in every worker: the lease hand-backs and the inbox's relay

@@ -7,7 +7,7 @@ import threading
 import time
 
 from bench.harness import stack
-from bench.harness.platform import Admin, Platform
+from bench.harness.platform import Admin, Platform, WorkerHost
 
 # Calls of a staff delivery of one document: the slot request, the upload, the PATCH.
 DELIVERY_CALLS = ("api", "upload", "api")
@@ -56,22 +56,26 @@ def batch(platform: Platform, model: str, *, transactions: int, base: str | None
     }
 
 
-def cpu_by_process(platform: Platform, worker: stack.Process) -> dict:
-    """CPU seconds so far of each part: our worker and web server, the platform (apart), this process, PostgreSQL."""
-    return {
+def cpu_by_process(platform: Platform, worker: WorkerHost) -> dict:
+    """CPU seconds so far of each part: our worker host (its sender's included) and web server, the
+    platform (apart), this process, PostgreSQL; and, where the worker host runs a sender, its own apart."""
+    found = {
         "worker": stack.cpu_of(worker),
         "our_web": stack.cpu_of(platform.ours),
         "platform_web_and_emulators": stack.cpu_of(platform.web, *platform.emulators),
         "bench_process_platform_side": time.process_time(),
         "postgresql": stack.cpu_seconds_of_command("postgres"),
     }
+    if worker.sender:
+        found["of_which_sender"] = stack.cpu_of(worker.sender)
+    return found
 
 
 class Peak(threading.Thread):
     """VmHWM of each process of a worker, sampled every 0.5 s until stopped (a prefork child replaced
     meanwhile keeps its figure); `stop` returns their sum in MiB."""
 
-    def __init__(self, worker: stack.Process):
+    def __init__(self, worker: WorkerHost):
         super().__init__(daemon=True)
         self.worker, self.seen, self.done = worker, {}, threading.Event()
 
@@ -130,13 +134,17 @@ def latency_bench(
     }
 
 
-def staff_burst(platform: Platform, model: str, *, base: str, deliveries: int, waits: dict, browse=True) -> dict:
-    """`deliveries` staff deliveries requested at once (docs/performance.md, "How the entries measure")."""
+def staff_burst(
+    platform: Platform, model: str, *, base: str, deliveries: int, waits: dict, browse=True, sender=False
+) -> dict:
+    """`deliveries` staff deliveries requested at once (docs/performance.md, "How the entries measure"),
+    through a worker host of `model` (and a sender beside it, with `sender`)."""
     from config.celery import app, queue_of
 
     pool, concurrency = pool_parse(model)
     platform.command("staff_account", STAFF, "--email", "bench.staff@partner.example", stdin=STAFF_PASSWORD)
-    worker = platform.worker(f"latency-staff-{pool}-{concurrency}", pool=pool, concurrency=concurrency, base=base)
+    name = f"latency-staff-{pool}-{concurrency}"
+    worker = platform.worker(name, pool=pool, concurrency=concurrency, base=base, sender=sender)
     try:
         ids = platform.orders_create(deliveries, product="appraisal")
         acknowledged = bool(stack.until(lambda: _all_more(platform.patches(ids), {}), timeout=deliveries * 3))
@@ -148,14 +156,15 @@ def staff_burst(platform: Platform, model: str, *, base: str, deliveries: int, w
         loads = PageLoads(admin, pages[0]) if browse else None
         # "At once": the worker takes no run (the deliveries' tasks) while the requests are made, then
         # takes them all.
-        queue = queue_of(app.conf.task_default_queue, "runs")
-        app.control.cancel_consumer(queue, reply=True, timeout=10, limit=1)  # one worker: its reply ends the wait
+        # The worker named: a sender beside it consumes no run (its reply ends the wait).
+        queue, worker_only = queue_of(app.conf.task_default_queue, "runs"), {"destination": [worker.node]}
+        app.control.cancel_consumer(queue, reply=True, timeout=10, limit=1, **worker_only)
         before, made, cpu_before = platform.patches(ids), time.monotonic(), cpu_by_process(platform, worker)
         for page in pages:
             final = {"deliver-kind": "final", "deliver-partner_status": "Report attached", "confirmed": "Send"}
             admin.send(page, "/deliver/", final)
         requested_s, started, released = time.monotonic() - made, time.monotonic(), time.time()
-        app.control.add_consumer(queue, reply=True, timeout=10, limit=1)
+        app.control.add_consumer(queue, reply=True, timeout=10, limit=1, **worker_only)
         sent = bool(stack.until(lambda: _all_more(platform.patches(ids), before), timeout=deliveries * 3))
         elapsed, admin_page = time.monotonic() - started, loads.stop() if loads else None
         cpu = cpu_by_process(platform, worker)

@@ -10,7 +10,7 @@ import requests
 
 from bench.benchmarks.orders import DELIVERY_CALLS, cpu_by_process, per, pool_parse, spread, staff_burst
 from bench.harness import stack
-from bench.harness.platform import FINAL, Platform
+from bench.harness.platform import FINAL, Platform, WorkerHost
 from bench.harness.receiver import Receiver
 
 CONNECTED = "disclosure-delivery"
@@ -111,7 +111,7 @@ def finished_seen(platform: Platform, ids: list[str], *, timeout: float) -> dict
     return seen
 
 
-def automated(platform: Platform, worker: stack.Process, count: int) -> dict:
+def automated(platform: Platform, worker: WorkerHost, count: int) -> dict:
     before = cpu_by_process(platform, worker)
     ids = platform.orders_create(count)
     seen = finished_seen(platform, ids, timeout=max(180, count * 3))
@@ -127,13 +127,14 @@ def automated(platform: Platform, worker: stack.Process, count: int) -> dict:
     }
 
 
-def connected(platform: Platform, worker: stack.Process, receiver: System, count: int) -> dict:
+def connected(platform: Platform, worker: WorkerHost, receiver: System, count: int) -> dict:
     receiver.first, receiver.pushes, receiver.answers, receiver.refused, receiver.retries = {}, [], [], [], 0
     before = cpu_by_process(platform, worker)
     ids = platform.orders_create(count, product=CONNECTED)
     deadline = time.monotonic() + max(180, count * 3)
     while time.monotonic() < deadline and not receiver.refused:
-        types = [event["type"] for event, _ in receiver.first.values()]
+        with receiver.lock:  # the receiver's threads add to it meanwhile
+            types = [event["type"] for event, _ in receiver.first.values()]
         if types.count("order.completed") >= count and types.count("order.delivery.confirmed") >= 2 * count:
             break
         time.sleep(0.2)
@@ -161,7 +162,10 @@ def waits_bench(
     pool: str = "threads:64",
     web_workers: int = 4,
     platform_threads: int = PLATFORM_THREADS,
+    sender: bool = True,
 ) -> dict:
+    """The worker host is a worker of `pool` and, with `sender`, a sender beside it (`--sender`, its 8
+    threads: docs/deployment.md): the events' tasks never wait for a thread the arrivals hold."""
     runs, kind, threads = {}, *pool_parse(pool)
     with contextlib.ExitStack() as stack_of:
         serving = {"web_workers": web_workers, "platform_threads": platform_threads}
@@ -172,7 +176,8 @@ def waits_bench(
         connection_made(platform, receiver)
         for label, emulated in zip(("fast", "slow"), platform.emulators, strict=True):
             waits = {"api": api_ms / 1000, "upload": upload_ms / 1000} if label == "slow" else {"api": 0, "upload": 0}
-            worker = platform.worker(f"waits-worker-{label}", pool=kind, concurrency=threads, base=emulated.url)
+            host = {"pool": kind, "concurrency": threads, "base": emulated.url, "sender": sender}
+            worker = platform.worker(f"waits-worker-{label}", **host)
             try:
                 run = {"automated": automated(platform, worker, transactions)}
                 run["connected"] = connected(platform, worker, receiver, transactions)
@@ -182,9 +187,15 @@ def waits_bench(
                 run["connected"].setdefault("calls_wait_s", {})[answer] = sum(waits[call] for call in calls)
             if staff_deliveries:
                 run["staff"] = staff_burst(
-                    platform, pool, base=emulated.url, deliveries=staff_deliveries, waits=waits, browse=False
+                    platform,
+                    pool,
+                    base=emulated.url,
+                    deliveries=staff_deliveries,
+                    waits=waits,
+                    browse=False,
+                    sender=sender,
                 )
             runs[label] = run
             print(f"  {label}: {json.dumps(run)}", flush=True)  # kept should a later part fail
     platform_of = {"api_ms": api_ms, "upload_ms": upload_ms, "web_workers": web_workers, "threads": platform_threads}
-    return {"platform": platform_of, "pool": pool, "runs": runs}
+    return {"platform": platform_of, "pool": pool, "sender": sender, "runs": runs}

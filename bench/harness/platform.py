@@ -134,21 +134,25 @@ class Platform(PlatformSide):
             self.emulators += (process,)
         return self.emulators
 
-    def worker(self, name: str, *, pool: str, concurrency: int, base: str | None = None) -> stack.Process:
-        """A Celery worker of ours, ready, calling the platform at `base` (its own address by default, which
-        the sandbox's references and upload locations name too), with the Redis databases flushed."""
+    def worker(self, name: str, *, pool: str, concurrency: int, base: str | None = None, sender=False) -> "WorkerHost":
+        """A worker host of ours, ready, calling the platform at `base` (its own address by default, which
+        the sandbox's references and upload locations name too), with the Redis databases flushed: a
+        Celery worker and, with `sender`, a sender beside it (`--sender`, its own threads)."""
         from django.conf import settings
 
         base = base or self.url
         settings.SANDBOX_BASE_URL = f"{base}/sandbox"
         stack.redis_flush()
-        worker = stack.celery_start(name, {**self.env, **self._calling(base)}, concurrency=concurrency, pool=pool)
+        env = {**self.env, **self._calling(base)}
+        host = WorkerHost(stack.celery_start(name, env, concurrency=concurrency, pool=pool))
         try:
-            stack.worker_ready()
+            if sender:
+                host.sender = stack.celery_start(f"{name}-sender", env, concurrency=None, pool=pool, sender=True)
+            stack.worker_ready(names=host.nodes())
         except Exception:
-            worker.stop()
+            host.stop()
             raise
-        return worker
+        return host
 
     def patches(self, ids: list[str]) -> dict[str, int]:
         """The PATCHes of its response the platform accepted, by transaction."""
@@ -194,6 +198,30 @@ class Platform(PlatformSide):
             handle.seek(offset)
             found = [match for line in handle.read().splitlines() if (match := ACCESS_LINE.match(line.strip()))]
         return Counter(call_kind(match["path"]) for match in found), Counter(match["status"] for match in found)
+
+
+class WorkerHost:
+    """A worker host's Celery processes: the worker, which consumes every queue, and, where one runs, a
+    sender beside it (the events' queue only). Its `pids` are both's: the host's CPU and memory."""
+
+    def __init__(self, worker: stack.Process, sender: stack.Process | None = None):
+        self.worker, self.sender = worker, sender
+
+    @property
+    def node(self) -> str:
+        """The worker's Celery node name (a remote-control command for it alone names it)."""
+        return stack.node_name(self.worker.name)
+
+    def nodes(self) -> tuple[str, ...]:
+        return tuple(stack.node_name(process.name) for process in (self.worker, self.sender) if process)
+
+    def pids(self) -> list[int]:
+        return [pid for process in (self.worker, self.sender) if process for pid in process.pids()]
+
+    def stop(self) -> None:
+        for process in (self.sender, self.worker):
+            if process:
+                process.stop()
 
 
 class _Forms(HTMLParser):

@@ -5,6 +5,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -259,11 +260,19 @@ def gunicorn_start(name: str, app: str, env: dict, *, workers: int, threads: int
     return process
 
 
-def celery_start(name: str, env: dict, *, concurrency: int, pool: str = "prefork") -> Process:
-    """`celery -A config worker` with `concurrency` slots of `pool` (prefork processes, threads)."""
-    argv = [PYTHON, "-m", "celery", "-A", "config", "worker", f"--pool={pool}", f"--concurrency={concurrency}"]
-    argv += ["--loglevel=WARNING", "--without-gossip", "--without-mingle", f"--hostname={name}@%h"]
+def celery_start(name: str, env: dict, *, concurrency: int | None, pool: str = "prefork", sender=False) -> Process:
+    """`celery -A config worker` with `concurrency` slots of `pool` (prefork processes, threads); with
+    `sender`, a sender (`--sender`: the events' queue only, its own threads when `concurrency` is None)."""
+    argv = [PYTHON, "-m", "celery", "-A", "config", "worker", f"--pool={pool}"]
+    argv += [f"--concurrency={concurrency}"] if concurrency else []
+    argv += ["--sender"] if sender else []
+    argv += ["--loglevel=WARNING", "--without-gossip", "--without-mingle", f"--hostname={node_name(name)}"]
     return spawn(name, argv, env)
+
+
+def node_name(name: str) -> str:
+    """The Celery node name of the worker `celery_start` starts as `name` (`%h`: this host's name)."""
+    return f"{name}@{socket.gethostname()}"
 
 
 def database_settled(database: str, query: str, *, timeout: float, interval: float) -> float | None:
@@ -317,12 +326,16 @@ def django_setup(env: dict) -> None:
     django.setup()
 
 
-def worker_ready(timeout: float = 60) -> None:
-    """Until a Celery worker answers a ping (`celery inspect ping`)."""
+def worker_ready(timeout: float = 60, *, names: tuple[str, ...] = ()) -> None:
+    """Until a Celery worker answers a ping (`celery inspect ping`); each of `names` (node names) when given."""
     from config.celery import app
 
-    if not until(lambda: app.control.ping(timeout=0.5), timeout=timeout, interval=0):
-        raise RuntimeError("the Celery worker did not answer a ping")
+    def answered() -> bool:
+        replies = app.control.ping(timeout=0.5, destination=list(names) or None)
+        return len(replies) >= max(1, len(names))
+
+    if not until(answered, timeout=timeout, interval=0):
+        raise RuntimeError(f"the Celery worker did not answer a ping: {', '.join(names) or 'none'}")
 
 
 def cpu_of(*processes: Process) -> float:

@@ -126,3 +126,36 @@ def test_the_links_wait_for_the_worker_and_come_after_its_banner(tmp_path):
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
             run.wait()
+
+
+def test_the_links_wait_for_the_sender_too(tmp_path):
+    """A Procfile with a sender (the worker of the events' queue) beside the worker: the links come after
+    both are ready, whichever is last, never in the middle of the sender's start-up."""
+    port = free_port()
+    root = site(tmp_path / "site")
+    procfile = tmp_path / "Procfile"
+    procfile.write_text(
+        f"web: exec {sys.executable} -m http.server {port} --bind 127.0.0.1 --directory {root}\n"
+        "worker: echo '[INFO/MainProcess] celery@demo ready.' && exec sleep 600\n"
+        "sender: sleep 3 && echo '[INFO/MainProcess] sender@demo ready.' && exec sleep 600\n"
+    )
+    run = subprocess.Popen(
+        [sys.executable, str(ROOT / "bin" / "run"), str(HONCHO), str(procfile), f"http://127.0.0.1:{port}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        lines = read_until(run, BANNER_END, timeout=60)
+        ready = lines.index("  Ready:")
+        sender_ready_at = next(n for n, line in enumerate(lines) if "sender@demo ready." in line)
+        worker_ready_at = next(n for n, line in enumerate(lines) if "celery@demo ready." in line)
+        assert worker_ready_at < sender_ready_at < ready
+        os.killpg(run.pid, signal.SIGINT)
+        assert run.wait(timeout=30) == 0
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()

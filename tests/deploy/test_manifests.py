@@ -50,6 +50,12 @@ def entrypoint_commands() -> set[str]:
     return set(re.findall(r"^  ([a-z][a-z-]*)\)$", ENTRYPOINT.read_text(), flags=re.MULTILINE))
 
 
+def entrypoint_case(command: str) -> str:
+    """What the entry point runs for `command`: the lines of its `case` branch."""
+    pattern = rf"^  {command}\)\n(.*?)\n    ;;$"
+    return re.search(pattern, ENTRYPOINT.read_text(), flags=re.MULTILINE | re.DOTALL).group(1)
+
+
 def exposed_port() -> int:
     return int(re.search(r"^EXPOSE (\d+)$", CONTAINERFILE.read_text(), flags=re.MULTILINE).group(1))
 
@@ -123,7 +129,7 @@ def test_kubernetes_schema_check_refuses_a_wrong_manifest():
 
 def test_compose_and_kubernetes_run_only_the_commands_the_image_names():
     named = entrypoint_commands()
-    assert {"web", "worker", "beat", "migrate", "healthcheck"} <= named
+    assert {"web", "worker", "sender", "beat", "migrate", "healthcheck"} <= named
     for name, service in compose()["services"].items():
         if "image" in service and "partner" in service["image"]:
             assert service["command"][0] in named, (name, service["command"])
@@ -136,14 +142,14 @@ def test_compose_and_kubernetes_run_only_the_commands_the_image_names():
 def test_every_process_of_the_stack_is_there():
     services = compose()["services"]
     commands = {service["command"][0] for service in services.values() if "command" in service}
-    assert {"web", "worker", "beat", "migrate"} <= commands
+    assert {"web", "worker", "sender", "beat", "migrate"} <= commands
     assert {"db", "redis"} <= set(services)
     assert services["migrate"]["restart"] == "no"
-    for process in ("web", "worker", "beat"):
+    for process in ("web", "worker", "sender", "beat"):
         assert services[process]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
 
     args = {spec["containers"][0]["args"][0]: name for name, spec in pod_specs().items()}
-    assert set(args) == {"web", "worker", "beat", "migrate", "check"}  # check: the preflight Job
+    assert set(args) == {"web", "worker", "sender", "beat", "migrate", "check"}  # check: the preflight Job
     deployments = of_kind("Deployment")
     assert deployments[args["beat"]]["spec"]["replicas"] == 1
     assert deployments[args["beat"]]["spec"]["strategy"]["type"] == "Recreate"  # never two at once
@@ -180,7 +186,7 @@ def test_ports_and_probes_are_the_image_s_and_the_application_s():
 
 def test_what_is_written_is_in_the_folders_the_image_declares():
     volumes = image_volumes()
-    for name in ("web", "worker", "beat"):
+    for name in ("web", "worker", "sender", "beat"):
         service = compose()["services"][name]
         assert service["read_only"] is True
         mounted = [volume.split(":", 1)[1] for volume in service["volumes"]] + service["tmpfs"]
@@ -205,6 +211,34 @@ def test_a_stopping_worker_is_given_its_longest_task():
     worker_spec = pod_specs()["partner-worker"]
     assert worker_spec["terminationGracePeriodSeconds"] >= longest
     assert seconds(compose()["services"]["worker"]["stop_grace_period"]) >= longest
+
+
+def test_the_sender_is_a_worker_of_the_events_queue_alone_its_probes_ping_it_and_its_sends_may_finish():
+    """bin/entrypoint's `sender` (and the Procfile's) is the worker's `--sender` under a node name of its
+    own, which compose's and Kubernetes' probes ping (the host's worker is celery@<host>); a stop gives
+    it its one task's hard time limit."""
+    from django.conf import settings
+
+    from config.celery import EVENTS_TASK, app
+
+    case = entrypoint_case("sender")
+    assert "exec celery -A config worker --sender " in case and '--hostname "sender@%h"' in case
+    procfile = dict(line.split(": ", 1) for line in (ROOT / "Procfile").read_text().splitlines() if line)
+    assert "celery -A config worker --sender " in procfile["sender"] and "--hostname=sender@%h" in procfile["sender"]
+    assert "--sender" not in procfile["worker"] and "--sender" not in entrypoint_case("worker")
+
+    service = compose()["services"]["sender"]
+    assert "--destination sender@$$HOSTNAME" in service["healthcheck"]["test"][1]
+    pod = pod_specs()["partner-sender"]
+    container = pod["containers"][0]
+    assert '--destination "sender@$HOSTNAME"' in container["livenessProbe"]["exec"]["command"][-1]
+    assert container["image"] == pod_specs()["partner-worker"]["containers"][0]["image"]
+    assert "env" not in container  # no CELERY_WORKER_CONCURRENCY: its threads are its own
+
+    app.loader.import_default_modules()
+    limit = app.tasks[EVENTS_TASK].time_limit or settings.CELERY_TASK_TIME_LIMIT
+    assert pod["terminationGracePeriodSeconds"] >= limit
+    assert seconds(service["stop_grace_period"]) >= limit
 
 
 def test_every_process_asks_for_memory_and_the_worker_for_its_measured_size():
@@ -399,7 +433,7 @@ def test_one_figure_for_the_worker_threads():
 
 
 def test_no_process_holds_a_capability_a_cluster_token_or_unfiltered_system_calls():
-    for name in ("migrate", "web", "worker", "beat"):
+    for name in ("migrate", "web", "worker", "sender", "beat"):
         service = compose()["services"][name]
         assert service["cap_drop"] == ["ALL"] and "no-new-privileges:true" in service["security_opt"], name
     for name, spec in pod_specs().items():
