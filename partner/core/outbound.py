@@ -32,6 +32,8 @@ KEPT is the project's one length for a text it keeps: an answer's start, an erro
 
 import contextlib
 import contextvars
+import heapq
+import itertools
 import os
 import socket
 import threading
@@ -121,7 +123,7 @@ class AddressRefused(OSError):
 
 
 class _Deadline:
-    """One exchange's connections, shut when its deadline passes (a timer), and the rule of the
+    """One exchange's connections, shut when its deadline passes (`_Watchdog`), and the rule of the
     addresses they may connect to (None: any)."""
 
     current = threading.local()
@@ -260,25 +262,78 @@ class _WatchedAdapter(HTTPAdapter):
         self.poolmanager.pool_classes_by_scheme = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
 
 
+class _Watchdog:
+    """The one thread of a process that shuts the connections of the exchanges whose deadline passed,
+    named "outbound-deadlines".
+
+    A timer thread per exchange cost its start per call: nothing on a quiet worker, but in a worker of
+    64 threads that all want the GIL, 10-40 ms of each call's time (docs/performance.md, "The leases'
+    one renewing thread"). Watching an exchange is an entry in a heap; the thread sleeps until the
+    earliest deadline and is woken early only when an exchange comes due before it. An exchange's
+    connections are shut under the watchdog's lock and its entry is cancelled under it too, so once
+    `cancel` returns nothing of that exchange is shut any more (a connection it gave back to its
+    session's pool is another call's by then)."""
+
+    def __init__(self):
+        self._forget()
+        os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
+        """No exchange watched and no thread yet: at the start, and in a forked child, which has neither
+        the parent's thread nor a lock another of the parent's threads may have held at the fork."""
+        self._lock = threading.Condition()
+        self._heap: list[list] = []  # [when (monotonic), order, the deadline or None once cancelled]
+        self._order = itertools.count()
+        self._running = False
+
+    def watch(self, seconds: float, deadline: "_Deadline") -> list:
+        """Shut `deadline`'s connections `seconds` from now unless cancelled; the entry to cancel."""
+        entry = [time.monotonic() + seconds, next(self._order), deadline]
+        with self._lock:
+            if not self._running:
+                self._running = True
+                threading.Thread(target=self._run, name="outbound-deadlines", daemon=True).start()
+            heapq.heappush(self._heap, entry)
+            if self._heap[0] is entry:
+                self._lock.notify()
+        return entry
+
+    def cancel(self, entry: list) -> None:
+        with self._lock:
+            entry[2] = None
+
+    def _run(self) -> None:
+        with self._lock:
+            while True:
+                while self._heap and self._heap[0][2] is None:
+                    heapq.heappop(self._heap)
+                now = time.monotonic()
+                if self._heap and self._heap[0][0] <= now:
+                    heapq.heappop(self._heap)[2].shut()
+                    continue
+                self._lock.wait(self._heap[0][0] - now if self._heap else None)
+
+
+_watchdog = _Watchdog()
+
+
 @contextlib.contextmanager
 def _deadline_kept(seconds: float | None, *, address_refusal=None):
     """Within the block, the connections used are shut once `seconds` have passed (None: no
-    deadline), and made only to addresses `address_refusal` allows (None: any)."""
+    deadline; by the process's one watchdog thread, `_Watchdog`), and made only to addresses
+    `address_refusal` allows (None: any)."""
     deadline = _Deadline(address_refusal)
     if seconds is None and address_refusal is None:
         yield deadline
         return
-    timer = threading.Timer(seconds, deadline.shut) if seconds is not None else None
     previous = getattr(_Deadline.current, "value", None)
     _Deadline.current.value = deadline
-    if timer is not None:
-        timer.daemon = True
-        timer.start()
+    entry = _watchdog.watch(seconds, deadline) if seconds is not None else None
     try:
         yield deadline
     finally:
-        if timer is not None:
-            timer.cancel()
+        if entry is not None:
+            _watchdog.cancel(entry)
         _Deadline.current.value = previous
 
 

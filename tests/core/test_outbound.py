@@ -98,3 +98,41 @@ def test_the_ca_bundle_an_operator_names_is_the_trust_and_no_proxy_is_taken(monk
     monkeypatch.delenv("REQUESTS_CA_BUNDLE")
     with outbound.one_off() as session:
         assert session.verify is True
+
+
+def test_every_exchange_s_deadline_is_kept_by_the_process_s_one_watchdog(server, monkeypatch):
+    """No thread is started per exchange (a timer's start cost a call 10-40 ms in a worker of 64
+    threads wanting the GIL): the process's one watchdog thread keeps every deadline, and one that
+    passes still ends its exchange while an earlier-ending one waits behind a later one."""
+    import socket
+    import threading
+    import time
+
+    server.route("POST", "/fine", Reply(200, {}))
+    with outbound.one_off() as session:  # the watchdog started, if no test started it before
+        outbound.exchange_kept("POST", f"{server.url}/fine", channel="test", session=session, deadline=30)
+    started, caller, start = [], threading.current_thread(), threading.Thread.start
+
+    def start_seen(thread):  # a thread started by this test's exchanges (not by the servers)
+        if threading.current_thread() is caller:
+            started.append(thread.name)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start_seen)
+
+    silent = socket.create_server(("127.0.0.1", 0))  # accepts (the backlog), never answers
+    slow = f"http://127.0.0.1:{silent.getsockname()[1]}/silent"
+    with outbound.one_off() as session:
+        for _ in range(5):
+            assert (
+                outbound.exchange_kept(
+                    "POST", f"{server.url}/fine", channel="test", session=session, deadline=30
+                ).status
+                == 200
+            )
+        began = time.monotonic()
+        ended = outbound.exchange_kept("POST", slow, channel="test", session=session, deadline=0.5)
+    assert ended.status is None and time.monotonic() - began < 5
+    silent.close()
+    assert started == []
+    assert [thread.name for thread in threading.enumerate()].count("outbound-deadlines") == 1
