@@ -33,6 +33,12 @@ def application(environ, start_response):
     return django_application(environ, start_response)
 
 
+# What the first publish would load (the broker's transport, Celery's sender, the result backend), at
+# start rather than in the first staff delivery of each worker (partner/core/enqueue.py).
+from partner.core.enqueue import publisher_prepare  # noqa: E402 - after django.setup()
+
+publisher_prepare()
+
 # The process is loaded: its heap is kept out of the collector's full passes (partner/core/heap.py).
 from partner.core.heap import loaded_freeze  # noqa: E402 - after django.setup()
 

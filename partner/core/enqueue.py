@@ -89,10 +89,14 @@ def _connection_drop() -> None:
             kept[1].release()
 
 
+# ignore_result: a task published by name does not take its own setting (CELERY_TASK_IGNORE_RESULT), and
+# outside a worker Celery would subscribe to each task's result on the result backend (a Redis round trip
+# and a subscription per publish, another to drop it) for results nobody reads: our tasks record their
+# outcome in the database.
 def _publish(app, name: str, kwargs: dict, countdown: float | None, seconds: float) -> None:
     conn, was_kept = _connection(app, seconds)
     try:
-        app.send_task(name, kwargs=kwargs, countdown=countdown, connection=conn, retry=False)
+        app.send_task(name, kwargs=kwargs, countdown=countdown, connection=conn, retry=False, ignore_result=True)
     except Exception:
         _connection_drop()
         if not was_kept:
@@ -101,10 +105,31 @@ def _publish(app, name: str, kwargs: dict, countdown: float | None, seconds: flo
         # on a new one, within the same deadline.
         conn, _ = _connection(app, seconds)
         try:
-            app.send_task(name, kwargs=kwargs, countdown=countdown, connection=conn, retry=False)
+            app.send_task(name, kwargs=kwargs, countdown=countdown, connection=conn, retry=False, ignore_result=True)
         except Exception:
             _connection_drop()
             raise
+
+
+def publisher_prepare() -> None:
+    """Load now what a process's first publish would load: the broker's transport, Celery's task sender
+    and configuration, and, in the publishing thread, the result backend (its class found through the
+    installed packages' entry points; Celery keeps one per thread). Called when a web worker has loaded
+    (`config/wsgi.py`): without it the first staff delivery of each gunicorn worker paid all of it in
+    its publish (docs/performance.md, "The web side, fourth round"). Nothing is connected: the broker
+    may be away at start."""
+    app = current_app._get_current_object()
+    _publisher_pool().submit(_publisher_load, app).result()
+
+
+def _publisher_load(app) -> None:
+    connection = app.connection_for_write()
+    try:
+        connection.transport  # noqa: B018 - the transport's class imported and made, not connected
+    finally:
+        connection.release()
+    app.amqp.send_task_message  # noqa: B018 - the task sender and its event dispatcher
+    app.backend  # noqa: B018 - this thread's result backend (a publish's result object names it)
 
 
 def task_send(name: str, /, *, countdown: float | None = None, **kwargs) -> bool:
@@ -146,7 +171,7 @@ def tasks_publish(name: str, batch: list[dict], *, what: str) -> bool:
             producer.batch(max_size=max(1, len(batch))),
         ):
             for kwargs in batch:
-                current_app.send_task(name, kwargs=kwargs, producer=producer)
+                current_app.send_task(name, kwargs=kwargs, producer=producer, ignore_result=True)
     except Exception as exc:  # kombu/redis raise several types; the rows stay for the next round
         logger.warning("broker unavailable: %d %s left waiting (%s)", len(batch), what, type(exc).__name__)
         return False

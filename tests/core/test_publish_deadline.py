@@ -4,9 +4,13 @@ Tried against a broker that does not answer (a socket that accepts and never rep
 is not there (a closed port), on each transport we run: Redis and RabbitMQ URLs."""
 
 import logging
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +19,8 @@ from tests.helpers.ports import free_port
 from tests.helpers.workers import broker_point
 
 pytestmark = pytest.mark.django_db
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -80,6 +86,31 @@ def test_a_broker_that_is_not_there_fails_a_publish_within_the_deadline(scheme, 
 def test_a_broker_that_answers_takes_the_publish(settings):
     # The suite's own broker (SQLite, or Redis/RabbitMQ when the services answer), on the run's queue.
     assert task_send("core.worker_ping", token="publish-deadline") is True
+
+
+def test_a_publish_asks_the_result_backend_for_nothing(monkeypatch):
+    # Nobody reads these tasks' results: a publish outside a worker would otherwise subscribe to each
+    # task's result on the result backend (a round trip and a subscription per staff delivery).
+    from config.celery import app
+
+    asked = []
+    monkeypatch.setattr(type(app.backend), "on_task_call", lambda backend, producer, task_id: asked.append(task_id))
+    assert task_send("core.worker_ping", token="no-result") is True
+    assert asked == []
+
+
+def test_a_web_worker_loads_what_a_publish_needs_before_its_first_request():
+    """What a gunicorn worker does when it loads `config.wsgi`, in a process of its own: the broker's
+    transport and the result backend are loaded then, not in the first staff delivery's publish."""
+    script = (
+        "import sys, config.wsgi; from config.celery import app; loaded = set(sys.modules); "
+        "connection = app.connection_for_write(); connection.transport; app.backend; connection.release(); "
+        "print(sorted(set(sys.modules) - loaded))"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test"}
+    printed = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert printed.returncode == 0, printed.stderr[-2000:]
+    assert printed.stdout.split("\n")[-2] == "[]"
 
 
 def test_a_forked_process_publishes_with_threads_of_its_own(settings):

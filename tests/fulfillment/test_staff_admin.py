@@ -5,6 +5,7 @@ service, the pipeline's acknowledgement. Tasks are recorded (`tasks_sent`), neve
 """
 
 import logging
+import re
 import uuid
 from datetime import timedelta
 
@@ -596,6 +597,20 @@ def test_the_order_page_s_body_is_drawn_with_jinja2_in_the_admin_s_frame(staff, 
     assert "<dt>Street address</dt>" in body and "Gate code 1234" in body  # the request, in the staff's words
     assert "Inspection booked" in body and "report.pdf" in body and 'name="csrfmiddlewaretoken"' in body
     assert f'action="{action("deliver", taken.pk)}"' in body and "Sent to the lender" in body
+
+
+def test_the_order_page_s_forms_share_one_masked_csrf_token(staff, taken):
+    """Each form of the body sends the same CSRF token, masked once for the page (as the template
+    language draws it), and a form of the page sent with it is taken."""
+    staff.post(action("upload", taken.pk), {"upload-files": [upload("report.pdf", PDF)]})
+    body = text(staff.get(page(taken.pk))).split('id="content-main"', 1)[1]
+    tokens = re.findall(r'name="csrfmiddlewaretoken" value="([^"]+)"', body)
+    assert len(tokens) >= 5 and len(set(tokens)) == 1  # release, the document's two, upload, status, deliver…
+    checked = Client(enforce_csrf_checks=True)
+    checked.cookies = staff.cookies  # the same session and CSRF cookie
+    form = {"csrfmiddlewaretoken": tokens[-1], "status-partner_status": "Inspection booked"}
+    assert checked.post(action("status_update", taken.pk), form).status_code == 302
+    assert taken.deliveries.filter(partner_status="Inspection booked").exists()
 
 
 @pytest.mark.parametrize(
