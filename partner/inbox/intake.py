@@ -9,8 +9,9 @@ broker outage never slows or fails an answer, and what was answered 202 is commi
 The INSERT is written once per database from the model's own fields (`NotificationInsert`):
 `ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`, so a duplicate, even a concurrent one, is told
 by the unique key without an error (and without a savepoint inside a caller's transaction). It runs
-on Django's cursor with every value adapted by its field, as the ORM's own INSERT would, so a query
-log, an execute wrapper and the statement budget see it as they see any other statement.
+on Django's cursor with every value adapted by its field, as the ORM's own INSERT would (a constant
+default once, when the INSERT is written), so a query log, an execute wrapper and the statement budget
+see it as they see any other statement.
 
 A notification no handler takes (`dispatch.handler_for`) is stored as `ignored`, answered 202 like any
 other, and counted (`partner_webhooks_unhandled`; the dashboard lists the last hour's): a profile
@@ -124,8 +125,10 @@ class NotificationInsert:
 
     Every concrete field but the key is a column: the value given, else `now` for the
     auto_now(_add) fields, else the field's default, each adapted by the field itself
-    (`get_db_prep_save`, what the ORM's INSERT does). `execute` returns the new row's id, or None
-    when the dedupe key is taken.
+    (`get_db_prep_save`, what the ORM's INSERT does). A default that is a constant (not a callable)
+    is adapted once, by its field, when the INSERT is written: the same value adapted again would
+    give the same parameter on every webhook. `execute` returns the new row's id, or None when the
+    dedupe key is taken.
     """
 
     _by_vendor: dict[str, "NotificationInsert"] = {}
@@ -138,6 +141,12 @@ class NotificationInsert:
             field.attname
             for field in self.fields
             if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)
+        }
+        # Written for one backend (`for_connection`: one per vendor), so adapted for it once.
+        self.constant_defaults = {
+            field.attname: field.get_db_prep_save(field.get_default(), db)
+            for field in self.fields
+            if field.attname not in self.now_fields and not (field.has_default() and callable(field.default))
         }
         table, key, pk = quote(meta.db_table), quote(meta.get_field("dedupe_key").column), quote(meta.pk.column)
         columns = ", ".join(quote(field.column) for field in self.fields)
@@ -162,6 +171,9 @@ class NotificationInsert:
                 value = values[name]
             elif name in self.now_fields:
                 value = now
+            elif name in self.constant_defaults:
+                params.append(self.constant_defaults[name])
+                continue
             else:
                 value = field.get_default()
             params.append(field.get_db_prep_save(value, db))

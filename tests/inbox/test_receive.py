@@ -160,6 +160,31 @@ def test_accepted_is_stored_before_the_answer_with_its_raw_bytes_and_no_signatur
     assert stored.created_at == stored.updated_at == stored.received_at and stored.attempts == 0
 
 
+def test_the_insert_adapts_each_webhook_s_values_per_webhook_and_a_constant_default_once(signed_post):
+    """Every value a webhook brings, and `now`, is adapted by its field on every webhook; a default that is
+    a constant (attempts, duplicates, last_error, the empty dates) was adapted by its field when the INSERT
+    was written, and is stored all the same (`intake.NotificationInsert`)."""
+    from django.db.models import Field
+
+    signed_post(raw(notification("txn-first")))  # the INSERT written for this database
+    adapted, prep_save = [], Field.get_db_prep_save
+
+    def counted(field, value, connection):
+        adapted.append(field.attname)
+        return prep_save(field, value, connection)
+
+    with mock.patch.object(Field, "get_db_prep_save", counted):
+        assert signed_post(raw(notification("txn-second"))).status_code == 202
+    constant = {"attempts", "duplicates", "last_error", "claimed_until", "enqueued_at", "processed_at"}
+    assert not constant & set(adapted), adapted
+    given = {"dedupe_key", "event_id", "resource_type", "resource_id", "event_type", "event_time", "product_name"}
+    given |= {"resource_ref", "body", "headers", "remote_addr", "state", "created_at", "updated_at", "received_at"}
+    assert sorted(adapted) == sorted(given)
+    stored = Notification.objects.get(resource_id="txn-second")
+    assert (stored.attempts, stored.duplicates, stored.last_error) == (0, 0, "")
+    assert stored.claimed_until is stored.enqueued_at is stored.processed_at is None
+
+
 def test_a_product_named_by_the_notification_is_stored(signed_post):
     assert signed_post(raw(notification())).status_code == 202
     assert Notification.objects.get().product_name == "address-verification"
