@@ -5,6 +5,7 @@ A real honcho runs a real web server (Python's http.server serving the links' pa
 Ctrl-C is sent as the terminal sends it: SIGINT to the whole foreground process group.
 """
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -44,6 +45,26 @@ def read_until(process, marker: str, timeout: float) -> list[str]:
     return lines
 
 
+@contextlib.contextmanager
+def bin_run(procfile: Path, url: str):
+    """`bin/run` under honcho on `procfile`, its output piped (`read_until`), in a process group of its
+    own as a terminal's foreground job is; killed with its group at the end if still running."""
+    run = subprocess.Popen(
+        [sys.executable, str(ROOT / "bin" / "run"), str(HONCHO), str(procfile), url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        yield run
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+
+
 def test_the_links_come_last_once_they_answer_and_ctrl_c_ends_with_status_0(tmp_path):
     port = free_port()
     root = site(tmp_path / "site")
@@ -53,15 +74,7 @@ def test_the_links_come_last_once_they_answer_and_ctrl_c_ends_with_status_0(tmp_
         f"web: sleep 2 && echo web-listening && exec {sys.executable} -m http.server {port} "
         f"--bind 127.0.0.1 --directory {root}\n"
     )
-    run = subprocess.Popen(
-        [sys.executable, str(ROOT / "bin" / "run"), str(HONCHO), str(procfile), f"http://127.0.0.1:{port}/"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,  # its own process group, as a terminal's foreground job has
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
+    with bin_run(procfile, f"http://127.0.0.1:{port}/") as run:
         lines = read_until(run, BANNER_END, timeout=60)
         ready = lines.index("  Ready:")
         # The processes' start-up lines came first; the links below them, each answering by now.
@@ -76,10 +89,6 @@ def test_the_links_come_last_once_they_answer_and_ctrl_c_ends_with_status_0(tmp_
 
         os.killpg(run.pid, signal.SIGINT)  # Ctrl-C
         assert run.wait(timeout=30) == 0
-    finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
     assert not port_answers(port)  # honcho stopped the web process
 
 
@@ -106,15 +115,7 @@ def test_the_links_wait_for_the_worker_and_come_after_its_banner(tmp_path):
         "worker: echo ' -------------- celery@demo v5 (banner)' && sleep 3"
         " && echo '[INFO/MainProcess] celery@demo ready.' && exec sleep 600\n"
     )
-    run = subprocess.Popen(
-        [sys.executable, str(ROOT / "bin" / "run"), str(HONCHO), str(procfile), f"http://127.0.0.1:{port}"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
+    with bin_run(procfile, f"http://127.0.0.1:{port}") as run:
         lines = read_until(run, BANNER_END, timeout=60)
         ready = lines.index("  Ready:")
         banner_at = next(n for n, line in enumerate(lines) if "(banner)" in line)
@@ -122,10 +123,6 @@ def test_the_links_wait_for_the_worker_and_come_after_its_banner(tmp_path):
         assert banner_at < worker_ready_at < ready  # the links last, after the worker's start-up
         os.killpg(run.pid, signal.SIGINT)
         assert run.wait(timeout=30) == 0
-    finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
 
 
 def test_the_links_wait_for_the_sender_too(tmp_path):
@@ -139,15 +136,7 @@ def test_the_links_wait_for_the_sender_too(tmp_path):
         "worker: echo '[INFO/MainProcess] celery@demo ready.' && exec sleep 600\n"
         "sender: sleep 3 && echo '[INFO/MainProcess] sender@demo ready.' && exec sleep 600\n"
     )
-    run = subprocess.Popen(
-        [sys.executable, str(ROOT / "bin" / "run"), str(HONCHO), str(procfile), f"http://127.0.0.1:{port}"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
+    with bin_run(procfile, f"http://127.0.0.1:{port}") as run:
         lines = read_until(run, BANNER_END, timeout=60)
         ready = lines.index("  Ready:")
         sender_ready_at = next(n for n, line in enumerate(lines) if "sender@demo ready." in line)
@@ -155,7 +144,3 @@ def test_the_links_wait_for_the_sender_too(tmp_path):
         assert worker_ready_at < sender_ready_at < ready
         os.killpg(run.pid, signal.SIGINT)
         assert run.wait(timeout=30) == 0
-    finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait()

@@ -1,6 +1,7 @@
 """Celery for the tests whose behaviour is about the queue: real workers started, killed and pointed at the
 sandbox, and the app pointed at another broker."""
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -70,4 +71,8 @@ def broker_point(url):
         app._pool.force_close_all()
     app._pool = None
     app.amqp._producer_pool = None
+    # The remote control's mailbox keeps the producer pool it first took (a cached property): without
+    # this a later `app.control` call (inspect, cancel_consumer) acquires from the pool closed above.
+    with contextlib.suppress(AttributeError):
+        del app.control.mailbox.producer_pool
     pools.reset()
