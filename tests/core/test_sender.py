@@ -18,6 +18,7 @@ from pathlib import Path
 import celery.exceptions
 import pytest
 
+from tests.helpers.queues import args_taken
 from tests.helpers.waiting import wait_for
 from tests.helpers.workers import database_url, node_name
 
@@ -100,26 +101,6 @@ def test_the_sender_runs_the_events_tasks_and_leaves_the_runs_and_the_default_qu
         sender_stop(process)
     # Still there, for a worker that consumes every queue.
     assert {queue: args_taken(queue) for queue in left} == {queue: [[token]] for queue, token in left.items()}
-
-
-def args_taken(queue_name: str) -> list[list]:
-    """Take every message off the queue; the args each carries (protocol 2: (args, kwargs, embed))."""
-    from config.celery import app
-
-    found = []
-    with app.connection_for_read() as conn:
-        queue = conn.SimpleQueue(queue_name)
-        try:
-            while True:
-                try:
-                    message = queue.get(block=True, timeout=0.5)
-                except queue.Empty:
-                    break
-                found.append(message.payload[0])
-                message.ack()
-        finally:
-            queue.close()
-    return found
 
 
 def test_a_concurrency_given_on_the_command_line_wins(tmp_path):
