@@ -191,10 +191,11 @@ def worker_gc_freeze(**kwargs):
     objects, 110-160 ms of the worker's one GIL every 30-50 staff deliveries (2-4 ms of CPU per
     delivery, 6-16 ms per connected order; docs/performance.md, "The worker, second round"). A prefork
     child freezes after its fork (`worker_process_init`), the main process and a thread pool's at
-    `worker_ready`."""
-    from partner.core.heap import loaded_freeze
+    `worker_ready`. Its young collections are made rarer too (WORKER_YOUNG_THRESHOLD: about half their
+    CPU per delivery, "The worker, third round")."""
+    from partner.core.heap import WORKER_YOUNG_THRESHOLD, loaded_freeze
 
-    loaded_freeze()
+    loaded_freeze(young_threshold=WORKER_YOUNG_THRESHOLD)
 
 
 @worker_ready.connect

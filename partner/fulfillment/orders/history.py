@@ -1,13 +1,17 @@
 """An order's history for the people who read it: one `OrderStep` row per step, failure or action.
 
 A worker's run writes its steps together when it ends (`steps_batched`): one INSERT for the run
-instead of one per step. The order's own times (prepared_at, delivered_at, …) and its documents'
-and deliveries' are what a resumed run reads; the steps are the history staff read.
+instead of one per step, or earlier in a transaction of the run's that is writing anyway
+(`steps_atomic`: the sender's record of a PATCH), where the INSERT needs no transaction of its own.
+The order's own times (prepared_at, delivered_at, …) and its documents' and deliveries' are what a
+resumed run reads; the steps are the history staff read.
 """
 
 import contextlib
 import contextvars
+import copy
 
+from django.db import transaction
 from django.db.models import DateTimeField, F, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -46,6 +50,24 @@ def steps_batched(*, on_error: bool = True):
         _batched_steps.reset(token)
         if batch and (ended_well or on_error):
             OrderStep.objects.bulk_create(batch)
+
+
+@contextlib.contextmanager
+def steps_atomic():
+    """A transaction (`transaction.atomic`) that also writes, at its end, the steps the enclosing
+    batch holds so far: with what it writes, where at the batch's end they would take a transaction
+    of their own (BEGIN, the INSERT, COMMIT). They leave the batch once the block has ended well (a
+    nested block: once its savepoint is released, and they are then the outer transaction's, as the
+    rest of its work is); a block that fails leaves them for the batch's end. Outside a batch, only
+    the transaction."""
+    batch = _batched_steps.get()
+    with transaction.atomic():
+        yield
+        held = list(batch or ())
+        if held:
+            OrderStep.objects.bulk_create([copy.copy(step) for step in held])  # the held ones stay unsaved
+    if held:
+        batch[:] = [step for step in batch if not any(step is written for written in held)]
 
 
 def first_time(field: str, now):

@@ -49,7 +49,7 @@ from partner.fulfillment.models import (
 )
 from partner.fulfillment.orders import announcements
 from partner.fulfillment.orders.failures import refusal_reason
-from partner.fulfillment.orders.history import step_record
+from partner.fulfillment.orders.history import step_record, steps_atomic
 from partner.fulfillment.orders.services import OrderFailed, order_fail, order_lock, order_refused, order_settle
 from partner.fulfillment.orders.states import delivery_move, delivery_move_returning
 from partner.fulfillment.sending import uploads
@@ -101,9 +101,10 @@ def _sent(order: Order, delivery: Delivery) -> None:
     """Record the PATCH as sent, with what the acceptance means for the order (`delivery_accepted`),
     and settle the order (`order_settle`), in one transaction, under the order's lock. A callback
     that came first (the service's confirmation beat this record) took the delivery out of
-    `pending` and applied both: the record then only writes when it was sent."""
+    `pending` and applied both: the record then only writes when it was sent. The run's history
+    lines held so far are written in the same transaction (`steps_atomic`)."""
     now = timezone.now()
-    with transaction.atomic():
+    with steps_atomic():  # the run's lines so far (slots, uploads, sent) too: no transaction of their own
         order_lock(Order.objects.filter(pk=order.pk))
         rows = Delivery.objects.filter(pk=delivery.pk)
         answered = {"sent_at": now, "unanswered_since": None, "updated_at": now}
