@@ -54,6 +54,16 @@ def database(url: str) -> dict:
         # (Django's prepare_threshold stays None), so a pooler in transaction mode needs nothing
         # more; DATABASE_SERVER_SIDE_BINDING=false turns it off (docs/deployment.md).
         config.setdefault("OPTIONS", {})["server_side_binding"] = True
+        # Named prepared statements: psycopg prepares a statement once it ran this many times on a
+        # connection, and then sends only its name and values (psycopg never prepares a statement it
+        # binds on the client). Off by default: PgBouncer in transaction mode breaks with them below
+        # 1.21, and needs max_prepared_statements from 1.21 on (docs/deployment.md).
+        threshold = env.str("DATABASE_PREPARE_THRESHOLD", default="").strip()
+        if threshold:
+            if not threshold.isdecimal():
+                why = "must be a whole number of executions (0: at the first), or empty for never"
+                threshold = setting_refused("DATABASE_PREPARE_THRESHOLD", why, "")
+            config["OPTIONS"]["prepare_threshold"] = int(threshold) if threshold else None
     config["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
     config["CONN_HEALTH_CHECKS"] = True
     return config

@@ -74,6 +74,29 @@ def test_postgresql_binds_the_parameters_on_the_server_unless_turned_off():
     assert sqlite["transaction_mode"] == "IMMEDIATE"
 
 
+def test_postgresql_prepares_named_statements_only_when_asked():
+    # Named prepared statements (psycopg's `prepare_threshold`) are off unless DATABASE_PREPARE_THRESHOLD
+    # gives the executions before a statement is prepared: PgBouncer in transaction mode breaks with
+    # them below 1.21 (docs/deployment.md). Only with the binding on the server: psycopg never
+    # prepares what it binds on the client.
+    postgresql = {"DATABASE_URL": "postgres://partner:pw@db.partner.example:5432/partner"}
+    assert "prepare_threshold" not in _database_options(postgresql)
+    assert "prepare_threshold" not in _database_options({**postgresql, "DATABASE_PREPARE_THRESHOLD": ""})
+    assert _database_options({**postgresql, "DATABASE_PREPARE_THRESHOLD": "5"})["prepare_threshold"] == 5
+    assert _database_options({**postgresql, "DATABASE_PREPARE_THRESHOLD": "0"})["prepare_threshold"] == 0
+    unbound = {**postgresql, "DATABASE_SERVER_SIDE_BINDING": "false", "DATABASE_PREPARE_THRESHOLD": "5"}
+    assert "prepare_threshold" not in _database_options(unbound)
+    sqlite = {"DATABASE_URL": "sqlite:////srv/partner/db.sqlite3", "DATABASE_PREPARE_THRESHOLD": "5"}
+    assert "prepare_threshold" not in _database_options(sqlite)
+
+
+def test_a_malformed_prepare_threshold_stops_startup_without_echoing_it():
+    postgresql = {"DATABASE_URL": "postgres://partner:pw@db.partner.example:5432/partner"}
+    message = refusal({**PRODUCTION, **postgresql, "DATABASE_PREPARE_THRESHOLD": "often-secret"})
+    assert "DATABASE_PREPARE_THRESHOLD" in message
+    assert "often-secret" not in message
+
+
 def test_the_suite_s_postgresql_connection_binds_on_the_server():
     from django.db import connection
 
