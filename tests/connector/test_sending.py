@@ -602,9 +602,10 @@ def test_a_send_is_two_statements_before_its_post_and_one_transaction_after(orde
     statements = [query["sql"].split(" ")[0] for query in queries.captured_queries]
     assert posted == [2, 2 + 7], statements
     assert statements[:2] == ["UPDATE", "SELECT"]  # the fence (the try counted) and the connection
-    # The record and the hand-on; the second send's own record, with nothing to hand on.
+    # The record and the hand-on (the order's next event chosen and taken); the second send's own
+    # record, with nothing to hand on (none of its order, none of another).
     assert statements[2:9] == ["BEGIN", "INSERT", "UPDATE", "UPDATE", "SELECT", "UPDATE", "COMMIT"]
-    assert statements[9:] == ["BEGIN", "INSERT", "UPDATE", "UPDATE", "SELECT", "COMMIT"]
+    assert statements[9:] == ["BEGIN", "INSERT", "UPDATE", "UPDATE", "SELECT", "SELECT", "COMMIT"]
     assert list(Event.objects.values_list("attempts", flat=True)) == [1, 1]
 
 
