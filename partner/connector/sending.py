@@ -60,7 +60,7 @@ from partner.core import outbound
 from partner.core.checkpoints import checkpoint
 from partner.core.enqueue import rows_relay
 from partner.core.housekeeping import Chore, housekeeping_chore_wake
-from partner.core.leases import Lease, LeaseLost, lease_free, lease_kept, lease_until, leases_expired_free
+from partner.core.leases import Lease, lease_free, lease_kept, lease_until, leases_expired_free
 from partner.core.mail import mail_send_enqueue
 from partner.core.retries import EVENT_SENDS
 from partner.core.returning import update_returning
@@ -161,23 +161,31 @@ def _place_hand_on(delivered: Event) -> tuple[Event, datetime] | None:
     sends in flight never grow and no room is counted: the relay's lock (`sends_room`) is not taken.
     A send that waited for that lock here held a worker's thread without holding a place, so more
     sends could start behind it, and each then queued for the lock too: up to 61 of 64 threads at
-    once in the waits bench, the events waiting seconds for it (docs/performance.md)."""
+    once in the waits bench, the events waiting seconds for it (docs/performance.md).
+
+    The event goes as the take left it, its try counted and its connection as the choice read it
+    (enabled, with an endpoint: `events_due`): its send needs no statement before its POST, as this
+    commit is its fence (`_event_send`)."""
     now = timezone.now()
-    due = events_due(now)
-    same = due.filter(connection=delivered.connection_id, order=delivered.order_id)
-    pk = same.values_list("pk", flat=True).first() or due.values_list("pk", flat=True).first()
-    if pk is None:
+    due = events_due(now).select_related("connection")
+    # Two SELECTs, not one ordering its own order first: that one ordered every event due, where the
+    # first walks the order's few and the second stops at the oldest (docs/performance.md).
+    chosen = due.filter(connection=delivered.connection_id, order=delivered.order_id).first() or due.first()
+    if chosen is None:
         return None
     checkpoint("events.next_chosen")
     # Another send may have chosen the same event: the UPDATE takes it only while its lease is free,
     # so of two the second finds it taken (after the first's commit, on its row's lock) and hands
     # nothing on.
     until = lease_until(now)
-    free = Event.objects.filter(pk=pk, state=EventState.PENDING).filter(lease_free(now))
-    taken = update_returning(free, claimed_until=until)
-    if taken:
-        checkpoint("events.next_taken")
-    return (taken[0], until) if taken else None
+    free = Event.objects.filter(pk=chosen.pk, state=EventState.PENDING).filter(lease_free(now))
+    taken = update_returning(free, claimed_until=until, attempts=F("attempts") + 1)
+    if not taken:
+        return None
+    checkpoint("events.next_taken")
+    event = taken[0]
+    event.connection = chosen.connection
+    return event, until
 
 
 # A send hands its place on (`_place_hand_on`) for this long at most, then leaves what waits to the
@@ -191,14 +199,15 @@ def events_send(*, event_id: int, lease_until: datetime) -> int:
     next one due in the same thread (`_place_hand_on`), for HAND_ON_SECONDS at most; then have what
     waits relayed. How many were delivered. A send that failed or was not this worker's hands nothing
     on: its place goes back to the relay (a failing endpoint is not tried again at once)."""
-    started, delivered = time.monotonic(), 0
+    started, delivered, taken = time.monotonic(), 0, None
     while True:
         hand_on = time.monotonic() - started < HAND_ON_SECONDS
-        sent, handed = _event_send(event_id=event_id, lease_until=lease_until, hand_on=hand_on)
+        sent, handed = _event_send(event_id=event_id, lease_until=lease_until, hand_on=hand_on, taken=taken)
         delivered += sent is True
         if handed is None:
             break
-        event_id, lease_until = handed[0].pk, handed[1]
+        taken, lease_until = handed
+        event_id = taken.pk
         checkpoint("events.handed_on")
     # Its place among the sends in flight is free (or its time is up) and its order's next event may
     # be due: have what waits handed out now, not at the relay's next round.
@@ -271,30 +280,32 @@ def event_send(*, event_id: int, lease_until: datetime) -> bool | None:
 
 
 def _event_send(
-    *, event_id: int, lease_until: datetime, hand_on: bool
+    *, event_id: int, lease_until: datetime, hand_on: bool, taken: Event | None = None
 ) -> tuple[bool | None, tuple[Event, datetime] | None]:
     """`event_send`, and with `hand_on` the next event taken in its place when it delivered
-    (`_place_hand_on`: the event and its lease's end), else None."""
+    (`_place_hand_on`: the event and its lease's end), else None. `taken`: the event as the previous
+    send's hand-on took it (its try counted, its connection read), else the relay handed it out."""
     lease = Lease(Event, event_id, lease_until)
-    with transaction.atomic():
+    if taken is not None:
+        # Taken in the transaction that committed just before this (`_place_hand_on`): that commit
+        # is the fence, with a whole lease ahead; the try was counted in the same UPDATE.
+        event, connection = taken, taken.connection
+    else:
         # The relay publishes before it commits (`rows_relay`), so this task may start while the
-        # relay's lease is not committed yet. A plain read would see the row untaken, the fence below
-        # would match nothing, and the event would wait for its unsent lease to run out (LEASE_SECONDS
-        # and a hand-back: 15-20 s, a place among the sends in flight held all along). Locking the row
-        # waits for the relay's commit (PostgreSQL; SQLite has one writer), then reads its lease.
-        event = Event.objects.select_related("connection").select_for_update(of=("self",)).filter(pk=event_id).first()
-    if event is None or event.state != EventState.PENDING:
-        lease.release()
-        return None, None
-    connection = event.connection
-    if not connection.enabled or not connection.endpoint_url:
-        lease.release()
-        return None, None
-    with lease_kept(lease):
-        try:
-            lease.confirm(attempts=F("attempts") + 1)  # the fence, and the try counted before it is made
-        except LeaseLost:
+        # relay's lease is not committed yet. An UPDATE matching that lease alone would see the row
+        # untaken and match nothing, and the event would wait for its unsent lease to run out
+        # (LEASE_SECONDS and a hand-back: 15-20 s, a place among the sends in flight held all
+        # along). `confirm_taken` waits for the relay's commit (PostgreSQL; SQLite has one writer),
+        # then confirms the lease: the fence, and the try counted before it is made, in one UPDATE.
+        event = lease.confirm_taken(attempts=F("attempts") + 1)
+        if event is None:
             return None, None
+        connection = Connection.objects.filter(pk=event.connection_id).first()
+    if event.state != EventState.PENDING or connection is None or not connection.enabled or not connection.endpoint_url:
+        lease.release(attempts=F("attempts") - 1)  # not tried: the try counted is taken back
+        return None, None
+    event.connection = connection
+    with lease_kept(lease):
         started_at = timezone.now()
         if refused := endpoint_problem(connection.endpoint_url):  # the rule as it is now, not when it was saved
             status, text, duration = None, f"not sent: {refused}", 0
@@ -314,7 +325,7 @@ def _outcome_record(
     """The try recorded, the event delivered or to be tried again (or failed); with `hand_on`, a
     delivered event's place given on in the same transaction (`_place_hand_on`, what it returns)."""
     now = timezone.now()
-    attempts = event.attempts + 1
+    attempts = event.attempts  # as the fence or the hand-on's take counted this try
     connection = Connection.objects.filter(pk=event.connection_id)
     with transaction.atomic():
         EventAttempt.objects.create(

@@ -188,8 +188,9 @@ def rows_relay(name: str, take: Callable[[], list[dict]], *, what: str) -> int:
     them untaken too, and they are published again: each task's worker takes its row under a lease
     (`partner.core.leases`), so a second message is harmless. The rows stay locked until the
     commit, and a worker may get its task before it: its first statement must wait for the row's
-    lock (an UPDATE that matches the row as it was, a SELECT ... FOR UPDATE), not read the row as
-    it was before the relay took it (PostgreSQL; SQLite has one writer).
+    lock (an UPDATE that matches the row as it was, as `Lease.confirm_taken` does, or a SELECT ...
+    FOR UPDATE), not read the row as it was before the relay took it (PostgreSQL; SQLite has one
+    writer).
     """
     try:
         with transaction.atomic():

@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, models
-from django.db.models import Exists, Q
+from django.db.models import Case, Exists, F, Q, When
 from django.utils import timezone
 
 from partner.core.retries import outage_of
@@ -113,6 +113,39 @@ class Lease:
         raise LeaseLost. `updates` are written in the same statement."""
         if not self.renew(**updates):
             raise LeaseLost(f"the lease of {self.label} is no longer this worker's")
+
+    def confirm_taken(self, **updates) -> models.Model | None:
+        """The fence (`confirm`) of a lease another transaction took and may not have committed yet (a
+        relay publishes its tasks before it commits, `partner.core.enqueue.rows_relay`), with `updates`,
+        in one UPDATE ... RETURNING: the row as it left it, or None (the lease marked lost) when it is
+        not this worker's. One statement where locking the row, reading it and confirming were four.
+
+        PostgreSQL (READ COMMITTED) skips a row whose version visible to the statement fails its WHERE
+        without waiting for the row's lock: an UPDATE matching only this lease would miss the taking
+        that has not committed (the row still free in its snapshot), and the work would wait for the
+        lease to run out. So the UPDATE matches the row while its lease is this worker's or free (what
+        it was before the taking), which makes it wait for a taking under way and re-check on the
+        committed row; and it writes only where the lease is this worker's: on a row still free (the
+        taking rolled back) or taken by another meanwhile, nothing changes and the answer is None."""
+        model = self._rows.model
+        with self._lock:
+            if self.lost:
+                return None
+            started, now = time.monotonic(), timezone.now()
+            until = lease_until(now)
+            mine = Q(claimed_until=self.until)
+
+            def if_mine(name: str, value) -> Case:
+                return Case(When(mine, then=value), default=F(name), output_field=model._meta.get_field(name))
+
+            writes = {name: if_mine(name, value) for name, value in {"claimed_until": until, **updates}.items()}
+            rows = update_returning(self._rows.filter(mine | lease_free(now)), **writes)
+            if not rows or rows[0].claimed_until != until:
+                self.lost = True
+                return None
+            self.until = until
+            self._held_until = started + lease_seconds()
+            return rows[0]
 
     def held(self) -> None:
         """The fence on this worker's own clock, for the instant before a call's first byte leaves

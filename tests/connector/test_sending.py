@@ -558,3 +558,63 @@ def test_the_relay_s_round_with_no_event_pending_is_one_statement(order, system,
     with CaptureQueriesContext(db) as queries:
         assert round_() is False
     assert len(queries.captured_queries) == 1, [query["sql"] for query in queries.captured_queries]
+
+
+def test_a_delivered_send_hands_on_its_orders_next_event_before_an_older_one_due(
+    order, fake_platform, connected_product, system, settings, tasks_sent
+):
+    """The hand-on's one choice puts the delivered event's own order first: its next event goes
+    before another order's event that came earlier, then that one."""
+    from partner.connector.tasks import event_send
+    from tests.helpers.connector import connected_order
+
+    settings.CONNECTOR_SENDS_IN_FLIGHT = 1
+    other = connected_order(fake_platform, transaction_id="txn-own-first-2", product_name=connected_product.name)
+    order_fail(order=order, code="retries_exhausted", reason="Gave up")  # after the other order's event
+    [first] = relayed(tasks_sent)
+    assert event_send(**first) == 3
+    sent = [event["id"] for event in system.events]
+    by_id = dict(Event.objects.values_list("message_id", "order_id"))
+    assert [by_id[message_id] for message_id in sent] == [order.pk, order.pk, other.pk]
+
+
+def test_a_send_is_two_statements_before_its_post_and_one_transaction_after(order, system, tasks_sent, monkeypatch):
+    """The statements of a send, each a round trip its thread waits for a core to take up again (the
+    waits bench: 11-12 a send, docs/performance.md "The events' send in fewer statements"). An event
+    the relay handed out: one fenced UPDATE that counts its try and its connection read; an event
+    handed on: none, its take in the transaction before was its fence; then the try recorded, the
+    event released, its connection's health and the next one's choice and take, in one transaction."""
+    from django.db import connection as db
+    from django.test.utils import CaptureQueriesContext
+
+    order_fail(order=order, code="retries_exhausted", reason="Gave up")  # the order's second event
+    [first] = relayed(tasks_sent)
+    posted = []
+
+    def post(connection, event, *, real=sending._post):
+        posted.append(len(queries.captured_queries))
+        return real(connection, event)
+
+    monkeypatch.setattr(sending, "_post", post)
+    monkeypatch.setattr(sending, "relay_soon", lambda: None)
+    with CaptureQueriesContext(db) as queries:
+        assert sending.events_send(event_id=first["event_id"], lease_until=_until(first)) == 2
+    statements = [query["sql"].split(" ")[0] for query in queries.captured_queries]
+    assert posted == [2, 2 + 7], statements
+    assert statements[:2] == ["UPDATE", "SELECT"]  # the fence (the try counted) and the connection
+    # The record and the hand-on (the order's next event chosen and taken); the second send's own
+    # record, with nothing to hand on (none of its order, none of another).
+    assert statements[2:9] == ["BEGIN", "INSERT", "UPDATE", "UPDATE", "SELECT", "UPDATE", "COMMIT"]
+    assert statements[9:] == ["BEGIN", "INSERT", "UPDATE", "UPDATE", "SELECT", "SELECT", "COMMIT"]
+    assert list(Event.objects.values_list("attempts", flat=True)) == [1, 1]
+
+
+def test_a_send_whose_connection_was_disabled_meanwhile_is_not_tried_nor_counted(order, system, tasks_sent):
+    """The fence counts the try before the connection is read: a connection disabled between the
+    relay's round and the send gives the event back untried, its try not counted."""
+    [task] = relayed(tasks_sent)
+    Connection.objects.update(enabled=False)
+    assert send(task) is None
+    event = Event.objects.get(pk=task["event_id"])
+    assert (event.attempts, event.claimed_until, event.state) == (0, None, EventState.PENDING)
+    assert system.posts == 0 and not EventAttempt.objects.exists()

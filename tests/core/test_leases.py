@@ -4,6 +4,7 @@ import threading
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
@@ -281,3 +282,71 @@ def test_a_block_that_ends_while_its_lease_is_renewed_waits_for_that_renewal(set
     assert worker.is_alive()  # its block ended; it waits for the renewal under way
     go.set()
     worker.outcome()
+
+
+@pytest.mark.django_db
+def test_a_lease_confirmed_as_taken_writes_only_while_it_is_this_worker_s():
+    """`confirm_taken`: the fence, the lease renewed and the caller's writes in one UPDATE, answering
+    the row as it left it; a lease another worker took, or a row nobody took (its taking rolled
+    back), is not this worker's: nothing is written and the answer is None."""
+    from django.db.models import F
+
+    from partner.core.leases import Lease, lease_until
+
+    order = Order.objects.create(transaction_id="t-confirm-taken", attempts=3)
+    rows = Order.objects.filter(pk=order.pk)
+    mine = lease_take(rows)
+    row = mine.confirm_taken(attempts=F("attempts") + 1)
+    assert (row.pk, row.attempts, row.claimed_until) == (order.pk, 4, mine.until) and not mine.lost
+    assert rows.get().claimed_until == mine.until
+
+    rows.update(claimed_until=timezone.now() - timedelta(seconds=1))  # ran out; another worker takes it
+    theirs = lease_take(rows)
+    assert mine.confirm_taken(attempts=F("attempts") + 1) is None and mine.lost
+    assert (rows.get().attempts, rows.get().claimed_until) == (4, theirs.until)
+
+    theirs.release()
+    never_taken = Lease(Order, order.pk, lease_until())  # a taking that rolled back: the row is free
+    assert never_taken.confirm_taken(attempts=F("attempts") + 1) is None and never_taken.lost
+    assert (rows.get().attempts, rows.get().claimed_until) == (4, None)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="a taking not yet committed: SQLite has one writer")
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("taking", ["commits", "rolls back"])
+def test_a_lease_confirmed_as_taken_waits_for_the_taking_s_commit(taking):
+    """A relay publishes before it commits: the fence of a task that starts meanwhile waits on the
+    row's lock for the taking's end, then confirms the lease it committed, or finds the row free (the
+    taking rolled back) and writes nothing. An UPDATE that matched only the lease would find the row
+    as it was before the taking and miss it without waiting."""
+    from django.db import transaction
+    from django.db.models import F
+
+    from partner.core.leases import Lease, lease_until
+    from tests.helpers.interleaving import Actor, until_waiting_on_a_lock
+
+    order = Order.objects.create(transaction_id=f"t-taking-{taking}", attempts=3)
+    rows = Order.objects.filter(pk=order.pk)
+    until, taken, end = lease_until(), threading.Event(), threading.Event()
+
+    def take():
+        with transaction.atomic():
+            rows.update(claimed_until=until)
+            taken.set()
+            assert end.wait(60)
+            if taking == "rolls back":
+                transaction.set_rollback(True)
+
+    relay = Actor(take, name="relay")
+    assert taken.wait(60)  # the row taken, not committed
+    lease = Lease(Order, order.pk, until)
+    worker = Actor(lambda: lease.confirm_taken(attempts=F("attempts") + 1), name="worker")
+    until_waiting_on_a_lock()
+    end.set()
+    relay.outcome()
+    row = worker.outcome()
+    if taking == "commits":
+        assert row.attempts == 4 and row.claimed_until == lease.until > until and not lease.lost
+    else:
+        assert row is None and lease.lost
+        assert (rows.get().attempts, rows.get().claimed_until) == (3, None)
