@@ -13,8 +13,9 @@ steps of their own, at their own times.
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.timesince import timesince, timeuntil
 
@@ -282,8 +283,9 @@ class TimelineEntry:
     detail: str = ""
     delivery: Delivery | None = None  # a delivery entry: its state, documents, reason, "Send again"
     documents: list[OrderDocument] = field(default_factory=list)  # the documents the delivery carried
+    tries: list[DeliveryAttempt] = field(default_factory=list)  # the delivery's calls to the service, oldest first
 
-    @property
+    @cached_property
     def loan_labels(self) -> list[str]:
         """The loan fields a delivery carried, in words ("Subject property", "Appraisal")."""
         loan = self.delivery.loan if self.delivery is not None and isinstance(self.delivery.loan, dict) else {}
@@ -306,12 +308,17 @@ class OrderHistory:
 
 def order_history(order: Order) -> OrderHistory:
     """Everything that happened to the order, oldest first (its steps and deliveries merged by time),
-    and its documents, in four queries however long the history: the steps, the deliveries with their
-    tries, every document of the order (a delivery's and the waiting ones: one read). Each is ordered
-    within the one order, so no query joins the order (the models' own ordering begins with it)."""
+    and its documents, in four queries however long the history: the steps, the deliveries, their
+    tries and every document of the order (a delivery's and the waiting ones), each read by the order
+    and handed to its delivery here, once for the page (a try and a document name their order as well
+    as their delivery). Each is ordered within the one order, so no query joins the order (the models'
+    own ordering begins with it)."""
     steps = order.steps.exclude(name__in=_DELIVERY_STEPS).order_by("created_at", "id")
-    tries = Prefetch("tries", queryset=DeliveryAttempt.objects.order_by("started_at", "id"))
-    deliveries = list(order.deliveries.prefetch_related(tries).order_by("created_at", "id"))
+    deliveries = list(order.deliveries.order_by("created_at", "id"))
+    tried: dict[int, list[DeliveryAttempt]] = {}
+    if deliveries:
+        for attempt in order.service_tries.order_by("started_at", "id"):
+            tried.setdefault(attempt.delivery_id, []).append(attempt)
     documents = list(order.attachments.order_by("position"))
     carried: dict[int, list[OrderDocument]] = {}
     for document in documents:
@@ -334,6 +341,7 @@ def order_history(order: Order) -> OrderHistory:
             detail=delivery.partner_status,
             delivery=delivery,
             documents=carried.get(delivery.pk, []),
+            tries=tried.get(delivery.pk, []),
         )
         for delivery in deliveries
     ]
