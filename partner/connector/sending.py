@@ -325,36 +325,48 @@ def _outcome_record(
     """The try recorded, the event delivered or to be tried again (or failed); with `hand_on`, a
     delivered event's place given on in the same transaction (`_place_hand_on`, what it returns)."""
     now = timezone.now()
-    attempts = event.attempts  # as the fence or the hand-on's take counted this try
     connection = Connection.objects.filter(pk=event.connection_id)
     with transaction.atomic():
         EventAttempt.objects.create(
             event=event, started_at=started_at, duration_ms=duration, status_code=status, answer=text, succeeded=ok
         )
-        if ok:
+        if not ok:
+            failure = _failure_record(event, lease, connection, status=status, text=text, now=now)
+        else:
             lease.release(
                 state=EventState.DELIVERED, delivered_at=now, last_error="", next_attempt_at=None, failing_since=None
             )
-            healthy = {"last_success_at": now, "failing_since": None, "consecutive_failures": 0}
-            connection.filter(_health_to_write(now)).update(**healthy)
-            return _place_hand_on(event) if hand_on else None
-        error = f"status {status}" if status is not None else text
-        failing_since = event.failing_since or now
-        again = EVENT_SENDS.next_try(tries=attempts, failing_since=failing_since, now=now, answered=status is not None)
-        connection.filter(failing_since__isnull=True).update(failing_since=now)
-        connection.update(last_failure_at=now, consecutive_failures=F("consecutive_failures") + 1)
-        if again is not None:
-            lease.release(last_error=outbound.kept(error), next_attempt_at=again, failing_since=failing_since)
-            _failure_log(event, error, attempts, f"again at {again:%Y-%m-%d %H:%M:%S} UTC")
-            return None
-        lease.release(
-            state=EventState.FAILED, last_error=outbound.kept(error), next_attempt_at=None, failing_since=failing_since
-        )
-        reason = f"{event.type} {event.message_id} failed after {attempts} tries ({error[:200]})"
-        if connection.filter(enabled=True).update(enabled=False, disabled_reason=reason):
-            connection_disabled_tell(Connection.objects.get(pk=event.connection_id), reason)
-    _failure_log(event, error, attempts, "given up, connection disabled")
-    return None
+            handed = _place_hand_on(event) if hand_on else None
+    if not ok:
+        _failure_log(event, *failure)
+        return None
+    # The connection's health in a statement of its own, after the commit: written in the transaction,
+    # its row stayed locked through the hand-on's statements and the commit, and the other sends in
+    # flight, whose UPDATE matched the same stale row, queued for that lock (docs/performance.md).
+    healthy = {"last_success_at": now, "failing_since": None, "consecutive_failures": 0}
+    connection.filter(_health_to_write(now)).update(**healthy)
+    return handed
+
+
+def _failure_record(event: Event, lease: Lease, connection, *, status, text: str, now) -> tuple[str, int, str]:
+    """A try that failed, in `_outcome_record`'s transaction: the event to be tried again, or failed
+    and its connection disabled (the reason told once this commits); what to log then."""
+    attempts = event.attempts  # as the fence or the hand-on's take counted this try
+    error = f"status {status}" if status is not None else text
+    failing_since = event.failing_since or now
+    again = EVENT_SENDS.next_try(tries=attempts, failing_since=failing_since, now=now, answered=status is not None)
+    connection.filter(failing_since__isnull=True).update(failing_since=now)
+    connection.update(last_failure_at=now, consecutive_failures=F("consecutive_failures") + 1)
+    if again is not None:
+        lease.release(last_error=outbound.kept(error), next_attempt_at=again, failing_since=failing_since)
+        return error, attempts, f"again at {again:%Y-%m-%d %H:%M:%S} UTC"
+    lease.release(
+        state=EventState.FAILED, last_error=outbound.kept(error), next_attempt_at=None, failing_since=failing_since
+    )
+    reason = f"{event.type} {event.message_id} failed after {attempts} tries ({error[:200]})"
+    if connection.filter(enabled=True).update(enabled=False, disabled_reason=reason):
+        connection_disabled_tell(Connection.objects.get(pk=event.connection_id), reason)
+    return error, attempts, "given up, connection disabled"
 
 
 # A delivered send writes its connection's health when it changes, or when the last success it

@@ -89,23 +89,31 @@ class Lease:
     def _mine(self) -> models.QuerySet:
         return self._rows.filter(claimed_until=self.until)
 
+    def _renewal(self, write: Callable[[datetime, datetime], object]):
+        """One renewal, under the lease's lock: `write(now, until)` writes it in the database and
+        answers something true when the row was this worker's. The lease then runs to `until`, on the
+        database's clock and this worker's; otherwise, or when `write` raises (the database away), it
+        is lost. What `write` answered."""
+        started, now = time.monotonic(), timezone.now()
+        until = lease_until(now)
+        try:
+            written = write(now, until)
+        except Exception:
+            self.lost = True
+            raise
+        if written:
+            self.until = until
+            self._held_until = started + lease_seconds()
+        else:
+            self.lost = True
+        return written
+
     def renew(self, **updates) -> bool:
         """Push the end of the lease LEASE_SECONDS ahead (with `updates`); False when it is lost."""
         with self._lock:
             if self.lost:
                 return False
-            started, until = time.monotonic(), lease_until()
-            try:
-                renewed = self._mine().update(claimed_until=until, **updates) > 0
-            except Exception:
-                self.lost = True
-                raise
-            if renewed:
-                self.until = until
-                self._held_until = started + lease_seconds()
-            else:
-                self.lost = True
-            return renewed
+            return self._renewal(lambda now, until: self._mine().update(claimed_until=until, **updates) > 0)
 
     def confirm(self, **updates) -> None:
         """The fence before a call that changes another system's state: confirm in the database that
@@ -128,24 +136,18 @@ class Lease:
         committed row; and it writes only where the lease is this worker's: on a row still free (the
         taking rolled back) or taken by another meanwhile, nothing changes and the answer is None."""
         model = self._rows.model
-        with self._lock:
-            if self.lost:
-                return None
-            started, now = time.monotonic(), timezone.now()
-            until = lease_until(now)
-            mine = Q(claimed_until=self.until)
 
-            def if_mine(name: str, value) -> Case:
-                return Case(When(mine, then=value), default=F(name), output_field=model._meta.get_field(name))
-
-            writes = {name: if_mine(name, value) for name, value in {"claimed_until": until, **updates}.items()}
+        def write(now: datetime, until: datetime) -> models.Model | None:
+            mine = Q(claimed_until=self.until)  # read under the lock: the renewing thread moves it
+            writes = {
+                name: Case(When(mine, then=value), default=F(name), output_field=model._meta.get_field(name))
+                for name, value in {"claimed_until": until, **updates}.items()
+            }
             rows = update_returning(self._rows.filter(mine | lease_free(now)), **writes)
-            if not rows or rows[0].claimed_until != until:
-                self.lost = True
-                return None
-            self.until = until
-            self._held_until = started + lease_seconds()
-            return rows[0]
+            return rows[0] if rows and rows[0].claimed_until == until else None
+
+        with self._lock:
+            return None if self.lost else self._renewal(write)
 
     def held(self) -> None:
         """The fence on this worker's own clock, for the instant before a call's first byte leaves

@@ -454,6 +454,30 @@ def test_a_send_that_wants_the_event_another_is_taking_waits_for_its_commit_and_
     assert set(Event.objects.values_list("state", flat=True)) == {EventState.DELIVERED}
 
 
+@ON_POSTGRESQL
+def test_a_send_handing_its_place_on_holds_no_lock_on_its_connection(
+    order, fake_platform, connected_product, system, settings, tasks_sent, monkeypatch
+):
+    """A delivered send writes its connection's health after its outcome's commit, in a statement of
+    its own: while it hands its place on (that transaction open), another send's write of the same
+    row goes through at once. Written in the transaction, the row stayed locked until the commit, and
+    every send in flight that found the health stale queued for it."""
+    from tests.helpers.interleaving import Actor, Pause
+
+    first, _, _ = _two_sends_and_one_waiting(fake_platform, connected_product, settings, tasks_sent, monkeypatch)
+    Connection.objects.update(last_success_at=None)  # stale: the send writes its health
+    with Pause("events.next_chosen", when=_thread_named("sender")) as chosen:
+        sender = Actor(lambda: sending.events_send(event_id=first["event_id"], lease_until=_until(first)), name="sender")
+        chosen.reached()  # delivered, the next event chosen, the outcome's transaction open
+        with transaction.atomic():
+            with db_connection.cursor() as cursor:
+                cursor.execute("SET LOCAL lock_timeout = '2s'")
+            assert Connection.objects.update(consecutive_failures=0) == 1  # another send's write
+        chosen.resume()
+    assert sender.outcome() >= 1
+    assert Connection.objects.get().last_success_at is not None  # written, after the commit
+
+
 def test_a_send_s_relay_runs_in_its_process_s_housekeeping_loop_where_one_runs(order, system, tasks_sent):
     """A send that ends wakes its process's relay instead of taking the relay's lock in the task's
     thread, where a loop of this process runs the relay; where none does (a web worker, a prefork
@@ -583,7 +607,8 @@ def test_a_send_is_two_statements_before_its_post_and_one_transaction_after(orde
     waits bench: 11-12 a send, docs/performance.md "The events' send in fewer statements"). An event
     the relay handed out: one fenced UPDATE that counts its try and its connection read; an event
     handed on: none, its take in the transaction before was its fence; then the try recorded, the
-    event released, its connection's health and the next one's choice and take, in one transaction."""
+    event released and the next one's choice and take in one transaction, then its connection's health
+    in a statement of its own (its row locked for that statement only)."""
     from django.db import connection as db
     from django.test.utils import CaptureQueriesContext
 
@@ -602,10 +627,10 @@ def test_a_send_is_two_statements_before_its_post_and_one_transaction_after(orde
     statements = [query["sql"].split(" ")[0] for query in queries.captured_queries]
     assert posted == [2, 2 + 7], statements
     assert statements[:2] == ["UPDATE", "SELECT"]  # the fence (the try counted) and the connection
-    # The record and the hand-on (the order's next event chosen and taken); the second send's own
-    # record, with nothing to hand on (none of its order, none of another).
-    assert statements[2:9] == ["BEGIN", "INSERT", "UPDATE", "UPDATE", "SELECT", "UPDATE", "COMMIT"]
-    assert statements[9:] == ["BEGIN", "INSERT", "UPDATE", "UPDATE", "SELECT", "SELECT", "COMMIT"]
+    # The record and the hand-on (the order's next event chosen and taken), then the health; the
+    # second send's own record, with nothing to hand on (none of its order, none of another).
+    assert statements[2:9] == ["BEGIN", "INSERT", "UPDATE", "SELECT", "UPDATE", "COMMIT", "UPDATE"]
+    assert statements[9:] == ["BEGIN", "INSERT", "UPDATE", "SELECT", "SELECT", "COMMIT", "UPDATE"]
     assert list(Event.objects.values_list("attempts", flat=True)) == [1, 1]
 
 

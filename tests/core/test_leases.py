@@ -215,6 +215,42 @@ def test_a_lease_not_given_back_while_the_database_is_away_runs_out_instead():
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("renewal", ["renew", "confirm_taken"])
+def test_a_renewal_the_database_could_not_answer_leaves_the_lease_lost(renewal):
+    """A renewal (`renew`, or the fence of a lease taken, `confirm_taken`) cut off from the database
+    raises, and the lease is lost: the worker cannot prove it any longer, so its next fence refuses
+    even once the database is back."""
+    from django.db import connections
+    from django.db.models import F
+
+    from tests.helpers.ports import free_port
+
+    order = Order.objects.create(transaction_id=f"t-renewal-away-{renewal}")
+    lease = lease_take(Order.objects.filter(pk=order.pk))
+    outcome = {}
+
+    def worker_cut_off():  # its own connection, to a PostgreSQL nobody listens for
+        away = connections["default"]
+        away.settings_dict = {**away.settings_dict, "PORT": free_port()}
+        try:
+            updates = {"attempts": F("attempts") + 1} if renewal == "confirm_taken" else {}
+            outcome["answered"] = getattr(lease, renewal)(**updates)
+        except Exception as exc:  # noqa: BLE001 - the test reports it
+            outcome["raised"] = exc
+        finally:
+            away.close()
+
+    thread = threading.Thread(target=worker_cut_off)
+    thread.start()
+    thread.join(timeout=30)
+
+    assert "raised" in outcome and lease.lost
+    with pytest.raises(LeaseLost):
+        lease.confirm()
+    assert Order.objects.get(pk=order.pk).claimed_until == lease.until  # nothing written: it runs out
+
+
+@pytest.mark.django_db
 def test_a_lease_is_held_on_the_worker_s_own_clock_until_it_may_have_run_out(settings):
     """`Lease.held`, the fence right before a call's first byte: a worker paused past its lease with
     no renewal (its renewal thread pauses with it) is stopped; a renewal proves it again."""

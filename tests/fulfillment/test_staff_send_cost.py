@@ -121,6 +121,16 @@ def test_lines_written_in_a_committed_transaction_are_written_once(waiting):
     assert list(waiting.steps.order_by("id").values_list("name", flat=True))[before:] == ["one", "two"]
 
 
+def test_a_line_recorded_as_the_transaction_commits_is_kept_for_the_batch_s_end(waiting):
+    before = waiting.steps.count()
+    with steps_batched():
+        step_record(waiting, "one")
+        with steps_atomic():
+            transaction.on_commit(lambda: step_record(waiting, "at the commit"))
+        assert waiting.steps.count() == before + 1
+    assert list(waiting.steps.order_by("id").values_list("name", flat=True))[before:] == ["one", "at the commit"]
+
+
 def test_lines_written_in_a_nested_transaction_are_the_outer_one_s(waiting):
     """Written once, with the outer transaction's work, and gone with it if it rolls back."""
     before = waiting.steps.count()

@@ -67,7 +67,7 @@ def steps_atomic():
         if held:
             OrderStep.objects.bulk_create([copy.copy(step) for step in held])  # the held ones stay unsaved
     if held:
-        batch[:] = [step for step in batch if not any(step is written for written in held)]
+        del batch[: len(held)]  # a batch grows only at its end (`step_record`): what was written is its start
 
 
 def first_time(field: str, now):
