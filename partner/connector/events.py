@@ -239,6 +239,30 @@ def _routed_to(order: Order) -> Connection | None:
         return None
 
 
+def _routed(order_id: int) -> bool:
+    """Whether the order was routed at all (one small statement), remembered for the rest of an
+    announcing transaction (`announcements.atomic`: a callback's confirmation and completion ask
+    once). That transaction holds the order's lock, and a route is recorded only under it (at the
+    order's acknowledgement, which tells this memory, `_route_known`; by a product's hand-over, of
+    orders routed already): "not routed" stays true to the block's end. "Routed" is only where to
+    look: the order is then read with its route (`_order_read`), so a route gone since (its
+    connection deleted, a savepoint rolled back) sends no event."""
+    memory = announcements.remembered(__name__)
+    if memory is not None and order_id in memory:
+        return memory[order_id]
+    routed = OrderRoute.objects.filter(order_id=order_id).exists()
+    if memory is not None:
+        memory[order_id] = routed
+    return routed
+
+
+def _route_known(order_id: int, *, routed: bool) -> None:
+    """The acknowledgement's answer to "routed?", for the rest of an announcing transaction."""
+    memory = announcements.remembered(__name__)
+    if memory is not None:
+        memory[order_id] = routed
+
+
 def order_announced_receive(sender, *, order_id: int, what: str, delivery_id: int | None = None, **kwargs) -> None:
     """The receiver of the fulfillment's announcements (connected in `ConnectorConfig.ready`).
 
@@ -249,13 +273,14 @@ def order_announced_receive(sender, *, order_id: int, what: str, delivery_id: in
     query and nothing is stored: an automated order costs nothing (a partner that switches its last
     connected product back to staff work stops its routed orders' events with it; the API still
     serves them to their connection). Else a later move asks whether the order was routed at all
-    (one small statement: a staff-worked order beside connected ones stops there), and a routed
-    order, or an acknowledgement, is read in one statement with its route, its connection and the
-    people an event names; the delivery is read when one is announced."""
+    (one small statement, once per announcing transaction: a staff-worked order beside connected
+    ones stops there), and a routed order, or an acknowledgement, is read in one statement with its
+    route, its connection and the people an event names; the delivery is read when one is
+    announced."""
     event_type = EVENT_OF.get(what)
     if event_type is None or not catalog_connected():
         return
-    if what != announcements.ACKNOWLEDGED and not OrderRoute.objects.filter(order_id=order_id).exists():
+    if what != announcements.ACKNOWLEDGED and not _routed(order_id):
         return  # never routed: no event (reading the whole order first costs three times this)
     order = _order_read(order_id)
     if order is None:
@@ -267,6 +292,8 @@ def order_announced_receive(sender, *, order_id: int, what: str, delivery_id: in
             # One statement (INSERT … ON CONFLICT DO NOTHING): a route recorded meanwhile stays as it is.
             route = OrderRoute(order_id=order_id, connection=connection)
             OrderRoute.objects.bulk_create([route], ignore_conflicts=True)
+    if what == announcements.ACKNOWLEDGED:
+        _route_known(order_id, routed=connection is not None)
     if connection is None:
         return
     data = {}

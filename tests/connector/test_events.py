@@ -1,6 +1,8 @@
 """The connector's events, rule by rule: made from the fulfillment's announcements in the
 transaction that made them, for connected orders only, as the connection wants them."""
 
+import contextlib
+
 import pytest
 from django.core.cache import cache
 from django.db import transaction
@@ -291,6 +293,54 @@ def test_an_order_never_routed_costs_one_small_statement_beside_a_connected_prod
         announcements.order_announce(order_id=order.pk, what=announcements.COMPLETED)
     assert cache_reads == [CONNECTED_CACHE_KEY]
     assert events(order) == []
+
+
+def test_an_announcing_transaction_asks_whether_an_order_is_routed_once(
+    fake_platform, connection, django_assert_num_queries
+):
+    # A callback's confirmation and completion, under the order's lock (`announcements.atomic`).
+    product_create(name="inspection", fulfiller="staff_worked")
+    order = connected_order(fake_platform, transaction_id="txn-staff-4", product_name="inspection")
+    catalog_connected()
+    # Is it routed? No, and the second announcement knows it.
+    with announcements.atomic(), django_assert_num_queries(1):
+        announcements.order_announce(order_id=order.pk, what=announcements.DELIVERY_CONFIRMED)
+        announcements.order_announce(order_id=order.pk, what=announcements.COMPLETED)
+    assert events(order) == []
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("ends", ["commits", "rolls back"])
+def test_what_an_announcing_transaction_remembers_ends_with_it(fake_platform, connection, ends):
+    """The next transaction asks again, whether the one that remembered committed or rolled back."""
+
+    class Undone(Exception):
+        pass
+
+    product_create(name="inspection", fulfiller="staff_worked")
+    order = connected_order(fake_platform, transaction_id="txn-staff-5", product_name="inspection")
+    ended = pytest.raises(Undone) if ends == "rolls back" else contextlib.nullcontext()
+    with ended, announcements.atomic():
+        announcements.order_announce(order_id=order.pk, what=announcements.DELIVERY_CONFIRMED)  # not routed
+        if ends == "rolls back":
+            raise Undone
+    OrderRoute.objects.create(order=order, connection=connection)  # as a hand-over would, later
+    with announcements.atomic():
+        announcements.order_announce(order_id=order.pk, what=announcements.COMPLETED)
+    assert [e.type for e in events(order)] == ["order.completed"]
+
+
+def test_an_acknowledgement_in_an_announcing_transaction_tells_what_it_routed(fake_platform, order, connection):
+    # An order not routed yet (as before its acknowledgement) is asked about, then acknowledged in
+    # the same transaction: the later announcements go to the route the acknowledgement recorded.
+    OrderRoute.objects.filter(order=order).delete()
+    Event.objects.filter(order=order).delete()
+    with announcements.atomic():
+        announcements.order_announce(order_id=order.pk, what=announcements.DELIVERY_CONFIRMED)  # not routed
+        announcements.order_announce(order_id=order.pk, what=announcements.ACKNOWLEDGED)
+        announcements.order_announce(order_id=order.pk, what=announcements.COMPLETED)
+    assert OrderRoute.objects.get(order=order).connection == connection
+    assert [e.type for e in events(order)] == ["order.created", "order.completed"]
 
 
 @pytest.mark.parametrize(

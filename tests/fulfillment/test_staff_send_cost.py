@@ -42,10 +42,11 @@ ENTITLEMENTS = {
 # the lease released where nothing waits (1).
 SEND = 15
 # The callback naming its response version (the platform's does): the order locked, the delivery
-# confirmed, the earlier ones the service processed before it confirmed (2), the two announcements'
-# "is it routed?" (2), the order settled, the history lines, in one transaction (7, and BEGIN and
-# COMMIT). The callback's task adds its lease and its end (2) and the GET of the event.
-CALLBACK = 7
+# confirmed with the earlier ones the service processed before it (1), the two announcements' "is it
+# routed?" (1: the second remembers the first's answer), the order settled, the history lines, in
+# one transaction (5, and BEGIN and COMMIT). The callback's task adds its lease and its end (2) and
+# the GET of the event.
+CALLBACK = 5
 
 
 class Upload(io.BytesIO):

@@ -295,6 +295,24 @@ def test_a_partial_then_a_final_delivery_each_with_its_documents(fake_platform, 
     assert set(order.deliveries.values_list("state", flat=True)) == {DeliveryState.CONFIRMED}
 
 
+def test_a_callback_naming_a_version_we_have_no_record_of_confirms_the_oldest_accepted_only(
+    fake_platform, order, appraiser
+):
+    # The acknowledgement (version 1) and a status update (version 2) accepted, neither confirmed.
+    staff.order_take(order_id=order.pk, user=appraiser)
+    update = staff.status_update_post(order_id=order.pk, text="Inspection booked", user=appraiser)
+    assert deliveries_sent(order_id=order.pk) == 1
+    acknowledgement = order.deliveries.get(kind=DeliveryKind.ACKNOWLEDGEMENT)
+    assert [acknowledgement.sequence, Delivery.objects.get(pk=update.pk).sequence] == [1, 2]
+
+    processed(fake_platform, "ev-1", version=9)  # not one of ours: as if it named none
+
+    assert Delivery.objects.get(pk=acknowledgement.pk).state == DeliveryState.CONFIRMED
+    assert Delivery.objects.get(pk=update.pk).state == DeliveryState.SENT  # not before version 9: its own callback's
+    processed(fake_platform, "ev-2", version=2)
+    assert Delivery.objects.get(pk=update.pk).state == DeliveryState.CONFIRMED
+
+
 def test_nothing_can_be_done_after_the_final_delivery(order, appraiser):
     staff.order_take(order_id=order.pk, user=appraiser)
     staff.delivery_request(order_id=order.pk, final=True, user=appraiser)

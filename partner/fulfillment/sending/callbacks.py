@@ -17,8 +17,7 @@ them. Each callback takes the order's lock first
 accepted PATCHes, N callbacks, N confirmations, however they interleave.
 """
 
-from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from partner.core.checkpoints import checkpoint
@@ -49,20 +48,44 @@ def _response_version(raw: dict):
     return None
 
 
-def _confirm(rows, *, now, event_id: str) -> Delivery | None:
-    """Confirm the first delivery of `rows` (one UPDATE … RETURNING); None when none may be."""
-    # Never twice for one event (its task run again, a replay): it names the delivery it confirmed.
+def _confirmable(rows, *, event_id: str):
+    """The deliveries of `rows` the event may confirm: those the table lets be confirmed, and none
+    once the event confirmed one of the order's (its task run again, a replay: it names the delivery
+    it confirmed)."""
     rows = rows.filter(state__in=DELIVERY_MOVES[DeliveryState.CONFIRMED])
     if event_id:
         rows = rows.filter(~Exists(Delivery.objects.filter(order=OuterRef("order"), confirmed_by=event_id)))
-    first = rows.values("pk")[:1]
-    confirmed = delivery_move_returning(
-        Delivery.objects.filter(pk__in=first),
-        DeliveryState.CONFIRMED,
-        confirmed_at=now,
-        confirmed_by=event_id,
-        updated_at=now,
+    return rows
+
+
+def _confirmed(rows, *, now, event_id: str) -> list[Delivery]:
+    """Confirm the deliveries of `rows` by the event (one UPDATE … RETURNING)."""
+    return delivery_move_returning(
+        rows, DeliveryState.CONFIRMED, confirmed_at=now, confirmed_by=event_id, updated_at=now
     )
+
+
+def _version_confirm(deliveries, *, version: int, now, event_id: str) -> tuple[Delivery | None, list[Delivery]]:
+    """Confirm the delivery of the named version and, with it, the earlier ones (tried, a lower
+    version) not yet confirmed, in one UPDATE … RETURNING: the service processes our responses in
+    order, so those it processed before this version were processed too, even if their callbacks
+    come later (they then change nothing). Nothing when the named one may not be confirmed. A
+    version is one delivery's: the sender writes the next only once one was accepted. Returns the
+    named one (None: nothing confirmed) and the earlier ones, in the order of their PATCHes."""
+    rows = _confirmable(deliveries, event_id=event_id)
+    processed = rows.filter(Q(sequence=version) | Q(sequence__lt=version, attempts__gt=0))
+    confirmed = _confirmed(processed.filter(Exists(rows.filter(sequence=version))), now=now, event_id=event_id)
+    named = [delivery for delivery in confirmed if delivery.sequence == version]
+    earlier = sorted((delivery for delivery in confirmed if delivery.sequence != version), key=lambda d: d.sequence)
+    return (named[0] if named else None), earlier
+
+
+def _oldest_confirm(deliveries, *, now, event_id: str) -> Delivery | None:
+    """Confirm the oldest delivery the service accepted (its PATCH's version written, before the
+    PATCH, and tried), in one UPDATE … RETURNING; None when none may be."""
+    accepted = _confirmable(deliveries, event_id=event_id).filter(sequence__isnull=False, attempts__gt=0)
+    first = accepted.order_by("sequence", "id").values("pk")[:1]
+    confirmed = _confirmed(Delivery.objects.filter(pk__in=first), now=now, event_id=event_id)
     return confirmed[0] if confirmed else None
 
 
@@ -72,7 +95,9 @@ def delivery_confirm(*, transaction_id: str, event_id: str, version=None) -> Del
     has not confirmed (sent, or PATCHed and not yet recorded). The order is then settled
     (`order_settle`). An event applied once (its delivery records it, `confirmed_by`) changes
     nothing when it comes again, nor does a callback that finds nothing to confirm."""
-    with transaction.atomic():  # the confirmation, the order's move and what they announce, together
+    # The confirmation, the order's move and what they announce, together, under the order's lock:
+    # the announcements' receivers may remember what they read for the transaction (`atomic`).
+    with announcements.atomic():
         order_id = order_lock(Order.objects.filter(transaction_id=transaction_id))
         if order_id is None:
             return None
@@ -85,30 +110,20 @@ def delivery_confirm(*, transaction_id: str, event_id: str, version=None) -> Del
 def _delivery_confirm(*, order_id: int, event_id: str, version) -> Delivery | None:
     now = timezone.now()
     deliveries = Delivery.objects.filter(order=order_id)
-    delivery = None
+    delivery, earlier = None, []
     if version is not None:
-        delivery = _confirm(deliveries.filter(sequence=version), now=now, event_id=event_id)
+        delivery, earlier = _version_confirm(deliveries, version=version, now=now, event_id=event_id)
         if delivery is None and deliveries.filter(sequence=version, state=DeliveryState.CONFIRMED).exists():
             return None  # a replay: its delivery is confirmed
     if delivery is None:
-        # The oldest the service accepted: its PATCH's version written (before the PATCH), and tried.
-        accepted = deliveries.filter(sequence__isnull=False, attempts__gt=0).order_by("sequence", "id")
-        delivery = _confirm(accepted, now=now, event_id=event_id)
+        delivery = _oldest_confirm(deliveries, now=now, event_id=event_id)
     if delivery is None:
         if not deliveries.filter(state=DeliveryState.CONFIRMED).exists():
             step_record(Order(pk=order_id), "event", f"processed ({event_id}), no delivery waiting for it")
         return None
-    earlier = []
-    if version is not None:
-        # The service processes our responses in order: the one it processed before this version
-        # were processed too, even if their callbacks come later (they then change nothing). So
-        # every confirmation is announced, and in the order of the PATCHes, before the completion.
-        accepted = deliveries.filter(sequence__lt=delivery.sequence, attempts__gt=0)
-        earlier = delivery_move_returning(
-            accepted, DeliveryState.CONFIRMED, confirmed_at=now, confirmed_by=event_id, updated_at=now
-        )
+    # Every confirmation is announced, and in the order of the PATCHes, before the completion.
     order = None
-    for confirmed in [*sorted(earlier, key=lambda d: d.sequence), delivery]:
+    for confirmed in [*earlier, delivery]:
         if confirmed.sent_at is None:
             # Before the sender's record of its PATCH: what the acceptance means comes first (an
             # acknowledgement's announcement before its confirmation's), and the record adds nothing.
