@@ -467,7 +467,9 @@ def test_a_send_handing_its_place_on_holds_no_lock_on_its_connection(
     first, _, _ = _two_sends_and_one_waiting(fake_platform, connected_product, settings, tasks_sent, monkeypatch)
     Connection.objects.update(last_success_at=None)  # stale: the send writes its health
     with Pause("events.next_chosen", when=_thread_named("sender")) as chosen:
-        sender = Actor(lambda: sending.events_send(event_id=first["event_id"], lease_until=_until(first)), name="sender")
+        sender = Actor(
+            lambda: sending.events_send(event_id=first["event_id"], lease_until=_until(first)), name="sender"
+        )
         chosen.reached()  # delivered, the next event chosen, the outcome's transaction open
         with transaction.atomic():
             with db_connection.cursor() as cursor:
