@@ -176,26 +176,20 @@ def test_a_lease_renewed_meanwhile_is_not_freed():
     assert order.claimed_until > timezone.now()
 
 
-@pytest.mark.django_db
-def test_a_lease_not_given_back_while_the_database_is_away_runs_out_instead():
-    """`lease_give_back` in a worker that cannot reach the database: nothing written, nothing raised
-    (the lease runs out and the row is handed back as a dead worker's); any other error still raises."""
-    import threading
-
+def _cut_off_from_the_database(call) -> dict:
+    """`call()` in a worker thread whose own connection goes to a PostgreSQL nobody listens for:
+    {"answered": what it returned} or {"raised": the exception}."""
     from django.db import connections
 
-    from partner.core.leases import lease_give_back
     from tests.helpers.ports import free_port
 
-    order = Order.objects.create(transaction_id="t-database-away")
-    lease = lease_take(Order.objects.filter(pk=order.pk))
     outcome = {}
 
-    def worker_cut_off():  # its own connection, to a PostgreSQL nobody listens for
+    def worker_cut_off():
         away = connections["default"]
         away.settings_dict = {**away.settings_dict, "PORT": free_port()}
         try:
-            outcome["given back"] = lease_give_back(lease, last_error="done")
+            outcome["answered"] = call()
         except Exception as exc:  # noqa: BLE001 - the test reports it
             outcome["raised"] = exc
         finally:
@@ -204,8 +198,19 @@ def test_a_lease_not_given_back_while_the_database_is_away_runs_out_instead():
     thread = threading.Thread(target=worker_cut_off)
     thread.start()
     thread.join(timeout=30)
+    return outcome
 
-    assert outcome == {"given back": False}
+
+@pytest.mark.django_db
+def test_a_lease_not_given_back_while_the_database_is_away_runs_out_instead():
+    """`lease_give_back` in a worker that cannot reach the database: nothing written, nothing raised
+    (the lease runs out and the row is handed back as a dead worker's); any other error still raises."""
+    from partner.core.leases import lease_give_back
+
+    order = Order.objects.create(transaction_id="t-database-away")
+    lease = lease_take(Order.objects.filter(pk=order.pk))
+
+    assert _cut_off_from_the_database(lambda: lease_give_back(lease, last_error="done")) == {"answered": False}
     order.refresh_from_db()
     assert order.claimed_until == lease.until and order.last_error == ""  # still held: it will run out
 
@@ -220,29 +225,13 @@ def test_a_renewal_the_database_could_not_answer_leaves_the_lease_lost(renewal):
     """A renewal (`renew`, or the fence of a lease taken, `confirm_taken`) cut off from the database
     raises, and the lease is lost: the worker cannot prove it any longer, so its next fence refuses
     even once the database is back."""
-    from django.db import connections
     from django.db.models import F
-
-    from tests.helpers.ports import free_port
 
     order = Order.objects.create(transaction_id=f"t-renewal-away-{renewal}")
     lease = lease_take(Order.objects.filter(pk=order.pk))
-    outcome = {}
+    updates = {"attempts": F("attempts") + 1} if renewal == "confirm_taken" else {}
 
-    def worker_cut_off():  # its own connection, to a PostgreSQL nobody listens for
-        away = connections["default"]
-        away.settings_dict = {**away.settings_dict, "PORT": free_port()}
-        try:
-            updates = {"attempts": F("attempts") + 1} if renewal == "confirm_taken" else {}
-            outcome["answered"] = getattr(lease, renewal)(**updates)
-        except Exception as exc:  # noqa: BLE001 - the test reports it
-            outcome["raised"] = exc
-        finally:
-            away.close()
-
-    thread = threading.Thread(target=worker_cut_off)
-    thread.start()
-    thread.join(timeout=30)
+    outcome = _cut_off_from_the_database(lambda: getattr(lease, renewal)(**updates))
 
     assert "raised" in outcome and lease.lost
     with pytest.raises(LeaseLost):
