@@ -314,6 +314,21 @@ def tasks_sent(monkeypatch):
 
 
 @pytest.fixture
+def ratelimit_clock(monkeypatch):
+    """The clock of django-ratelimit's windows held at the test's start, for a test that counts
+    requests up to a limit: its windows are fixed, and one that ended between the test's requests
+    would start the count again (the request meant to be refused goes through). The live server's
+    threads read the same clock."""
+    import time
+    from types import SimpleNamespace
+
+    import django_ratelimit.core
+
+    now = time.time()
+    monkeypatch.setattr(django_ratelimit.core, "time", SimpleNamespace(time=lambda: now))
+
+
+@pytest.fixture
 def staff(client, django_user_model):
     """The test client signed in to the admin as a superuser."""
     user = django_user_model.objects.create_superuser("staff", "staff@partner.example", "staff-password-1")

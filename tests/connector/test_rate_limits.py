@@ -8,7 +8,7 @@ from partner.connector.services import connection_create
 from partner.fulfillment.models import Delivery, DeliveryKind
 from tests.helpers.connector import ApiClient
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("ratelimit_clock")]
 
 
 @pytest.fixture(autouse=True)

@@ -83,7 +83,7 @@ def test_a_secret_kept_under_an_older_hash_or_key_is_kept_again_under_the_curren
     assert token(client, created.client_id, created.client_secret).status_code == 200
 
 
-def test_token_requests_are_limited_per_client_id_whatever_the_address(client, connection, settings):
+def test_token_requests_are_limited_per_client_id_whatever_the_address(client, connection, settings, ratelimit_clock):
     settings.RATELIMIT_API_TOKEN = "3/m"
     created = connection.created
     for n in range(3):
@@ -94,7 +94,7 @@ def test_token_requests_are_limited_per_client_id_whatever_the_address(client, c
     assert token(client, "another-client-id", "guess", address="192.0.2.98").status_code == 401  # its own count
 
 
-def test_an_ipv6_client_counts_by_its_64_whatever_the_client_ids(client, connection, settings):
+def test_an_ipv6_client_counts_by_its_64_whatever_the_client_ids(client, connection, settings, ratelimit_clock):
     settings.RATELIMIT_API_TOKEN = "3/m"
     for n in range(3):
         assert token(client, f"guessed-id-{n}", "guess", address=f"2001:db8:1:2::{n + 1}").status_code == 401

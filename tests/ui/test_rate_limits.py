@@ -3,16 +3,14 @@
 Found by a probe: 300 wrong partner access tokens in 3 s were all proxied to the service. Past the
 limit the answer is 429 with Retry-After and the `errors` shape, and the service is not called (the
 sandbox on the live server would record the call in `service_calls`). Each test sets a small rate and
-uses addresses of its own; the `clock` of the windows stands still, so that no window ends mid-test,
-except in the last test, which waits out a real one.
+uses addresses of its own; the clock of the windows stands still (`ratelimit_clock`), so that no
+window ends mid-test, except in the last test, which waits out a real one.
 """
 
 import itertools
 import random
 import time
-from types import SimpleNamespace
 
-import django_ratelimit.core
 import pytest
 
 from partner.sandbox.origins import origin_create
@@ -26,13 +24,6 @@ _NEXT = itertools.count(1)
 
 def new_address() -> str:
     return f"10.{_RUN}.{next(_NEXT)}.7"
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    """The clock of django-ratelimit's windows, held at the test's start."""
-    now = time.time()
-    monkeypatch.setattr(django_ratelimit.core, "time", SimpleNamespace(time=lambda: now))
 
 
 def launched(seed):
@@ -64,7 +55,7 @@ def assert_limited(response) -> int:
 
 
 def test_wrong_tokens_past_the_limit_answer_429_and_never_reach_the_service(
-    demo, client, service_calls, settings, clock
+    demo, client, service_calls, settings, ratelimit_clock
 ):
     settings.RATELIMIT_ORIGIN = "5/m"
     origin_id, token = launched(demo)
@@ -81,7 +72,7 @@ def test_wrong_tokens_past_the_limit_answer_429_and_never_reach_the_service(
     assert len(service_calls) == asked
 
 
-def test_the_pages_reads_share_the_count(demo, client, service_calls, settings, clock):
+def test_the_pages_reads_share_the_count(demo, client, service_calls, settings, ratelimit_clock):
     settings.RATELIMIT_ORIGIN = "2/m"
     client.handler.enforce_csrf_checks = False
     origin_id, token = launched(demo)
@@ -97,7 +88,7 @@ def test_the_pages_reads_share_the_count(demo, client, service_calls, settings, 
     assert len(service_calls) == asked
 
 
-def test_another_address_is_not_limited(demo, client, service_calls, settings, clock):
+def test_another_address_is_not_limited(demo, client, service_calls, settings, ratelimit_clock):
     settings.RATELIMIT_ORIGIN = "1/m"
     origin_id, token = launched(demo)
     limited, other = new_address(), new_address()

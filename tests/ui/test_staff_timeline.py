@@ -8,11 +8,9 @@ limit. The orders are made as the pipeline and the staff make them (`tests/helpe
 
 import itertools
 import random
-import time
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 
-import django_ratelimit.core
 import pytest
 from django.core.files.base import ContentFile
 from django.db import connection
@@ -412,9 +410,7 @@ def test_the_download_checks_the_origin_as_the_poll_does(demo, client, delivered
     assert response.status_code == 400 and PDF not in response.content
 
 
-def test_downloads_and_polls_share_one_rate_limit(client, delivered, origin, settings, monkeypatch):
-    now = time.time()  # the windows' clock stands still, so that none ends mid-test
-    monkeypatch.setattr(django_ratelimit.core, "time", SimpleNamespace(time=lambda: now))
+def test_downloads_and_polls_share_one_rate_limit(client, delivered, origin, settings, ratelimit_clock):
     settings.RATELIMIT_ORIGIN = "3/m"
     address = {"REMOTE_ADDR": f"10.{_RUN}.{next(_NEXT)}.9"}
 
