@@ -330,13 +330,13 @@ def _outcome_record(
         EventAttempt.objects.create(
             event=event, started_at=started_at, duration_ms=duration, status_code=status, answer=text, succeeded=ok
         )
-        if not ok:
-            failure = _failure_record(event, lease, connection, status=status, text=text, now=now)
-        else:
+        if ok:
             lease.release(
                 state=EventState.DELIVERED, delivered_at=now, last_error="", next_attempt_at=None, failing_since=None
             )
             handed = _place_hand_on(event) if hand_on else None
+        else:
+            failure = _failure_record(event, lease, connection, status=status, text=text, now=now)
     if not ok:
         _failure_log(event, *failure)
         return None

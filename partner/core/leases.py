@@ -90,30 +90,30 @@ class Lease:
         return self._rows.filter(claimed_until=self.until)
 
     def _renewal(self, write: Callable[[datetime, datetime], object]):
-        """One renewal, under the lease's lock: `write(now, until)` writes it in the database and
-        answers something true when the row was this worker's. The lease then runs to `until`, on the
-        database's clock and this worker's; otherwise, or when `write` raises (the database away), it
-        is lost. What `write` answered."""
-        started, now = time.monotonic(), timezone.now()
-        until = lease_until(now)
-        try:
-            written = write(now, until)
-        except Exception:
-            self.lost = True
-            raise
-        if written:
-            self.until = until
-            self._held_until = started + lease_seconds()
-        else:
-            self.lost = True
-        return written
+        """One renewal, under the lease's lock, unless the lease is lost already (None): `write(now,
+        until)` writes it in the database and answers something true when the row was this worker's.
+        The lease then runs to `until`, on the database's clock and this worker's; otherwise, or when
+        `write` raises (the database away), it is lost. What `write` answered."""
+        with self._lock:
+            if self.lost:
+                return None
+            started, now = time.monotonic(), timezone.now()
+            until = lease_until(now)
+            try:
+                written = write(now, until)
+            except Exception:
+                self.lost = True
+                raise
+            if written:
+                self.until = until
+                self._held_until = started + lease_seconds()
+            else:
+                self.lost = True
+            return written
 
     def renew(self, **updates) -> bool:
         """Push the end of the lease LEASE_SECONDS ahead (with `updates`); False when it is lost."""
-        with self._lock:
-            if self.lost:
-                return False
-            return self._renewal(lambda now, until: self._mine().update(claimed_until=until, **updates) > 0)
+        return bool(self._renewal(lambda now, until: self._mine().update(claimed_until=until, **updates) > 0))
 
     def confirm(self, **updates) -> None:
         """The fence before a call that changes another system's state: confirm in the database that
@@ -146,8 +146,7 @@ class Lease:
             rows = update_returning(self._rows.filter(mine | lease_free(now)), **writes)
             return rows[0] if rows and rows[0].claimed_until == until else None
 
-        with self._lock:
-            return None if self.lost else self._renewal(write)
+        return self._renewal(write)
 
     def held(self) -> None:
         """The fence on this worker's own clock, for the instant before a call's first byte leaves
